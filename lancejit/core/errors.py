@@ -1,0 +1,75 @@
+"""The single exception hierarchy of lancejit.
+
+Every error lancejit raises derives from :class:`LanceJitError`.  Where a builtin exception
+has the same meaning, the subclass inherits it too, so ``except FileNotFoundError`` or
+``except IndexError`` keeps working for callers that do not know lancejit.  Code inside
+lancejit matches errors by class, never by message text.
+"""
+
+from __future__ import annotations
+
+
+class LanceJitError(Exception):
+    """Root of every error raised by lancejit."""
+
+
+class NotFoundError(LanceJitError, FileNotFoundError):
+    """A file, object, dataset, version or tag does not exist."""
+
+
+class AlreadyExistsError(LanceJitError, FileExistsError):
+    """A create-if-absent write found the target already present."""
+
+
+class CorruptFileError(LanceJitError, ValueError):
+    """A file's bytes are not a valid Lance file (bad magic, truncation, bad offsets...).
+
+    The message names the file and what was wrong.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class NotSupportedError(LanceJitError, NotImplementedError):
+    """A valid input uses a feature lancejit does not implement (unknown flag, encoding...)."""
+
+
+class RowIndexError(LanceJitError, IndexError):
+    """A row index or row id is outside the file or dataset."""
+
+
+class InvalidInputError(LanceJitError, ValueError):
+    """An argument is malformed: bad URI, bad filter, mismatched schema, bad option."""
+
+
+class SchemaMismatchError(InvalidInputError):
+    """Data written does not match the schema of the file or dataset."""
+
+
+class StoreError(LanceJitError, OSError):
+    """A storage backend failed (network, permission, protocol) in a way not covered above."""
+
+
+class CommitConflictError(LanceJitError, RuntimeError):
+    """A concurrent commit made this transaction impossible to apply."""
+
+
+class RetryableCommitError(CommitConflictError):
+    """A concurrent commit requires re-reading and redoing the operation."""
+
+
+__all__ = [
+    "AlreadyExistsError",
+    "CommitConflictError",
+    "CorruptFileError",
+    "InvalidInputError",
+    "LanceJitError",
+    "NotFoundError",
+    "NotSupportedError",
+    "RetryableCommitError",
+    "RowIndexError",
+    "SchemaMismatchError",
+    "StoreError",
+]
