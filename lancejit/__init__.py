@@ -1,0 +1,86 @@
+"""lancejit: a Python implementation of the Lance columnar file and table format.
+
+Numba-compiled decoders fed by an asyncio I/O scheduler over local disk, memory, S3 and GCS.
+
+Public API (imported lazily, so ``import lancejit`` stays cheap and compiles nothing):
+
+* :class:`LanceFileReader` / :class:`AsyncLanceFileReader`: read one ``.lance`` file.
+* :class:`SearchCache`: the LRU metadata/decoder-state cache (bounded in bytes).
+* Errors: :class:`LanceJitError` and its subclasses (:class:`NotFoundError`,
+  :class:`CorruptFileError`, :class:`NotSupportedError`, :class:`RowIndexError`, ...).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from lancejit.core.errors import (
+    AlreadyExistsError,
+    CommitConflictError,
+    CorruptFileError,
+    InvalidInputError,
+    LanceJitError,
+    NotFoundError,
+    NotSupportedError,
+    RetryableCommitError,
+    RowIndexError,
+    SchemaMismatchError,
+    StoreError,
+)
+
+__version__ = "0.1.0"
+
+#: Lazily imported public names: attribute -> module holding it.
+_LAZY = {
+    "LanceFileReader": "lancejit.file.reader",
+    "AsyncLanceFileReader": "lancejit.file.reader",
+    "SearchCache": "lancejit.file.cache",
+    "FileMetadata": "lancejit.file.container",
+}
+
+#: Lazily imported optional API (later layers: ``lancejit.dataset(...)`` etc.), exported when present.
+_OPTIONAL = {
+    "dataset": "lancejit.table",
+    "write_dataset": "lancejit.table",
+    "LanceDataset": "lancejit.table",
+    "LanceFileWriter": "lancejit.file.writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name) or _OPTIONAL.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'lancejit' has no attribute {name!r}")
+    try:
+        module = importlib.import_module(module_name)
+        value = getattr(module, name)
+    except (ModuleNotFoundError, AttributeError):
+        if name in _LAZY:
+            raise
+        raise AttributeError(f"module 'lancejit' has no attribute {name!r} (not available in this build)") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "AlreadyExistsError",
+    "AsyncLanceFileReader",
+    "CommitConflictError",
+    "CorruptFileError",
+    "FileMetadata",
+    "InvalidInputError",
+    "LanceFileReader",
+    "LanceJitError",
+    "NotFoundError",
+    "NotSupportedError",
+    "RetryableCommitError",
+    "RowIndexError",
+    "SchemaMismatchError",
+    "SearchCache",
+    "StoreError",
+]

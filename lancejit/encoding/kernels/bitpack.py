@@ -1,0 +1,119 @@
+"""FastLanes bit-packing kernels (unpack and pack) for word widths T in {8, 16, 32, 64}.
+
+Layout of one packed block of 1024 values with bit width ``W`` (0 <= W <= T) stored in T-bit
+words: ``LANES = 1024 // T`` interleaved lanes; lane ``l`` holds a bit stream whose ``k``-th
+T-bit word is ``packed[k * LANES + l]``.  For row ``r`` in ``[0, T)`` the value with logical index
+``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l`` occupies bits ``[r*W, r*W + W)`` of lane ``l``'s
+stream (a value may straddle two words).  A block therefore has exactly ``LANES * W`` words;
+W = 0 means no words (all values zero).
+
+The kernels take uint8/uint16/uint32/uint64 arrays; the dtype decides T (4 specializations).
+They do no bounds checking: callers guarantee ``len(packed) >= num_blocks * LANES * W`` and
+``len(out) >= num_blocks * 1024`` (see :func:`packed_words_per_block`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: Lane-row order of the FastLanes transposed layout.
+FL_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)
+
+#: Values per packed block.
+BLOCK_VALUES = 1024
+
+
+def packed_words_per_block(word_bits: int, width: int) -> int:
+    """Number of T-bit words one packed block of 1024 values occupies (``1024 * W / T``)."""
+    return (BLOCK_VALUES // word_bits) * width
+
+
+@njit(cache=True, nogil=True)
+def unpack_blocks(packed, width, num_blocks, out):  # pragma: no cover - compiled
+    """Unpack ``num_blocks`` consecutive blocks of width ``width`` from ``packed`` into ``out``.
+
+    ``packed`` and ``out`` have the same unsigned dtype (T bits).  ``out[b*1024:(b+1)*1024]``
+    receives block ``b``; ``packed`` is read from word 0.
+    """
+    t = packed.itemsize * 8
+    lanes = 1024 // t
+    words_per_block = lanes * width
+    ut = np.uint64(t)
+    if width == 0:
+        for i in range(num_blocks * 1024):
+            out[i] = 0
+        return
+    if width == t:
+        for b in range(num_blocks):
+            base = b * words_per_block
+            obase = b * 1024
+            for row in range(t):
+                rbase = FL_ORDER[row // 8] * 16 + (row % 8) * 128
+                for lane in range(lanes):
+                    out[obase + rbase + lane] = packed[base + row * lanes + lane]
+        return
+    mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    for b in range(num_blocks):
+        base = b * words_per_block
+        obase = b * 1024
+        for row in range(t):
+            bit = row * width
+            word = bit // t
+            shift = bit % t
+            spill = shift + width > t
+            rbase = obase + FL_ORDER[row // 8] * 16 + (row % 8) * 128
+            w0 = base + word * lanes
+            for lane in range(lanes):
+                v = np.uint64(packed[w0 + lane]) >> np.uint64(shift)
+                if spill:
+                    v |= np.uint64(packed[w0 + lanes + lane]) << (ut - np.uint64(shift))
+                out[rbase + lane] = v & mask
+
+
+@njit(cache=True, nogil=True)
+def pack_blocks(values, width, num_blocks, out):  # pragma: no cover - compiled
+    """Pack ``num_blocks * 1024`` values (bits above ``width`` are dropped) into ``out``.
+
+    ``values`` and ``out`` have the same unsigned dtype; ``out`` receives
+    ``num_blocks * (1024 // T) * width`` words, which this kernel overwrites.
+    """
+    t = values.itemsize * 8
+    lanes = 1024 // t
+    words_per_block = lanes * width
+    ut = np.uint64(t)
+    if width == 0:
+        return
+    for i in range(num_blocks * words_per_block):
+        out[i] = 0
+    if width == t:
+        for b in range(num_blocks):
+            base = b * words_per_block
+            ibase = b * 1024
+            for row in range(t):
+                rbase = FL_ORDER[row // 8] * 16 + (row % 8) * 128
+                for lane in range(lanes):
+                    out[base + row * lanes + lane] = values[ibase + rbase + lane]
+        return
+    mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    if t == 64:
+        tmask = np.uint64(0xFFFFFFFFFFFFFFFF)
+    else:
+        tmask = (np.uint64(1) << ut) - np.uint64(1)
+    for b in range(num_blocks):
+        base = b * words_per_block
+        ibase = b * 1024
+        for row in range(t):
+            bit = row * width
+            word = bit // t
+            shift = bit % t
+            spill = shift + width > t
+            rbase = ibase + FL_ORDER[row // 8] * 16 + (row % 8) * 128
+            w0 = base + word * lanes
+            for lane in range(lanes):
+                v = np.uint64(values[rbase + lane]) & mask
+                out[w0 + lane] = np.uint64(out[w0 + lane]) | ((v << np.uint64(shift)) & tmask)
+                if spill:
+                    out[w0 + lanes + lane] = np.uint64(out[w0 + lanes + lane]) | (
+                        v >> (ut - np.uint64(shift))
+                    )

@@ -1,0 +1,7 @@
+"""Legacy (0.1) file decoders: PLAIN, VAR_BINARY and DICTIONARY pages, per-batch lists and
+structs.  Entry point: :func:`make_field_decoders` ``(reader, metadata, field_names)``; the
+file container is parsed by :mod:`lancejit.file.legacy` (``metadata.legacy``)."""
+
+from lancejit.encoding.legacy.fields import LegacyFieldDecoder, make_field_decoders
+
+__all__ = ["LegacyFieldDecoder", "make_field_decoders"]

@@ -1,0 +1,262 @@
+"""Field readers of legacy (0.1) files and their :class:`FieldDecoder`.
+
+A 0.1 file is cut into batches ("row groups"); every field with data has one page per batch,
+found in the page table by (field id, batch).  Structs have no pages (their children do);
+lists have a PLAIN page of ``n + 1`` batch-relative i32 (large: i64) offsets, then their item
+field's pages.  Nodes read half-open row ranges ``[start, end)`` *within one batch*.
+Nulls come back as the reference returns them: primitives, structs and lists carry no
+validity; strings/binaries of nullable fields read empty values as null.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.errors import CorruptFileError, InvalidInputError, LanceJitError, NotSupportedError, RowIndexError
+from lancejit.core.ranges import RangeReader
+from lancejit.encoding import arrow_build as AB
+from lancejit.encoding.legacy.values import (
+    is_binary_like,
+    is_fixed_stride,
+    read_dictionary_values,
+    read_offsets,
+    read_plain,
+    read_var_binary,
+)
+from lancejit.encoding.v20.field import indices_to_ranges
+from lancejit.encoding.v20.steps import Ranges, Steps, drive, gather
+
+def _merge(ranges: Sequence[tuple[int, int]]) -> Ranges:
+    out: Ranges = []
+    for s, e in ranges:
+        if e <= s:
+            continue
+        if out and out[-1][1] == s:
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+class LegacyNode:
+    """Base: ``read(batch, ranges)`` -> step generator returning an Arrow array."""
+
+    typ: pa.DataType
+
+    def __init__(self, field, typ: pa.DataType, legacy, path: str) -> None:
+        self.field = field
+        self.typ = typ
+        self.legacy = legacy
+        self.path = path
+
+    def page(self, batch: int) -> tuple[int, int]:
+        return self.legacy.page(self.field.id, batch)
+
+    def nbytes(self) -> int:
+        """Rough encoded size: rows * value width is unknown for variable data; pages only."""
+        return 0
+
+    def read(self, batch: int, ranges: Ranges) -> Steps:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class PlainNode(LegacyNode):
+    def read(self, batch: int, ranges: Ranges) -> Steps:
+        pos, length = self.page(batch)
+        return (yield from read_plain(self.typ, pos, length, ranges, self.path))
+
+
+class NullNode(LegacyNode):
+    def read(self, batch: int, ranges: Ranges) -> Steps:
+        _, length = self.page(batch)
+        if ranges and ranges[-1][1] > length:
+            raise CorruptFileError(f"rows up to {ranges[-1][1]} requested from a page of {length}", path=self.path)
+        return pa.nulls(sum(e - s for s, e in ranges))
+        yield  # pragma: no cover
+
+
+class BinaryNode(LegacyNode):
+    def read(self, batch: int, ranges: Ranges) -> Steps:
+        pos, length = self.page(batch)
+        return (yield from read_var_binary(self.typ, self.field.nullable, pos, length, ranges, self.path))
+
+
+class DictionaryNode(LegacyNode):
+    def __init__(self, field, typ, legacy, path) -> None:
+        super().__init__(field, typ, legacy, path)
+        self._values: pa.Array | None = (legacy.dictionaries or {}).get(field.id)
+
+    def read(self, batch: int, ranges: Ranges) -> Steps:
+        pos, length = self.page(batch)
+        if self._values is None:
+            if self.field.dictionary is None:
+                raise CorruptFileError(f"dictionary field {self.field.name!r} has no values", path=self.path)
+            off, ln = self.field.dictionary
+            self._values = yield from read_dictionary_values(self.typ.value_type, int(off), int(ln), self.path)
+        keys = yield from read_plain(self.typ.index_type, pos, length, ranges, self.path)
+        k = keys.to_numpy(zero_copy_only=False)
+        if len(k) and (k.min() < 0 or k.max() >= len(self._values)):
+            raise CorruptFileError("dictionary key out of range", path=self.path)
+        return pa.DictionaryArray.from_arrays(keys, self._values)
+
+
+class StructNode(LegacyNode):
+    def __init__(self, field, typ, legacy, path, children) -> None:
+        super().__init__(field, typ, legacy, path)
+        self.children = children
+
+    def read(self, batch: int, ranges: Ranges) -> Steps:
+        arrays = yield from gather([c.read(batch, ranges) for c in self.children])
+        n = sum(e - s for s, e in ranges)
+        return AB.struct_array(self.typ, arrays, n)
+
+
+class ListNode(LegacyNode):
+    def __init__(self, field, typ, legacy, path, child) -> None:
+        super().__init__(field, typ, legacy, path)
+        self.child = child
+        self.width = 8 if pa.types.is_large_list(typ) else 4
+
+    def read(self, batch: int, ranges: Ranges) -> Steps:
+        pos, length = self.page(batch)
+        offs = yield from read_offsets(pos, length, self.width, ranges, self.path)
+        lengths = [np.diff(o) for o in offs]
+        spans = [(int(o[0]), int(o[-1])) for o in offs]
+        for a, _ in spans:
+            if a < 0:
+                raise CorruptFileError("negative list offset", path=self.path)
+        items = yield from self.child.read(batch, _merge(spans))
+        lens = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+        offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        if offsets[-1] != len(items):
+            raise CorruptFileError("list offsets do not match the items read", path=self.path)
+        return AB.list_array(self.typ, offsets, items)
+
+
+def build_node(field, typ: pa.DataType, legacy, path: str) -> LegacyNode:
+    """The reader of one Lance field of a 0.1 file."""
+    storage = typ.storage_type if isinstance(typ, pa.ExtensionType) else typ
+    if pa.types.is_struct(storage):
+        kids = [build_node(c, storage.field(i).type, legacy, path) for i, c in enumerate(field.children)]
+        return StructNode(field, typ, legacy, path, kids)
+    if pa.types.is_list(storage) or pa.types.is_large_list(storage):
+        child = build_node(field.children[0], storage.value_type, legacy, path)
+        return ListNode(field, typ, legacy, path, child)
+    if pa.types.is_dictionary(storage):
+        return DictionaryNode(field, typ, legacy, path)
+    if pa.types.is_null(storage):
+        return NullNode(field, typ, legacy, path)
+    if is_binary_like(storage):
+        return BinaryNode(field, typ, legacy, path)
+    if is_fixed_stride(storage):
+        return PlainNode(field, typ, legacy, path)
+    raise NotSupportedError(f"legacy field {field.name!r} of type {typ}")
+
+
+class LegacyFieldDecoder:
+    """Decodes one top-level field of a 0.1 file (see :class:`FieldDecoder`)."""
+
+    def __init__(self, reader: RangeReader, field: pa.Field, node: LegacyNode, legacy) -> None:
+        self._reader = reader
+        self._field = field
+        self._node = node
+        self._offsets = [int(x) for x in legacy.batch_offsets]
+        self._num_rows = self._offsets[-1]
+        self._legacy = legacy
+
+    @property
+    def field(self) -> pa.Field:
+        return self._field
+
+    @property
+    def num_rows(self) -> int:
+        return self._num_rows
+
+    def estimated_bytes_per_row(self) -> float:
+        total = 0
+        ids = [f.id for f in self._node.field.walk()]
+        for fid in ids:
+            i = fid - self._legacy.min_field_id
+            if 0 <= i < self._legacy.page_table.shape[0]:
+                total += int(self._legacy.page_table[i, :, 1].sum())
+        return max(total / max(self._num_rows, 1), 1.0)
+
+    def _plan(self, ranges: Ranges) -> Steps:
+        per_batch: dict[int, Ranges] = {}
+        offs = self._offsets
+        for s, e in ranges:
+            b = bisect.bisect_right(offs, s) - 1
+            while s < e:
+                be = offs[b + 1]
+                ce = min(e, be)
+                if ce > s:
+                    per_batch.setdefault(b, []).append((s - offs[b], ce - offs[b]))
+                s = ce
+                b += 1
+        batches = sorted(per_batch)
+        arrays = yield from gather([self._node.read(b, per_batch[b]) for b in batches])
+        if not arrays:
+            return pa.array([], type=self._field.type)
+        if len(arrays) == 1:
+            return arrays[0]
+        return pa.concat_arrays(arrays)
+
+    async def _run(self, ranges: Ranges, priority: int) -> pa.Array:
+        try:
+            return await drive(self._reader, self._plan(ranges), priority=priority)
+        except (LanceJitError, asyncio.CancelledError, OSError, MemoryError):
+            raise
+        except Exception as exc:
+            raise CorruptFileError(
+                f"cannot decode field {self._field.name!r} ({type(exc).__name__}: {exc})", path=self._reader.path
+            ) from exc
+
+    async def read_range(self, start: int, end: int) -> pa.Array:
+        """Rows ``[start, end)``."""
+        if not (0 <= start <= end <= self._num_rows):
+            raise RowIndexError(f"row range [{start}, {end}) outside a file of {self._num_rows} rows")
+        if start == end:
+            return pa.array([], type=self._field.type)
+        return await self._run([(start, end)], start)
+
+    async def take(self, indices: np.ndarray) -> pa.Array:
+        """Rows at sorted unique ``indices``."""
+        idx = np.asarray(indices, dtype=np.int64)
+        if len(idx) == 0:
+            return pa.array([], type=self._field.type)
+        if idx[0] < 0 or idx[-1] >= self._num_rows:
+            raise RowIndexError(f"row index outside a file of {self._num_rows} rows")
+        if len(idx) > 1 and np.any(np.diff(idx) <= 0):
+            raise InvalidInputError("take indices must be sorted and unique")
+        return await self._run(indices_to_ranges(idx), int(idx[0]))
+
+
+def make_field_decoders(reader: RangeReader, metadata, field_names: Sequence[str] | None) -> list[LegacyFieldDecoder]:
+    """One decoder per requested top-level field of a 0.1 file (all when ``field_names`` is None).
+
+    ``metadata.legacy`` is the :class:`lancejit.file.legacy.LegacyMetadata` of the file.
+    """
+    legacy = metadata.legacy
+    if legacy is None:
+        raise InvalidInputError("not a legacy (0.1) file")
+    schema = metadata.schema
+    arrow = getattr(metadata, "arrow_schema", None) or legacy.arrow_schema
+    path = getattr(metadata, "path", None) or reader.path
+    by_name = {}
+    for f in schema.fields:
+        by_name.setdefault(f.name, f)
+    names = list(field_names) if field_names is not None else [f.name for f in schema.fields]
+    out = []
+    for name in names:
+        if name not in by_name:
+            raise InvalidInputError(f"no field {name!r} in {path}")
+        af = arrow.field(name)
+        node = build_node(by_name[name], af.type, legacy, path)
+        out.append(LegacyFieldDecoder(reader, af, node, legacy))
+    return out

@@ -1,0 +1,75 @@
+"""What every 2.1/2.2 page reader of one leaf column shares: I/O, schema path and caches."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence, TypeVar
+
+import pyarrow as pa
+
+from lancejit.core.errors import CorruptFileError
+from lancejit.core.ranges import RangeReader
+from lancejit.encoding.v21.repdef import CanonicalLevels
+
+T = TypeVar("T")
+
+#: Below this many bytes of decode input, decoding runs inline instead of in a worker thread.
+INLINE_DECODE_BYTES = 64 * 1024
+
+
+@dataclass(slots=True)
+class ColumnContext:
+    """One physical column of a 2.1/2.2 file.
+
+    ``value_type``: Arrow type of the values stored in the column (the leaf type, or the whole
+    struct for packed structs, or the binary type of a blob field).
+    ``canon``: canonical rep/def numbering of the column's schema path.
+    ``cache``: the file's metadata cache (``FileMetadata.cache``) or None.
+    ``file_size``: bytes, for bounds checks (0 = unknown).
+    """
+
+    reader: RangeReader
+    path: str
+    column_index: int
+    canon: CanonicalLevels
+    value_type: pa.DataType
+    cache: Any = None
+    file_size: int = 0
+    version: str = "2.1"
+    field_metadata: dict = field(default_factory=dict)
+
+    async def read(self, ranges: Sequence[tuple[int, int]], priority: int = 0) -> list[memoryview]:
+        """Read absolute half-open byte ranges in ONE scheduler call (so they coalesce)."""
+        if not ranges:
+            return []
+        for s, e in ranges:
+            if s < 0 or e < s or (self.file_size and e > self.file_size):
+                raise CorruptFileError(f"byte range [{s}, {e}) outside the file", path=self.path)
+        bufs = await self.reader.read_ranges(list(ranges), priority=priority)
+        for (s, e), b in zip(ranges, bufs):
+            if len(b) != e - s:
+                raise CorruptFileError(f"short read of [{s}, {e}): {len(b)} bytes", path=self.path)
+        return bufs
+
+    async def decode(self, nbytes: int, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` off the event loop when the input is large (``nbytes``)."""
+        if nbytes < INLINE_DECODE_BYTES:
+            return fn(*args)
+        return await asyncio.to_thread(fn, *args)
+
+    def cache_get(self, key: Any) -> Any:
+        if self.cache is None:
+            return None
+        try:
+            return self.cache.get(key)
+        except Exception:  # pragma: no cover - cache must never break reads
+            return None
+
+    def cache_put(self, key: Any, value: Any, nbytes: int) -> None:
+        if self.cache is None:
+            return
+        try:
+            self.cache.put(key, value, nbytes)
+        except Exception:  # pragma: no cover
+            pass

@@ -1,0 +1,105 @@
+"""Encoding one top-level field of a 2.1 / 2.2 file: its leaf columns and page accumulation.
+
+Each leaf column accumulates level slots independently and emits a page once its buffered
+bytes reach ``page_bytes`` (so memory stays bounded by columns x page size); ``finish`` flushes
+what is left.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .allnull import simple_all_null
+from .levels import Leaf, LeafSlots, concat_slots, leaf_slots, leaves_of
+from .page import EncodedPage
+from .strategy import FieldParams, encode_leaf_page
+
+
+def _slots_nbytes(s: LeafSlots) -> int:
+    n = s.values.nbytes if len(s.values) else 0
+    return int(n + s.code.nbytes + (s.rep.nbytes if s.rep is not None else 0))
+
+
+class _LeafColumn:
+    def __init__(self, leaf: Leaf, column_index: int) -> None:
+        self.leaf = leaf
+        self.column_index = column_index
+        md = {}
+        for f in leaf.path:  # inner metadata wins
+            md.update(f.metadata or {})
+        self.params = FieldParams.from_metadata(md)
+        self.empty_struct = pa.types.is_struct(leaf.leaf_field.type) and leaf.leaf_field.type.num_fields == 0
+        self.pending: list[LeafSlots] = []
+        self.pending_bytes = 0
+        self.pending_rows = 0
+        self.rows_flushed = 0
+
+    def add(self, arr: pa.Array) -> LeafSlots | None:
+        if self.empty_struct:
+            self.pending_rows += len(arr)
+            return None
+        s = leaf_slots(arr, self.leaf)
+        self.pending.append(s)
+        self.pending_bytes += _slots_nbytes(s)
+        self.pending_rows += len(arr)
+        return s
+
+    def flush(self, version: tuple[int, int]) -> tuple[EncodedPage, int] | None:
+        if self.pending_rows == 0:
+            return None
+        first_row = self.rows_flushed
+        if self.empty_struct:
+            page = simple_all_null(self.pending_rows)
+        else:
+            slots = concat_slots(self.pending)
+            page = encode_leaf_page(slots, self.params, version)
+        self.rows_flushed += self.pending_rows
+        self.pending = []
+        self.pending_bytes = 0
+        self.pending_rows = 0
+        return page, first_row
+
+
+class FieldEncoder:
+    """Encodes one top-level Arrow field into ``num_columns`` leaf columns."""
+
+    def __init__(self, f: pa.Field, first_column: int, version: tuple[int, int], page_bytes: int) -> None:
+        self.field = f
+        self.version = version
+        self.page_bytes = page_bytes
+        self.leaves = [_LeafColumn(lf, first_column + i) for i, lf in enumerate(leaves_of(f))]
+
+    @property
+    def num_columns(self) -> int:
+        return len(self.leaves)
+
+    def _split(self, arr: pa.Array) -> list[pa.Array]:
+        n = len(arr)
+        nbytes = arr.nbytes
+        if nbytes <= self.page_bytes or n <= 1:
+            return [arr]
+        pieces = min(n, -(-nbytes // self.page_bytes))
+        bounds = np.linspace(0, n, pieces + 1).astype(np.int64)
+        return [arr.slice(int(a), int(b - a)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+    def add(self, arr: pa.Array) -> list[tuple[int, EncodedPage, int]]:
+        """Buffer ``arr`` (rows of this field); returns pages ready to write:
+        ``(column_index, page, first_row)``."""
+        out = []
+        for piece in self._split(arr):
+            for leaf in self.leaves:
+                leaf.add(piece)
+                if leaf.pending_bytes >= self.page_bytes:
+                    r = leaf.flush(self.version)
+                    if r is not None:
+                        out.append((leaf.column_index, r[0], r[1]))
+        return out
+
+    def finish(self) -> list[tuple[int, EncodedPage, int]]:
+        out = []
+        for leaf in self.leaves:
+            r = leaf.flush(self.version)
+            if r is not None:
+                out.append((leaf.column_index, r[0], r[1]))
+        return out

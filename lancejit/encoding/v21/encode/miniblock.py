@@ -1,0 +1,148 @@
+"""Mini-block layout serialisation (FORMAT_NOTES 3.3).
+
+Buffers: ``[0]`` chunk metadata words (u16 in 2.1, u32 in 2.2), ``[1]`` chunks, ``[2]`` the
+dictionary when present, then the repetition index when there is repetition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancejit.core.errors import InvalidInputError
+from lancejit.pb import encodings_v2_1_pb2 as pb21
+
+from . import blocks
+from .levels import Levels
+from .page import EncodedPage
+from .values import MiniChunks
+
+FILL = 0xFE
+
+
+def _pad8(buf: bytearray) -> None:
+    pad = (-len(buf)) % 8
+    if pad:
+        buf.extend(bytes([FILL]) * pad)
+
+
+def _level_bounds(levels: Levels, counts: list[int]) -> list[tuple[int, int]]:
+    """Slot ranges ``[start, end)`` of each chunk's levels (invisible slots on a boundary go to
+    the next chunk)."""
+    n = len(counts)
+    if levels.rep is None and levels.deff is None:
+        return []
+    if levels.rep is None:
+        # no lists: every slot is a value
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    else:
+        if levels.deff is not None:
+            vis_pos = np.flatnonzero(levels.deff <= levels.max_visible_def)
+        else:
+            vis_pos = np.arange(levels.num_slots)
+        cum = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        starts = np.zeros(n, dtype=np.int64)
+        if n > 1:
+            starts[1:] = vis_pos[cum[1:]]
+    ends = list(starts[1:]) + [levels.num_slots]
+    return [(int(s), int(e)) for s, e in zip(starts, ends)]
+
+
+def _rep_index(rep: np.ndarray, bounds: list[tuple[int, int]], max_rep: int) -> np.ndarray:
+    out = np.zeros((len(bounds), 2), dtype=np.uint64)
+    last = len(bounds) - 1
+    for i, (s, e) in enumerate(bounds):
+        r = rep[s:e]
+        is_top = r == max_rep
+        rows = int(is_top[1:].sum()) if len(r) else 0
+        if i < last:
+            nz = np.flatnonzero(is_top)
+            leftovers = (len(r) - int(nz[-1])) if len(nz) else len(r)
+        else:
+            leftovers = 0
+        if i != 0 and len(r) and r[0] == max_rep and out[i - 1, 1] != 0:
+            out[i - 1, 0] += 1
+            out[i - 1, 1] = 0
+        if i == last:
+            rows += 1
+        out[i, 0] = rows
+        out[i, 1] = leftovers
+    return out
+
+
+def encode_miniblock(
+    values: MiniChunks,
+    levels: Levels,
+    version: tuple[int, int],
+    dictionary: tuple[bytes, pb21.CompressiveEncoding, int] | None = None,
+) -> EncodedPage:
+    """Serialise value chunks plus their sliced rep/def levels into a mini-block page."""
+    large = version >= (2, 2)
+    counts = values.counts
+    bounds = _level_bounds(levels, counts)
+    rep_comp = def_comp = None
+    rep_chunks: list[bytes] | None = None
+    def_chunks: list[bytes] | None = None
+    rep_index = None
+    if levels.rep is not None:
+        rep_comp = blocks.choose_fixed(levels.rep, 16, version, allow_rle=True)
+        rep_chunks = [rep_comp.compress_fixed(levels.rep[s:e]) for s, e in bounds]
+        rep_index = _rep_index(levels.rep, bounds, levels.max_rep)
+    if levels.deff is not None:
+        def_comp = blocks.choose_fixed(levels.deff, 16, version, allow_rle=True)
+        def_chunks = [def_comp.compress_fixed(levels.deff[s:e]) for s, e in bounds]
+
+    data = bytearray()
+    meta = []
+    size_fmt = np.uint32 if large else np.uint16
+    total_chunks = len(counts)
+    for i in range(total_chunks):
+        start = len(data)
+        nlev = (bounds[i][1] - bounds[i][0]) if bounds else 0
+        if nlev > 0xFFFF:
+            raise InvalidInputError("too many rep/def levels in one mini-block chunk")
+        hdr = [np.array([nlev], np.uint16).tobytes()]
+        if rep_chunks is not None:
+            hdr.append(np.array([len(rep_chunks[i])], np.uint16).tobytes())
+        if def_chunks is not None:
+            hdr.append(np.array([len(def_chunks[i])], np.uint16).tobytes())
+        hdr.append(np.array([len(b) for b in values.buffers[i]], size_fmt).tobytes())
+        data.extend(b"".join(hdr))
+        _pad8(data)
+        if rep_chunks is not None:
+            data.extend(rep_chunks[i])
+            _pad8(data)
+        if def_chunks is not None:
+            data.extend(def_chunks[i])
+            _pad8(data)
+        for b in values.buffers[i]:
+            data.extend(b)
+            _pad8(data)
+        nbytes = len(data) - start
+        if not large and nbytes > 32 * 1024:
+            raise InvalidInputError("mini-block chunk larger than 32 KiB in a 2.1 file")
+        log = 0 if i == total_chunks - 1 else int(counts[i]).bit_length() - 1
+        meta.append(((nbytes // 8 - 1) << 4) | log)
+    meta_buf = np.array(meta, dtype=np.uint32 if large else np.uint16).tobytes()
+
+    layout = pb21.PageLayout()
+    mb = layout.mini_block_layout
+    if rep_comp is not None:
+        mb.rep_compression.CopyFrom(rep_comp.encoding)
+    if def_comp is not None:
+        mb.def_compression.CopyFrom(def_comp.encoding)
+    mb.value_compression.CopyFrom(values.encoding)
+    buffers = [meta_buf, bytes(data)]
+    if dictionary is not None:
+        dict_bytes, dict_enc, n_items = dictionary
+        mb.dictionary.CopyFrom(dict_enc)
+        mb.num_dictionary_items = n_items
+        buffers.append(dict_bytes)
+    mb.layers.extend(levels.layers)
+    mb.num_buffers = values.num_buffers
+    mb.num_items = int(sum(counts))
+    if rep_index is not None:
+        mb.repetition_index_depth = 1
+        buffers.append(rep_index.tobytes())
+    if large:
+        mb.has_large_chunk = True
+    return EncodedPage(buffers, layout, levels.num_rows)

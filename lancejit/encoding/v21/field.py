@@ -1,0 +1,249 @@
+"""The 2.1/2.2 :class:`~lancejit.encoding.protocol.FieldDecoder`: leaf columns -> one Arrow field.
+
+Each leaf column (:class:`LeafColumn`) returns rep/def levels and stored values for row ranges;
+the field decoder reads all its leaves concurrently, turns each leaf's levels into per-node
+validity/offsets (:func:`repdef.unravel`) and assembles the nested array from the first leaf
+under every struct/list node.  Row ranges are half-open ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.errors import CorruptFileError, NotSupportedError, RowIndexError
+from lancejit.core.ranges import RangeReader
+from lancejit.encoding import arrow_build as ab
+from lancejit.encoding.pages import ColumnInfo
+from lancejit.encoding.v21.columns import LeafPath, count_columns, is_blob, leaf_paths
+from lancejit.encoding.v21.constant import ConstantPage
+from lancejit.encoding.v21.context import ColumnContext
+from lancejit.encoding.v21.fullzip import FullZipPage
+from lancejit.encoding.v21.levels import LeafRows, concat_rows
+from lancejit.encoding.v21.miniblock import MiniBlockPage
+from lancejit.encoding.v21.repdef import LIST, NodeLevels, canonical_levels, def_translation, unravel
+
+
+def indices_to_ranges(indices: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted unique row indices -> half-open runs of consecutive rows."""
+    idx = np.asarray(indices, dtype=np.int64)
+    if idx.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(idx) != 1) + 1
+    starts = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [idx.size]])
+    return [(int(idx[s]), int(idx[e - 1]) + 1) for s, e in zip(starts, ends)]
+
+
+class LeafColumn:
+    """One physical column: its pages and how to read rows from them."""
+
+    def __init__(self, ctx: ColumnContext, column: ColumnInfo, leaf: LeafPath) -> None:
+        self.ctx = ctx
+        self.leaf = leaf
+        self.pages: list[Any] = []
+        starts = [0]
+        for i, page in enumerate(column.pages):
+            self.pages.append(make_page(ctx, page, i))
+            starts.append(starts[-1] + page.num_rows)
+        self.page_starts = np.asarray(starts, dtype=np.int64)
+        self.num_rows = int(starts[-1])
+
+    async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
+        """Rows in the half-open ``ranges`` (sorted, disjoint, column-relative)."""
+        per_page: dict[int, list[tuple[int, int]]] = {}
+        order: list[int] = []
+        for a, b in ranges:
+            p = int(np.searchsorted(self.page_starts, a, side="right")) - 1
+            while a < b:
+                if p >= len(self.pages):
+                    raise RowIndexError(f"row {a} outside column of {self.num_rows} rows")
+                ps, pe = int(self.page_starts[p]), int(self.page_starts[p + 1])
+                e = min(b, pe)
+                if e > a:
+                    if p not in per_page:
+                        per_page[p] = []
+                        order.append(p)
+                    per_page[p].append((a - ps, e - ps))
+                a = e
+                p += 1
+        results = await asyncio.gather(*(self.pages[p].read(per_page[p]) for p in order))
+        return concat_rows(list(results), self.ctx.value_type)
+
+    def encoded_bytes(self) -> int:
+        return sum(sum(p.page.buffer_sizes) for p in self.pages)
+
+
+def make_page(ctx: ColumnContext, page: Any, index: int) -> Any:
+    """The page reader for one 2.1/2.2 page (``page.encoding`` is a ``PageLayout``)."""
+    layout = page.encoding
+    which = layout.WhichOneof("layout") if layout is not None else None
+    if which == "mini_block_layout":
+        inner = layout.mini_block_layout
+        return MiniBlockPage(ctx, page, inner, index, def_translation(tuple(inner.layers), ctx.canon, path=ctx.path))
+    if which == "full_zip_layout":
+        inner = layout.full_zip_layout
+        return FullZipPage(ctx, page, inner, index, def_translation(tuple(inner.layers), ctx.canon, path=ctx.path))
+    if which == "all_null_layout":
+        inner = layout.all_null_layout
+        return ConstantPage(ctx, page, inner, index, def_translation(tuple(inner.layers), ctx.canon, path=ctx.path))
+    if which == "blob_layout":
+        from lancejit.encoding.v21.blob import BlobPage
+
+        return BlobPage(ctx, page, layout.blob_layout, index)
+    raise CorruptFileError(f"unknown page layout {which!r} in column {ctx.column_index}", path=ctx.path)
+
+
+class StructuralFieldDecoder:
+    """Decodes one top-level field of a 2.1/2.2 file."""
+
+    def __init__(self, arrow_field: pa.Field, leaves: list[LeafColumn], num_rows: int, path: str) -> None:
+        self._field = arrow_field
+        self.leaves = leaves
+        self._num_rows = num_rows
+        self.path = path
+        for lc in leaves:
+            if lc.num_rows != num_rows:
+                raise CorruptFileError(
+                    f"column {lc.ctx.column_index} has {lc.num_rows} rows, file has {num_rows}", path=path
+                )
+
+    @property
+    def field(self) -> pa.Field:
+        return self._field
+
+    @property
+    def num_rows(self) -> int:
+        return self._num_rows
+
+    def estimated_bytes_per_row(self) -> float:
+        if not self._num_rows:
+            return 0.0
+        return sum(lc.encoded_bytes() for lc in self.leaves) / self._num_rows
+
+    async def read_range(self, start: int, end: int) -> pa.Array:
+        """Rows ``[start, end)`` as one array."""
+        if start < 0 or end > self._num_rows or end < start:
+            raise RowIndexError(f"rows [{start}, {end}) outside field of {self._num_rows} rows")
+        if end == start:
+            return ab.empty_array(self._field.type)
+        return await self._read([(start, end)], end - start)
+
+    async def take(self, indices: np.ndarray) -> pa.Array:
+        """Rows at sorted unique ``indices``, in that order."""
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.size == 0:
+            return ab.empty_array(self._field.type)
+        if idx[0] < 0 or idx[-1] >= self._num_rows:
+            raise RowIndexError(f"row index out of range for field of {self._num_rows} rows")
+        if idx.size > 1 and np.any(np.diff(idx) <= 0):
+            raise RowIndexError("take indices must be sorted and unique")
+        return await self._read(indices_to_ranges(idx), int(idx.size))
+
+    async def _read(self, ranges: list[tuple[int, int]], nrows: int) -> pa.Array:
+        parts = await asyncio.gather(*(lc.read(ranges) for lc in self.leaves))
+        nbytes = sum(p.values.nbytes for p in parts)
+        if nbytes > (1 << 20):
+            return await asyncio.to_thread(self._assemble, list(parts), nrows)
+        return self._assemble(list(parts), nrows)
+
+    def _assemble(self, parts: list[LeafRows], nrows: int) -> pa.Array:
+        decoded = []
+        for lc, rows in zip(self.leaves, parts):
+            nodes = unravel(lc.ctx.canon, rows.rep, rows.deff, rows.num_levels, path=self.path)
+            if nodes[-1].count != len(rows.values):
+                raise CorruptFileError(
+                    f"column {lc.ctx.column_index}: levels need {nodes[-1].count} values, {len(rows.values)} decoded",
+                    path=self.path,
+                )
+            decoded.append((lc.leaf, nodes, rows.values))
+        arr = self._build(0, decoded)
+        if len(arr) != nrows:
+            raise CorruptFileError(f"decoded {len(arr)} rows, {nrows} expected", path=self.path)
+        return arr
+
+    def _build(self, i: int, group: list[tuple[LeafPath, list[NodeLevels], pa.Array]]) -> pa.Array:
+        leaf, nodes, values = group[0]
+        f = leaf.fields[i]
+        nl = nodes[i]
+        if i == len(leaf.fields) - 1:
+            if len(values) != nl.count:
+                raise CorruptFileError(f"{len(values)} values for {nl.count} slots", path=self.path)
+            return ab.with_validity(values, nl.valid)
+        if leaf.kinds[i] == LIST:
+            child = self._build(i + 1, group)
+            try:
+                return ab.list_array(f.type, nl.offsets, child, nl.valid)
+            except CorruptFileError as exc:
+                raise CorruptFileError(str(exc), path=self.path) from None
+        t = f.type
+        kids = []
+        for k in range(t.num_fields):
+            sub = [g for g in group if g[0].child_index[i + 1] == k]
+            if not sub:
+                raise CorruptFileError(f"struct child {k} of {f.name} has no column", path=self.path)
+            kids.append(self._build(i + 1, sub))
+        return ab.struct_array(t, kids, nl.count, nl.valid)
+
+
+def _arrow_schema(metadata: Any) -> pa.Schema:
+    for attr in ("arrow_schema",):
+        s = getattr(metadata, attr, None)
+        if isinstance(s, pa.Schema):
+            return s
+    s = getattr(metadata, "schema", None)
+    if isinstance(s, pa.Schema):
+        return s
+    if s is not None and hasattr(s, "to_arrow"):
+        return s.to_arrow()
+    raise NotSupportedError("file metadata carries no Arrow schema")
+
+
+def make_field_decoders(reader: RangeReader, metadata: Any, field_names: list[str]) -> list[StructuralFieldDecoder]:
+    """One decoder per top-level field name, for a 2.1/2.2 file.
+
+    ``metadata`` is duck-typed (``lancejit.file.container.FileMetadata``): ``columns``,
+    ``arrow_schema`` (or ``schema``), ``num_rows``, ``path``, optional ``cache``, ``file_size``,
+    ``version``.
+    """
+    schema = _arrow_schema(metadata)
+    path = str(getattr(metadata, "path", getattr(reader, "path", "")))
+    columns = metadata.columns
+    first_col: dict[str, int] = {}
+    col = 0
+    for f in schema:
+        first_col.setdefault(f.name, col)
+        col += count_columns(f)
+    if col != len(columns):
+        raise CorruptFileError(f"schema needs {col} columns, file has {len(columns)}", path=path)
+    num_rows = int(metadata.num_rows)
+    out = []
+    for name in field_names:
+        idx = schema.get_field_index(name)
+        if idx < 0:
+            raise NotSupportedError(f"no top-level field {name!r}")
+        f = schema.field(idx)
+        leaves = []
+        for lp in leaf_paths(f, first_col[name]):
+            ctx = ColumnContext(
+                reader=reader,
+                path=path,
+                column_index=lp.column,
+                canon=canonical_levels(lp.kinds),
+                value_type=lp.leaf.type,
+                cache=getattr(metadata, "cache", None),
+                file_size=int(getattr(metadata, "file_size", 0) or 0),
+                version=str(getattr(metadata, "version", "2.1")),
+                field_metadata=dict(lp.leaf.metadata or {}),
+            )
+            leaves.append(LeafColumn(ctx, columns[lp.column], lp))
+        out.append(StructuralFieldDecoder(output_field(f), leaves, num_rows, path))
+    return out
+
+
+def output_field(f: pa.Field) -> pa.Field:
+    """The Arrow field a read returns for schema field ``f`` (identical to the reference's)."""
+    return f

@@ -1,0 +1,73 @@
+"""FSST symbol tables and decoding of FSST-compressed variable-width values (2.1/2.2).
+
+Symbol table (stored in ``Fsst.symbol_table``, 2 312 bytes when written by Lance):
+``u64 LE header`` = ``"FSST"`` magic in bits 32..63, encoder switch bit 24, suffix_lim bits
+16..23, terminator bits 8..15, n_symbols bits 0..7; then ``n_symbols`` u64 symbols (byte k of a
+symbol = bits 8k..8k+7); then ``n_symbols`` symbol lengths (one byte each, 1..8).  If the switch
+bit is 0 the values were stored uncompressed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lancejit.core.errors import CorruptFileError
+from lancejit.encoding.kernels.fsst import fsst_decode, fsst_decoded_lengths
+from lancejit.encoding.v21.values import VariableWidth
+
+_MAGIC = 0x46535354
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolTable:
+    """A parsed FSST symbol table: ``sym_bytes[c, :sym_lens[c]]`` is the expansion of code c."""
+
+    enabled: bool
+    n_symbols: int
+    sym_bytes: np.ndarray  # uint8 (256, 8)
+    sym_lens: np.ndarray  # uint8 (256,)
+
+
+def parse_symbol_table(table: bytes, *, path: str) -> SymbolTable:
+    """Parse and validate a serialized symbol table."""
+    if len(table) < 8:
+        raise CorruptFileError(f"FSST symbol table of {len(table)} bytes", path=path)
+    header = int.from_bytes(table[:8], "little")
+    if header >> 32 != _MAGIC:
+        raise CorruptFileError(f"FSST symbol table has bad magic {header >> 32:#x}", path=path)
+    enabled = bool((header >> 24) & 1)
+    n = header & 0xFF
+    need = 8 + 9 * n
+    if len(table) < need:
+        raise CorruptFileError(
+            f"FSST symbol table of {len(table)} bytes too short for {n} symbols", path=path
+        )
+    sym_bytes = np.zeros((256, 8), dtype=np.uint8)
+    sym_lens = np.zeros(256, dtype=np.uint8)
+    raw = np.frombuffer(table, dtype=np.uint8, count=need)
+    sym_bytes[:n] = raw[8 : 8 + 8 * n].reshape(n, 8)
+    lens = raw[8 + 8 * n : need]
+    if n and (lens.max() > 8 or lens.min() < 1):
+        raise CorruptFileError("FSST symbol length outside 1..8", path=path)
+    sym_lens[:n] = lens
+    return SymbolTable(enabled, int(n), sym_bytes, sym_lens)
+
+
+def decode_values(table: SymbolTable, values: VariableWidth, *, path: str) -> VariableWidth:
+    """Decompress every value of ``values`` (already validated offsets) with ``table``."""
+    if not table.enabled:
+        return values
+    n = values.num_values
+    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+    lengths = np.empty(n, dtype=np.int64)
+    bad = fsst_decoded_lengths(values.data, offsets, n, table.sym_lens, table.n_symbols, lengths)
+    if bad >= 0:
+        raise CorruptFileError(f"FSST value {bad} uses an unknown code or ends in an escape", path=path)
+    out_offsets = np.empty(n + 1, dtype=np.int64)
+    out_offsets[0] = 0
+    np.cumsum(lengths, out=out_offsets[1:])
+    out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
+    fsst_decode(values.data, offsets, n, table.sym_bytes, table.sym_lens, out_offsets, out)
+    return VariableWidth(out_offsets, out, n)

@@ -1,0 +1,89 @@
+"""General (opaque) buffer compression of 2.1/2.2 files: LZ4 and Zstandard framing.
+
+* LZ4: ``u32 LE uncompressed size`` followed by one LZ4 *block* (not an LZ4 frame).
+* ZSTD: ``u64 LE uncompressed size`` followed by a zstd frame; a bare frame (starting with the
+  zstd magic ``28 b5 2f fd`` whose descriptor's reserved bit is 0) is accepted too.
+
+Every failure (truncation, bad stream, size mismatch) raises :class:`CorruptFileError`.
+"""
+
+from __future__ import annotations
+
+import lz4.block
+import numpy as np
+import zstandard
+
+from lancejit.core.errors import CorruptFileError, NotSupportedError
+
+#: ``CompressionScheme`` enum values of ``lance.encodings21.BufferCompression``.
+SCHEME_UNSPECIFIED = 0
+SCHEME_LZ4 = 1
+SCHEME_ZSTD = 2
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# LZ4 cannot expand data by more than ~255x; anything claiming more is corrupt.
+_LZ4_MAX_RATIO = 256
+
+
+def _lz4(buf: bytes, path: str) -> bytes:
+    if len(buf) < 4:
+        raise CorruptFileError(f"LZ4 buffer of {len(buf)} bytes has no size prefix", path=path)
+    size = int.from_bytes(buf[:4], "little")
+    if size > _LZ4_MAX_RATIO * len(buf) + 64:
+        raise CorruptFileError(f"LZ4 size prefix {size} impossible for {len(buf)} bytes", path=path)
+    if size == 0:
+        return b""
+    try:
+        out = lz4.block.decompress(buf[4:], uncompressed_size=size)
+    except Exception as exc:  # lz4 raises its own LZ4BlockError
+        raise CorruptFileError(f"LZ4 block does not decompress: {exc}", path=path) from None
+    if len(out) != size:
+        raise CorruptFileError(f"LZ4 block gave {len(out)} bytes, expected {size}", path=path)
+    return out
+
+
+def _is_bare_zstd(buf: bytes) -> bool:
+    return len(buf) >= 8 and buf[:4] == _ZSTD_MAGIC and (buf[4] & 0x10) == 0 or (
+        4 <= len(buf) < 8 and buf[:4] == _ZSTD_MAGIC
+    )
+
+
+def _zstd(buf: bytes, path: str) -> bytes:
+    if len(buf) == 0:
+        return b""
+    try:
+        if _is_bare_zstd(buf):
+            dobj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+            return dobj.decompress(buf)
+        if len(buf) < 8:
+            raise CorruptFileError(f"ZSTD buffer of {len(buf)} bytes has no size prefix", path=path)
+        size = int.from_bytes(buf[:8], "little")
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        out = dobj.decompress(buf[8:])
+    except zstandard.ZstdError as exc:
+        raise CorruptFileError(f"ZSTD frame does not decompress: {exc}", path=path) from None
+    if len(out) != size:
+        raise CorruptFileError(f"ZSTD frame gave {len(out)} bytes, expected {size}", path=path)
+    return out
+
+
+def decompress_buffer(scheme: int, buf: memoryview | bytes | np.ndarray, *, path: str) -> np.ndarray:
+    """Decompress one general-compressed buffer; returns a new writable uint8 array."""
+    raw = bytes(buf)
+    if scheme == SCHEME_LZ4:
+        out = _lz4(raw, path)
+    elif scheme == SCHEME_ZSTD:
+        out = _zstd(raw, path)
+    else:
+        raise NotSupportedError(f"{path}: general compression scheme {scheme} is not supported")
+    return np.frombuffer(bytearray(out), dtype=np.uint8)
+
+
+def compress_buffer(scheme: int, data: bytes, level: int | None = None) -> bytes:
+    """Compress ``data`` with Lance's framing (used by tests and, later, the writer)."""
+    if scheme == SCHEME_LZ4:
+        return len(data).to_bytes(4, "little") + lz4.block.compress(data, store_size=False)
+    if scheme == SCHEME_ZSTD:
+        cctx = zstandard.ZstdCompressor(level=3 if level is None else level)
+        return len(data).to_bytes(8, "little") + cctx.compress(data)
+    raise NotSupportedError(f"general compression scheme {scheme} is not supported")

@@ -1,0 +1,94 @@
+"""Numba kernels for 2.1/2.2 structural decoding (full-zip unzipping, slice gathering).
+
+Each kernel fills preallocated output arrays and returns counts; callers check inputs and
+output sizes in Python first.  Plain-NumPy references live in ``tests/v21/test_repdef_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: Error codes returned by :func:`fullzip_unzip` (0 = ok).
+UNZIP_OK = 0
+UNZIP_TRUNCATED = 1
+UNZIP_OVERFLOW = 2
+
+
+@njit(cache=True, nogil=True)
+def fullzip_unzip(
+    data,  # uint8[:]  zipped bytes of whole rows
+    cw_bytes,  # 0, 1, 2 or 4: control word width
+    bits_def,  # def bits inside the control word (rep in the bits above)
+    fixed_bytes,  # >= 0: bytes per visible value; -1: variable width
+    len_bytes,  # 4 or 8: width of the length prefix (variable width)
+    max_visible,  # page def levels <= this store a value
+    out_rep,  # uint16[:] capacity >= levels
+    out_def,  # uint16[:]
+    out_start,  # int64[:] capacity >= values: byte start of each stored value in data
+    out_len,  # int64[:] byte length of each stored value
+):
+    """Walk full-zip data: per level a control word, then (if stored) the value bytes.
+
+    Variable width: a value is stored for def == 0 as ``len_bytes`` length + bytes; other
+    visible levels get a zero-length placeholder.  Returns ``(levels, values, error_code)``.
+    """
+    n = data.shape[0]
+    pos = 0
+    nl = 0
+    nv = 0
+    def_mask = (1 << bits_def) - 1
+    while pos < n:
+        if nl >= out_rep.shape[0]:
+            return nl, nv, UNZIP_OVERFLOW
+        word = 0
+        if cw_bytes > 0:
+            if pos + cw_bytes > n:
+                return nl, nv, UNZIP_TRUNCATED
+            for b in range(cw_bytes):
+                word |= np.int64(data[pos + b]) << (8 * b)
+            pos += cw_bytes
+        rep = word >> bits_def
+        d = word & def_mask
+        out_rep[nl] = rep
+        out_def[nl] = d
+        nl += 1
+        if d <= max_visible:
+            if nv >= out_start.shape[0]:
+                return nl, nv, UNZIP_OVERFLOW
+            if fixed_bytes >= 0:
+                if pos + fixed_bytes > n:
+                    return nl, nv, UNZIP_TRUNCATED
+                out_start[nv] = pos
+                out_len[nv] = fixed_bytes
+                pos += fixed_bytes
+            elif d == 0:
+                if pos + len_bytes > n:
+                    return nl, nv, UNZIP_TRUNCATED
+                length = np.int64(0)
+                for b in range(len_bytes):
+                    length |= np.int64(data[pos + b]) << (8 * b)
+                pos += len_bytes
+                if length < 0 or length > n - pos:
+                    return nl, nv, UNZIP_TRUNCATED
+                out_start[nv] = pos
+                out_len[nv] = length
+                pos += length
+            else:
+                out_start[nv] = pos
+                out_len[nv] = 0
+            nv += 1
+    return nl, nv, UNZIP_OK
+
+
+@njit(cache=True, nogil=True)
+def gather_slices(src, starts, lens, out):
+    """Concatenate ``src[starts[i]:starts[i]+lens[i]]`` into ``out`` (sized ``lens.sum()``)."""
+    pos = 0
+    for i in range(starts.shape[0]):
+        s = starts[i]
+        ln = lens[i]
+        for j in range(ln):
+            out[pos + j] = src[s + j]
+        pos += ln
+    return pos

@@ -1,0 +1,215 @@
+"""The search cache: decoded file metadata and per-file decoder state, LRU-bounded in bytes.
+
+Keys.  Every open reads the file's last 64 KiB in one request anyway; the cache key of a file
+is ``(uri, file size, BLAKE2b digest of that tail)``.  The tail holds the footer, the offset
+tables and (in all but huge files) the schema and every column's page list, so a rewritten file
+whose metadata differs in any byte gets a new key and is never served stale metadata; a cache
+hit costs that one request and no parsing.  Decoder state (chunk words, dictionaries,
+repetition indexes) is stored under the same file key, so it is dropped together with the
+metadata it was derived from.  (Lance data files are write-once, named by UUID; the digest
+guards standalone files that are rewritten in place.)
+
+Sizes are in bytes.  All methods are thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sys
+import threading
+from typing import Any, Awaitable, Callable, Hashable, TypeVar
+
+import cachetools
+
+from lancejit.core.config import METADATA_CACHE_BYTES
+
+T = TypeVar("T")
+
+#: Key of one file's contents: ``(uri, file size, digest of the tail bytes)``.
+FileKey = tuple[str, int, bytes]
+
+_METADATA = "__file_metadata__"
+
+
+def file_key(uri: str, file_size: int, tail: bytes | memoryview) -> FileKey:
+    """The cache key of the file ``uri`` of ``file_size`` bytes whose last bytes are ``tail``."""
+    return (uri, int(file_size), hashlib.blake2b(tail, digest_size=20).digest())
+
+
+def estimate_nbytes(value: Any) -> int:
+    """Rough memory footprint of a cached value in bytes (numpy/Arrow/bytes aware)."""
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes + 64
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return len(value) + 64
+    size_hint = getattr(value, "cache_nbytes", None)
+    if isinstance(size_hint, int):
+        return size_hint
+    metadata_nbytes = getattr(value, "metadata_nbytes", None)
+    if isinstance(metadata_nbytes, int):
+        # Decoded protobufs and Python objects take several times their wire size.
+        return 8 * metadata_nbytes + 1024
+    if isinstance(value, (tuple, list)):
+        return 56 + sum(estimate_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return 232 + sum(estimate_nbytes(k) + estimate_nbytes(v) for k, v in value.items())
+    return sys.getsizeof(value)
+
+
+class _Entry:
+    __slots__ = ("value", "nbytes")
+
+    def __init__(self, value: Any, nbytes: int) -> None:
+        self.value = value
+        self.nbytes = max(1, int(nbytes))
+
+
+class SearchCache:
+    """A process-wide (or caller-owned) LRU cache bounded by ``capacity_bytes``.
+
+    Holds, per file key, the parsed ``FileMetadata`` and any decoder state, each entry sized
+    separately so the bound stays honest as decoders add state.
+    """
+
+    def __init__(self, capacity_bytes: int = METADATA_CACHE_BYTES) -> None:
+        self.capacity_bytes = int(capacity_bytes)
+        self._lru: cachetools.LRUCache = cachetools.LRUCache(
+            maxsize=max(1, self.capacity_bytes), getsizeof=lambda e: e.nbytes
+        )
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    # -- generic entries -------------------------------------------------------------------
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            entry = self._lru.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            return entry.value
+
+    def put(self, key: Hashable, value: Any, nbytes: int | None = None) -> None:
+        """Insert ``value``; an entry larger than the whole capacity is simply not kept."""
+        entry = _Entry(value, estimate_nbytes(value) if nbytes is None else nbytes)
+        if entry.nbytes > self._lru.maxsize:
+            return
+        with self._lock:
+            self._lru[key] = entry
+
+    def clear(self) -> None:
+        with self._lock:
+            self._lru.clear()
+            self.hits = self.misses = 0
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes currently accounted for by the entries."""
+        return int(self._lru.currsize)
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    # -- files -----------------------------------------------------------------------------
+    def file(self, key: FileKey) -> "FileCache":
+        """The view of this cache holding the state of the file contents ``key``."""
+        return FileCache(self, key)
+
+    def get_metadata(self, key: FileKey) -> Any | None:
+        return self.get((key, _METADATA))
+
+    def put_metadata(self, key: FileKey, metadata: Any) -> None:
+        self.put((key, _METADATA), metadata, estimate_nbytes(metadata))
+
+
+class FileCache:
+    """Decoder state of one file's contents, stored in a :class:`SearchCache`.
+
+    Keys are any hashable chosen by the decoder, e.g. ``("miniblock-meta", column, page)``.
+    Values may be evicted at any time; :meth:`get_or_load` reloads them.
+    """
+
+    __slots__ = ("_cache", "_key", "_inflight", "_lock")
+
+    def __init__(self, cache: SearchCache | None = None, key: Hashable = None) -> None:
+        self._cache = cache if cache is not None else SearchCache()
+        self._key = key
+        self._inflight: dict[tuple[int, Hashable], asyncio.Future] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any | None:
+        """The cached value for ``key``, or ``None``."""
+        return self._cache.get((self._key, key))
+
+    def put(self, key: Hashable, value: Any, nbytes: int | None = None) -> None:
+        """Store ``value`` (``nbytes``: its memory footprint; estimated when omitted)."""
+        self._cache.put((self._key, key), value, nbytes)
+
+    async def get_or_load(
+        self,
+        key: Hashable,
+        loader: Callable[[], Awaitable[T]],
+        nbytes: Callable[[T], int] | None = None,
+    ) -> T:
+        """The value for ``key``, awaiting ``loader()`` once if absent.
+
+        Concurrent callers on the same event loop share one load.  ``nbytes(value)`` gives the
+        value's footprint in bytes (estimated when omitted).
+        """
+        loop = asyncio.get_running_loop()
+        flight_key = (id(loop), key)
+        while True:
+            value = self.get(key)
+            if value is not None:
+                return value
+            with self._lock:
+                fut = self._inflight.get(flight_key)
+                owner = fut is None
+                if owner:
+                    fut = loop.create_future()
+                    self._inflight[flight_key] = fut
+            if owner:
+                break
+            try:
+                return await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                # The loading task was cancelled, not us: try again (maybe as the owner).
+        try:
+            value = await loader()
+        except BaseException as exc:
+            with self._lock:
+                self._inflight.pop(flight_key, None)
+            if isinstance(exc, asyncio.CancelledError):
+                fut.cancel()
+            else:
+                fut.set_exception(exc)
+                fut.exception()  # mark retrieved: waiters (if any) re-raise it
+            raise
+        self.put(key, value, None if nbytes is None else nbytes(value))
+        with self._lock:
+            self._inflight.pop(flight_key, None)
+        fut.set_result(value)
+        return value
+
+
+_default_cache: SearchCache | None = None
+_default_lock = threading.Lock()
+
+
+def default_cache() -> SearchCache:
+    """The process-wide search cache (``METADATA_CACHE_BYTES``, env ``LANCEJIT_METADATA_CACHE_BYTES``)."""
+    global _default_cache
+    if _default_cache is None:
+        with _default_lock:
+            if _default_cache is None:
+                _default_cache = SearchCache(METADATA_CACHE_BYTES)
+    return _default_cache
+
+
+__all__ = ["FileCache", "FileKey", "SearchCache", "default_cache", "estimate_nbytes", "file_key"]

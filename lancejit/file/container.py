@@ -1,0 +1,490 @@
+"""The Lance file container: footer, offset tables, schema and column metadata.
+
+:func:`open_file_metadata` turns one file (seen through a :class:`RangeReader`) into a
+:class:`FileMetadata` in one read request when the metadata lies in the last
+``FOOTER_PREFETCH_BYTES`` (64 KiB) of the file, and in exactly two otherwise.
+
+Byte ranges are half-open ``(start, end)`` absolute file positions; sizes are in bytes.
+
+Layout of a v2 file's tail (see ``docs`` / FORMAT_NOTES section 1)::
+
+    [global buffer 0 = FileDescriptor][ColumnMetadata 0..N-1][CMO table][GBO table][footer, 40 B]
+
+The 40-byte footer: u64 column-metadata start, u64 CMO table position, u64 GBO table position,
+u32 number of global buffers, u32 number of columns, u16 major, u16 minor, ``b"LANC"``.
+Legacy (0.1) files end with a 16-byte footer (``i64 metadata position, u16 0, u16 <=2, LANC``)
+and are parsed by :mod:`lancejit.file.legacy`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+from google.protobuf.message import DecodeError, Message
+
+from lancejit.core.config import FOOTER_PREFETCH_BYTES
+from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedError
+from lancejit.core.ranges import RangeReader
+from lancejit.encoding.pages import ColumnInfo, PageInfo
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+    from lancejit.file.cache import FileCache
+
+MAGIC = b"LANC"
+#: Length of the v2 footer in bytes.
+FOOTER_LEN = 40
+#: Length of the legacy (0.1) footer in bytes.
+LEGACY_FOOTER_LEN = 16
+_FOOTER = struct.Struct("<QQQIIHH4s")
+_U64_PAIRS_DTYPE = "<u8"
+
+#: Any type URLs of the encodings found in v2 files (bare leading slash, no domain).
+COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
+PAGE_ENCODING_URL_V20 = "/lance.encodings.ArrayEncoding"
+PAGE_LAYOUT_URL_V21 = "/lance.encodings21.PageLayout"
+
+_V2_VERSIONS = {(0, 3): "2.0", (2, 0): "2.0", (2, 1): "2.1", (2, 2): "2.2"}
+
+
+def version_string(major: int, minor: int) -> str:
+    """The user-facing version ("0.1", "2.0", "2.1", "2.2") of footer numbers ``major.minor``.
+
+    Raises :class:`NotSupportedError` for versions lancejit cannot read (2.3+, unknown majors).
+    """
+    if major == 0 and minor <= 2:
+        return "0.1"
+    try:
+        return _V2_VERSIONS[(major, minor)]
+    except KeyError:
+        raise NotSupportedError(
+            f"Lance file version {major}.{minor} is not supported "
+            "(lancejit reads 0.1, 2.0 (footer 0.3), 2.1 and 2.2)"
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Footer:
+    """The 40-byte v2 footer; positions are absolute byte offsets in the file."""
+
+    column_meta_start: int
+    cmo_table_position: int
+    gbo_table_position: int
+    num_global_buffers: int
+    num_columns: int
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, data: bytes | memoryview) -> "Footer":
+        """Parse the last 40 bytes of ``data`` (caller checks the length and magic)."""
+        a, b, c, ngb, ncol, major, minor, _magic = _FOOTER.unpack_from(data, len(data) - FOOTER_LEN)
+        return cls(a, b, c, ngb, ncol, major, minor)
+
+
+@dataclass(frozen=True, slots=True)
+class FileMetadata:
+    """Everything known about one Lance file after opening it; shared with the decoders.
+
+    This is the ``metadata`` argument of every ``make_field_decoders(reader, metadata,
+    field_names)``.  Fields (all immutable except :attr:`cache`):
+
+    ``path``: the file's URI/path (for error messages).  ``file_size``: bytes.
+    ``major``/``minor``: footer version numbers (2.0 files say 0.3).
+    ``version``: "0.1", "2.0", "2.1" or "2.2".  ``num_rows``: rows in the file.
+    ``schema``: :class:`lancejit.core.schema.LanceSchema` (Lance field tree with ids).
+    ``arrow_schema``: the same as a ``pyarrow.Schema`` (with field and schema metadata).
+    ``schema_metadata``: the schema-level metadata map (``str -> bytes``).
+    ``columns``: one :class:`ColumnInfo` per physical column, in column order (empty for 0.1).
+    Page ``encoding`` is the decoded ``lance.encodings.ArrayEncoding`` (2.0) or
+    ``lance.encodings21.PageLayout`` (2.1/2.2); column ``encoding`` the decoded
+    ``lance.encodings.ColumnEncoding`` (or ``None``).
+    ``global_buffers``: ``(position, size)`` of every global buffer (0 = the schema).
+    ``legacy``: for 0.1 files whatever :func:`lancejit.file.legacy.parse_legacy_metadata`
+    returned (page table, batch offsets...), else ``None``.
+    ``num_data_bytes`` / ``num_column_metadata_bytes`` / ``num_global_buffer_bytes``: byte
+    accounting as the reference reports it.  ``metadata_nbytes``: bytes of file metadata parsed
+    (used to size cache entries).
+    ``cache``: a :class:`lancejit.file.cache.FileCache` private to this file's contents, where
+    decoders keep decoded page metadata (chunk words, dictionaries, repetition indexes...):
+    ``cache.get(key)``, ``cache.put(key, value, nbytes)``, ``await cache.get_or_load(key, loader)``.
+    Entries survive across readers of the same unchanged file.
+    """
+
+    path: str
+    file_size: int
+    major: int
+    minor: int
+    version: str
+    num_rows: int
+    schema: Any
+    arrow_schema: "pa.Schema"
+    columns: tuple[ColumnInfo, ...]
+    global_buffers: tuple[tuple[int, int], ...]
+    schema_metadata: Mapping[str, bytes]
+    legacy: Any = None
+    num_data_bytes: int = 0
+    num_column_metadata_bytes: int = 0
+    num_global_buffer_bytes: int = 0
+    metadata_nbytes: int = 0
+    cache: "FileCache | None" = field(default=None, compare=False, repr=False)
+
+    @property
+    def num_columns(self) -> int:
+        """Physical columns in the file (for 0.1: top-level fields of the schema)."""
+        if self.legacy is not None and not self.columns:
+            return len(self.arrow_schema)
+        return len(self.columns)
+
+    @property
+    def num_global_buffers(self) -> int:
+        return len(self.global_buffers)
+
+    @property
+    def num_pages(self) -> int:
+        return sum(len(c.pages) for c in self.columns)
+
+
+# --------------------------------------------------------------------------------------------
+# Opening
+
+
+async def open_file_metadata(reader: RangeReader) -> FileMetadata:
+    """Read and parse the metadata of the file behind ``reader``.
+
+    Costs one ``read_tail`` request of ``FOOTER_PREFETCH_BYTES``, plus exactly one
+    ``read_ranges`` request when the metadata does not fit in that tail (plus, only for files
+    with more than ~4 000 columns whose offset tables alone exceed the tail, one more).
+    """
+    file_size, tail = await reader.read_tail(FOOTER_PREFETCH_BYTES)
+    return await parse_file_metadata(reader, file_size, tail)
+
+
+async def parse_file_metadata(
+    reader: RangeReader, file_size: int, tail: bytes | memoryview
+) -> FileMetadata:
+    """Parse a file's metadata given its size and its last ``len(tail)`` bytes.
+
+    Reads more of the file through ``reader`` only when the metadata lies before the tail.
+    Every inconsistency raises :class:`CorruptFileError` naming the file.
+    """
+    path = _name_of(reader)
+    tail = memoryview(tail)
+    if tail.format != "B" or tail.ndim != 1:
+        tail = tail.cast("B")
+    if file_size == 0:
+        raise CorruptFileError("empty file (0 bytes), not a Lance file", path=path)
+    if len(tail) > file_size:
+        raise CorruptFileError(f"tail of {len(tail)} bytes exceeds file size {file_size}", path=path)
+    if len(tail) < 8:
+        raise CorruptFileError(
+            f"file of {file_size} bytes is too small to be a Lance file", path=path
+        )
+    if bytes(tail[-4:]) != MAGIC:
+        raise CorruptFileError(
+            f"not a Lance file: last 4 bytes are {bytes(tail[-4:])!r}, expected {MAGIC!r}",
+            path=path,
+        )
+    major, minor = struct.unpack_from("<HH", tail, len(tail) - 8)
+    version = version_string(major, minor)
+    if version == "0.1":
+        return await _open_legacy(reader, file_size, tail, major, minor)
+    try:
+        return await _parse_v2(reader, file_size, tail, major, minor, version)
+    except LanceJitError:
+        raise
+    except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
+        raise CorruptFileError(f"unparsable metadata ({type(exc).__name__}: {exc})", path=path) from exc
+
+
+def _name_of(reader: RangeReader) -> str:
+    """The file's URI when the reader knows it (for error messages), else its path."""
+    uri = getattr(reader, "uri", None)
+    return uri if isinstance(uri, str) and uri else reader.path
+
+
+async def _open_legacy(
+    reader: RangeReader, file_size: int, tail: memoryview, major: int, minor: int
+) -> FileMetadata:
+    try:
+        legacy = importlib.import_module("lancejit.file.legacy")
+    except ModuleNotFoundError as exc:
+        if exc.name != "lancejit.file.legacy":
+            raise
+        raise NotSupportedError(
+            f"{_name_of(reader)}: legacy Lance files (version 0.1) are not supported by this build"
+        ) from None
+    if len(tail) < LEGACY_FOOTER_LEN:
+        raise CorruptFileError(
+            f"file of {file_size} bytes is too small for a legacy footer", path=_name_of(reader)
+        )
+    try:
+        parsed = await legacy.parse_legacy_metadata(reader, file_size, tail)
+    except LanceJitError:
+        raise
+    except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
+        raise CorruptFileError(
+            f"unparsable legacy metadata ({type(exc).__name__}: {exc})", path=_name_of(reader)
+        ) from exc
+    schema = parsed.schema
+    arrow_schema = getattr(parsed, "arrow_schema", None) or schema.to_arrow()
+    schema_metadata = dict(getattr(parsed, "schema_metadata", None) or getattr(schema, "metadata", {}) or {})
+    return FileMetadata(
+        path=_name_of(reader),
+        file_size=file_size,
+        major=major,
+        minor=minor,
+        version="0.1",
+        num_rows=int(parsed.num_rows),
+        schema=schema,
+        arrow_schema=arrow_schema,
+        columns=(),
+        global_buffers=(),
+        schema_metadata=schema_metadata,
+        legacy=parsed,
+        metadata_nbytes=int(getattr(parsed, "metadata_nbytes", 0) or min(file_size, len(tail))),
+    )
+
+
+class _Region:
+    """Bytes ``[start, start + len(data))`` of the file with bounds-checked slicing."""
+
+    __slots__ = ("start", "data", "path")
+
+    def __init__(self, start: int, data: memoryview, path: str) -> None:
+        self.start = start
+        self.data = data
+        self.path = path
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.data)
+
+    def covers(self, start: int, end: int) -> bool:
+        return self.start <= start and end <= self.end
+
+    def slice(self, start: int, end: int, what: str) -> memoryview:
+        if not self.covers(start, end):
+            raise CorruptFileError(
+                f"{what} at bytes [{start}, {end}) lies outside the metadata region "
+                f"[{self.start}, {self.end})",
+                path=self.path,
+            )
+        return self.data[start - self.start : end - self.start]
+
+
+def _read_pairs(buf: memoryview, count: int) -> list[tuple[int, int]]:
+    """``count`` little-endian ``(u64 position, u64 size)`` pairs from ``buf``."""
+    values = struct.unpack_from(f"<{2 * count}Q", buf, 0)
+    return [(values[2 * i], values[2 * i + 1]) for i in range(count)]
+
+
+async def _parse_v2(
+    reader: RangeReader, file_size: int, tail: memoryview, major: int, minor: int, version: str
+) -> FileMetadata:
+    path = _name_of(reader)
+    if len(tail) < FOOTER_LEN:
+        raise CorruptFileError(
+            f"file of {file_size} bytes is too small for the {FOOTER_LEN}-byte footer", path=path
+        )
+    footer = Footer.parse(tail)
+    footer_start = file_size - FOOTER_LEN
+    cm_start, cmo_pos, gbo_pos = footer.column_meta_start, footer.cmo_table_position, footer.gbo_table_position
+    ncol, ngb = footer.num_columns, footer.num_global_buffers
+    if ngb < 1:
+        raise CorruptFileError("footer lists no global buffers (the schema is expected in buffer 0)", path=path)
+    if not (cm_start <= cmo_pos and cmo_pos + 16 * ncol <= gbo_pos and gbo_pos + 16 * ngb <= footer_start):
+        raise CorruptFileError(
+            "footer offsets out of range: column metadata at "
+            f"{cm_start}, column offset table at {cmo_pos} ({ncol} columns), global buffer table at "
+            f"{gbo_pos} ({ngb} buffers), footer at {footer_start} (file size {file_size})",
+            path=path,
+        )
+
+    tail_start = file_size - len(tail)
+    region = _Region(tail_start, tail, path)
+    if gbo_pos < tail_start:
+        # The global buffer table starts before the tail (thousands of columns or buffers):
+        # read from the column metadata to the tail, and (if the schema lies still earlier)
+        # once more below.
+        (extra,) = await reader.read_ranges([(cm_start, tail_start)])
+        if len(extra) != tail_start - cm_start:
+            raise CorruptFileError("short read of the file metadata", path=path)
+        region = _Region(cm_start, memoryview(bytes(extra) + bytes(tail)), path)
+
+    gbo = _read_pairs(region.slice(gbo_pos, gbo_pos + 16 * ngb, "global buffer table"), ngb)
+    for i, (pos, size) in enumerate(gbo):
+        if pos + size > file_size:
+            raise CorruptFileError(
+                f"global buffer {i} [{pos}, {pos + size}) extends past the end of the file ({file_size})",
+                path=path,
+            )
+    schema_pos, schema_size = gbo[0]
+    if schema_pos + schema_size > footer_start:
+        raise CorruptFileError(
+            f"schema buffer [{schema_pos}, {schema_pos + schema_size}) overlaps the footer", path=path
+        )
+    need_start = min(schema_pos, cm_start)
+    if need_start < region.start:
+        (extra,) = await reader.read_ranges([(need_start, region.start)])
+        if len(extra) != region.start - need_start:
+            raise CorruptFileError("short read of the file metadata", path=path)
+        region = _Region(need_start, memoryview(bytes(extra) + bytes(region.data)), path)
+
+    # Schema (global buffer 0 = FileDescriptor)
+    from lancejit.pb import file2_pb2, file_pb2
+
+    descriptor = file_pb2.FileDescriptor()
+    _parse_message(descriptor, region.slice(schema_pos, schema_pos + schema_size, "schema"), path, "file descriptor")
+    if not descriptor.HasField("schema"):
+        raise CorruptFileError("file descriptor (global buffer 0) has no schema", path=path)
+    schema, arrow_schema, schema_metadata = _decode_schema(descriptor.schema, path)
+    num_rows = int(descriptor.length)
+
+    # Column metadata
+    cmo = _read_pairs(region.slice(cmo_pos, cmo_pos + 16 * ncol, "column metadata offset table"), ncol)
+    columns = []
+    for index, (pos, size) in enumerate(cmo):
+        if pos < cm_start or pos + size > cmo_pos:
+            raise CorruptFileError(
+                f"column {index} metadata [{pos}, {pos + size}) lies outside the column metadata "
+                f"section [{cm_start}, {cmo_pos})",
+                path=path,
+            )
+        pb = file2_pb2.ColumnMetadata()
+        _parse_message(pb, region.slice(pos, pos + size, f"column {index} metadata"), path, f"column {index} metadata")
+        columns.append(_column_info(index, pb, version, file_size, path))
+
+    num_gb_bytes = sum(size for _, size in gbo)
+    return FileMetadata(
+        path=path,
+        file_size=file_size,
+        major=major,
+        minor=minor,
+        version=version,
+        num_rows=num_rows,
+        schema=schema,
+        arrow_schema=arrow_schema,
+        columns=tuple(columns),
+        global_buffers=tuple(gbo),
+        schema_metadata=schema_metadata,
+        legacy=None,
+        num_data_bytes=max(0, cm_start - num_gb_bytes),
+        num_column_metadata_bytes=gbo_pos - cm_start,
+        num_global_buffer_bytes=num_gb_bytes,
+        metadata_nbytes=file_size - need_start,
+    )
+
+
+def _parse_message(msg: Message, data: memoryview, path: str, what: str) -> None:
+    try:
+        msg.ParseFromString(data)
+    except DecodeError as exc:
+        raise CorruptFileError(f"cannot decode {what} ({len(data)} bytes): {exc}", path=path) from exc
+
+
+def _decode_schema(pb_schema: Any, path: str) -> tuple[Any, "pa.Schema", dict[str, bytes]]:
+    from lancejit.core.schema import LanceSchema
+
+    metadata = {k: bytes(v) for k, v in pb_schema.metadata.items()}
+    try:
+        schema = LanceSchema.from_pb(pb_schema.fields, metadata, path=path)
+        arrow_schema = schema.to_arrow(path=path)
+    except LanceJitError as exc:
+        if path in str(exc):
+            raise
+        if isinstance(exc, NotSupportedError):
+            raise NotSupportedError(f"{path}: {exc}") from exc
+        raise CorruptFileError(f"invalid schema: {exc}", path=path) from exc
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise CorruptFileError(f"invalid schema ({type(exc).__name__}: {exc})", path=path) from exc
+    return schema, arrow_schema, metadata
+
+
+def _page_message_class(version: str) -> tuple[str, type[Message]]:
+    if version == "2.0":
+        from lancejit.pb.encodings_v2_0_pb2 import ArrayEncoding
+
+        return PAGE_ENCODING_URL_V20, ArrayEncoding
+    from lancejit.pb.encodings_v2_1_pb2 import PageLayout
+
+    return PAGE_LAYOUT_URL_V21, PageLayout
+
+
+def unwrap_encoding(
+    encoding: Any, url: str, cls: type[Message], path: str, what: str
+) -> Message | None:
+    """Decode a ``lance.file.v2.Encoding`` holding ``Any{type_url=url}`` into a ``cls``.
+
+    Returns ``None`` for an unset or ``none`` encoding.  Indirect (deferred) encodings, which
+    no writer emits, raise :class:`NotSupportedError`.
+    """
+    from google.protobuf import any_pb2
+
+    which = encoding.WhichOneof("location")
+    if which is None or which == "none":
+        return None
+    if which == "indirect":
+        raise NotSupportedError(f"{path}: {what} uses an indirect (deferred) encoding")
+    envelope = any_pb2.Any()
+    _parse_message(envelope, memoryview(encoding.direct.encoding), path, f"{what} encoding envelope")
+    type_url = envelope.type_url
+    if type_url != url and type_url.rsplit("/", 1)[-1] != url.lstrip("/"):
+        raise CorruptFileError(f"{what} has encoding type {type_url!r}, expected {url!r}", path=path)
+    msg = cls()
+    _parse_message(msg, memoryview(envelope.value), path, f"{what} encoding")
+    return msg
+
+
+def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -> ColumnInfo:
+    from lancejit.pb.encodings_v2_0_pb2 import ColumnEncoding
+
+    url, cls = _page_message_class(version)
+    col_offsets = tuple(pb.buffer_offsets)
+    col_sizes = tuple(pb.buffer_sizes)
+    _check_buffers(col_offsets, col_sizes, file_size, path, f"column {index}")
+    col_encoding = None
+    if pb.HasField("encoding"):
+        col_encoding = unwrap_encoding(pb.encoding, COLUMN_ENCODING_URL, ColumnEncoding, path, f"column {index}")
+    pages = []
+    for p, page in enumerate(pb.pages):
+        offsets = tuple(page.buffer_offsets)
+        sizes = tuple(page.buffer_sizes)
+        what = f"column {index} page {p}"
+        _check_buffers(offsets, sizes, file_size, path, what)
+        if not page.HasField("encoding"):
+            raise CorruptFileError(f"{what} has no encoding", path=path)
+        encoding = unwrap_encoding(page.encoding, url, cls, path, what)
+        pages.append(PageInfo(offsets, sizes, int(page.length), int(page.priority), encoding))
+    return ColumnInfo(index, tuple(pages), col_offsets, col_sizes, col_encoding)
+
+
+def _check_buffers(
+    offsets: tuple[int, ...], sizes: tuple[int, ...], file_size: int, path: str, what: str
+) -> None:
+    if len(offsets) != len(sizes):
+        raise CorruptFileError(
+            f"{what} lists {len(offsets)} buffer offsets but {len(sizes)} buffer sizes", path=path
+        )
+    for i, (off, size) in enumerate(zip(offsets, sizes)):
+        if off + size > file_size:
+            raise CorruptFileError(
+                f"{what} buffer {i} [{off}, {off + size}) extends past the end of the file ({file_size})",
+                path=path,
+            )
+
+
+__all__ = [
+    "FOOTER_LEN",
+    "FileMetadata",
+    "Footer",
+    "MAGIC",
+    "open_file_metadata",
+    "parse_file_metadata",
+    "unwrap_encoding",
+    "version_string",
+]

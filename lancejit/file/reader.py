@@ -1,0 +1,585 @@
+"""``LanceFileReader``: read one Lance file (any supported version) into Arrow.
+
+:class:`AsyncLanceFileReader` is the implementation (``await AsyncLanceFileReader.open(uri)``);
+:class:`LanceFileReader` is its synchronous face, every method running the async one on
+lancejit's I/O loop through :func:`lancejit.io.sync.run_sync`.
+
+Row ranges are half-open ``[start, end)``.  The reader owns row bookkeeping (projection,
+batching, sorting/deduplicating take indices, restoring request order); the per-version
+decoders (``make_field_decoders(reader, metadata, field_names)``) see only row ranges and
+sorted unique indices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import inspect
+from collections import deque
+from dataclasses import replace
+from typing import Any, AsyncIterator, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES
+from lancejit.core.errors import (
+    InvalidInputError,
+    LanceJitError,
+    NotFoundError,
+    NotSupportedError,
+    RowIndexError,
+    StoreError,
+)
+from lancejit.file.cache import SearchCache, default_cache, file_key
+from lancejit.file.container import FileMetadata, parse_file_metadata
+from lancejit.file.summary import FileSummary, summarize
+
+#: Most rows one scan window decodes per column (bounds memory for tiny-bytes-per-row columns).
+MAX_WINDOW_ROWS = 1 << 20
+
+_DECODER_MODULES = {
+    "2.0": "lancejit.encoding.v20",
+    "2.1": "lancejit.encoding.v21",
+    "2.2": "lancejit.encoding.v21",
+    "0.1": "lancejit.encoding.legacy",
+}
+
+
+def decoder_factory(version: str):
+    """The ``make_field_decoders`` of the decoders for files of ``version``.
+
+    Raises :class:`NotSupportedError` when those decoders are not available.
+    """
+    module_name = _DECODER_MODULES.get(version)
+    if module_name is None:
+        raise NotSupportedError(f"no decoders for Lance file version {version}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise NotSupportedError(f"reading Lance {version} files is not supported yet") from None
+        raise
+    factory = getattr(module, "make_field_decoders", None)
+    if factory is None:
+        raise NotSupportedError(f"reading Lance {version} files is not supported yet")
+    return factory
+
+
+def _to_indices(indices: Any, num_rows: int) -> np.ndarray:
+    """Row indices as int64, checked against ``[0, num_rows)``."""
+    if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+        if indices.null_count:
+            raise InvalidInputError("row indices must not contain nulls")
+        indices = indices.to_numpy()
+    try:
+        arr = np.asarray(indices)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"row indices must be integers: {exc}") from None
+    if arr.ndim != 1:
+        arr = arr.reshape(-1)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0):
+            arr = arr.astype(np.int64)
+        else:
+            raise InvalidInputError(f"row indices must be integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise RowIndexError(f"row index {int(arr.max())} is out of range for {num_rows} rows")
+    arr = arr.astype(np.int64, copy=False)
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < 0 or hi >= num_rows:
+        bad = lo if lo < 0 else hi
+        raise RowIndexError(f"row index {bad} is out of range for a file of {num_rows} rows")
+    return arr
+
+
+class AsyncLanceFileReader:
+    """Reads one Lance file (versions 0.1, 2.0, 2.1, 2.2) asynchronously.
+
+    Open with ``await AsyncLanceFileReader.open(uri, storage_options, cache=...)``; opening
+    costs one read request when the file's metadata fits in its last 64 KiB (or the file is in
+    the search cache), else two.
+    """
+
+    def __init__(
+        self, uri: str, store: Any, path: str, scheduler: Any, metadata: FileMetadata, stats: Any = None
+    ) -> None:
+        self.uri = uri
+        self._stats = stats
+        self._store = store
+        self._path = path
+        self._scheduler = scheduler
+        self._metadata = metadata
+        self._decoders: dict[str, Any] = {}
+        self._decoder_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(
+        cls,
+        uri: str,
+        storage_options: dict[str, str] | None = None,
+        *,
+        cache: SearchCache | None = None,
+    ) -> "AsyncLanceFileReader":
+        """Open the file at ``uri`` (local path, ``file://``, ``memory://``, ``s3://``, ``gs://``).
+
+        ``cache``: the search cache holding metadata and decoder state (default: the
+        process-wide one).
+        """
+        from lancejit.io import FileScheduler, IOStats, open_store
+
+        if not isinstance(uri, str):
+            uri = str(uri)  # os.PathLike
+        store_and_path = open_store(uri, storage_options)
+        if inspect.isawaitable(store_and_path):
+            store_and_path = await store_and_path
+        store, path = store_and_path
+        stats = IOStats()  # this reader's requests (the store's own stats count every reader)
+        scheduler = FileScheduler(store, path, stats=stats)
+        try:
+            file_size, tail = await scheduler.read_tail(FOOTER_PREFETCH_BYTES)
+        except NotFoundError as exc:
+            raise NotFoundError(f"{uri}: no such Lance file") from exc
+        except StoreError as exc:
+            if isinstance(exc.__cause__, IsADirectoryError) or "directory" in str(exc):
+                raise InvalidInputError(f"{uri}: is a directory, not a Lance file") from exc
+            raise
+        except IsADirectoryError as exc:  # a store that did not translate it
+            raise InvalidInputError(f"{uri}: is a directory, not a Lance file") from exc
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"{uri}: no such Lance file") from exc
+        cache = cache if cache is not None else default_cache()
+        key = file_key(_store_uri(store, path, uri), file_size, tail)
+        metadata = cache.get_metadata(key)
+        if metadata is None:
+            metadata = await parse_file_metadata(scheduler, file_size, tail)
+            metadata = replace(metadata, cache=cache.file(key))
+            cache.put_metadata(key, metadata)
+        return cls(uri, store, path, scheduler, metadata, stats)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def file_metadata(self) -> FileMetadata:
+        """The parsed container metadata (shared with the decoders)."""
+        return self._metadata
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The file's Arrow schema (field and schema metadata included)."""
+        return self._metadata.arrow_schema
+
+    @property
+    def num_rows(self) -> int:
+        return self._metadata.num_rows
+
+    @property
+    def version(self) -> str:
+        """"0.1", "2.0", "2.1" or "2.2"."""
+        return self._metadata.version
+
+    def metadata(self) -> FileSummary:
+        """Version, rows, schema, global buffers and per-column pages (rows, bytes, layouts)."""
+        return summarize(self._metadata)
+
+    def io_stats(self):
+        """This reader's I/O counters (requests, bytes, latency; an ``IOStatsSnapshot``),
+        opening included.  ``reader.store.stats`` counts every reader of the same store."""
+        stats = self._stats if self._stats is not None else self._store.stats
+        return stats.snapshot()
+
+    @property
+    def store(self) -> Any:
+        return self._store
+
+    # ------------------------------------------------------------------ projection
+    def _resolve(self, columns: Sequence[str] | None) -> list[tuple[str, tuple[str, ...], str]]:
+        """``(top-level field, child path, output name)`` for each requested column."""
+        names = self.schema.names
+        if columns is None:
+            return [(n, (), n) for n in names]
+        if isinstance(columns, str):
+            columns = [columns]
+        out = []
+        for col in columns:
+            if not isinstance(col, str):
+                raise InvalidInputError(f"column names must be strings, got {col!r}")
+            if col in names:
+                out.append((col, (), col))
+                continue
+            parts = col.split(".")
+            for cut in range(len(parts) - 1, 0, -1):
+                top = ".".join(parts[:cut])
+                if top in names and self._has_path(self.schema.field(top), parts[cut:]):
+                    out.append((top, tuple(parts[cut:]), col))
+                    break
+            else:
+                raise InvalidInputError(f"no column {col!r} in the file (columns: {names})")
+        return out
+
+    @staticmethod
+    def _has_path(field: pa.Field, path: Sequence[str]) -> bool:
+        t = field.type
+        for name in path:
+            if not isinstance(t, pa.StructType) or t.get_field_index(name) < 0:
+                return False
+            t = t.field(name).type
+        return True
+
+    def _output_field(self, top: str, path: tuple[str, ...], name: str) -> pa.Field:
+        field = self.schema.field(top)
+        for part in path:
+            field = field.type.field(part)
+        return field.with_name(name) if path else field
+
+    async def _decoders_for(self, tops: Sequence[str]) -> dict[str, Any]:
+        missing = [t for t in dict.fromkeys(tops) if t not in self._decoders]
+        if missing:
+            async with self._decoder_lock:
+                missing = [t for t in missing if t not in self._decoders]
+                if missing:
+                    factory = decoder_factory(self._metadata.version)
+                    decoders = factory(self._scheduler, self._metadata, list(missing))
+                    if inspect.isawaitable(decoders):
+                        decoders = await decoders
+                    decoders = list(decoders)
+                    if len(decoders) != len(missing):
+                        raise LanceJitError(
+                            f"decoder factory returned {len(decoders)} decoders for {len(missing)} fields"
+                        )
+                    self._decoders.update(zip(missing, decoders))
+        return {t: self._decoders[t] for t in tops}
+
+    @staticmethod
+    def _extract(array: pa.Array | pa.ChunkedArray, path: tuple[str, ...]) -> Any:
+        for part in path:
+            if isinstance(array, pa.ChunkedArray):
+                array = pa.chunked_array(
+                    [_struct_child(c, part) for c in array.chunks],
+                    type=array.type.field(part).type,
+                )
+            else:
+                array = _struct_child(array, part)
+        return array
+
+    def _result_schema(self, resolved) -> pa.Schema:
+        fields = [self._output_field(top, path, name) for top, path, name in resolved]
+        return pa.schema(fields, metadata=self.schema.metadata)
+
+    def _table(self, resolved, arrays: list[Any], num_rows: int) -> pa.Table:
+        schema = self._result_schema(resolved)
+        if not resolved:
+            return _empty_projection(num_rows)
+        cols = [self._extract(a, path) for a, (_, path, _) in zip(arrays, resolved)]
+        return pa.Table.from_arrays(cols, schema=schema)
+
+    # ------------------------------------------------------------------ reads
+    async def read_range(
+        self, start: int, num_rows: int, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """Rows ``[start, start + num_rows)`` of the projected columns as one table."""
+        start, num_rows = int(start), int(num_rows)
+        if start < 0 or num_rows < 0 or start + num_rows > self.num_rows:
+            raise RowIndexError(
+                f"row range [{start}, {start + num_rows}) is outside the file's {self.num_rows} rows"
+            )
+        resolved = self._resolve(columns)
+        if num_rows == 0 or not resolved:
+            return self._result_schema(resolved).empty_table() if resolved else _empty_projection(num_rows)
+        decoders = await self._decoders_for([t for t, _, _ in resolved])
+        tops = list(dict.fromkeys(t for t, _, _ in resolved))
+        arrays = await asyncio.gather(*(decoders[t].read_range(start, start + num_rows) for t in tops))
+        by_top = dict(zip(tops, arrays))
+        return self._table(resolved, [by_top[t] for t, _, _ in resolved], num_rows)
+
+    async def read_all(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """Every row of the projected columns (read in ~8 MiB windows per column)."""
+        resolved = self._resolve(columns)
+        if self.num_rows == 0 or not resolved:
+            return self._result_schema(resolved).empty_table() if resolved else _empty_projection(self.num_rows)
+        decoders = await self._decoders_for([t for t, _, _ in resolved])
+        tops = list(dict.fromkeys(t for t, _, _ in resolved))
+
+        async def whole(dec) -> pa.ChunkedArray:
+            window = self._window_rows(dec, 1)
+            chunks = [a async for a in _windows(dec, 0, self.num_rows, window)]
+            return pa.chunked_array(chunks, type=dec.field.type)
+
+        arrays = await asyncio.gather(*(whole(decoders[t]) for t in tops))
+        by_top = dict(zip(tops, arrays))
+        return self._table(resolved, [by_top[t] for t, _, _ in resolved], self.num_rows)
+
+    async def take_rows(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows at ``indices`` (any order, duplicates allowed), in request order."""
+        idx = _to_indices(indices, self.num_rows)
+        resolved = self._resolve(columns)
+        if idx.size == 0 or not resolved:
+            return self._result_schema(resolved).empty_table() if resolved else _empty_projection(int(idx.size))
+        if idx.size == 1 or bool(np.all(idx[1:] > idx[:-1])):
+            unique, inverse = idx, None
+        else:
+            unique, inverse = np.unique(idx, return_inverse=True)
+            unique = np.ascontiguousarray(unique, dtype=np.int64)
+        decoders = await self._decoders_for([t for t, _, _ in resolved])
+        tops = list(dict.fromkeys(t for t, _, _ in resolved))
+        arrays = await asyncio.gather(*(decoders[t].take(unique) for t in tops))
+        if inverse is not None:
+            order = pa.array(inverse.astype(np.int64, copy=False))
+            arrays = [a.take(order) for a in arrays]
+        by_top = dict(zip(tops, arrays))
+        return self._table(resolved, [by_top[t] for t, _, _ in resolved], int(idx.size))
+
+    def _window_rows(self, decoder: Any, batch_size: int) -> int:
+        """Rows per scan window of one column: ~``SCAN_READ_BYTES`` of encoded data, a multiple
+        of ``batch_size``, between ``batch_size`` and ``max(batch_size, MAX_WINDOW_ROWS)``."""
+        try:
+            bpr = float(decoder.estimated_bytes_per_row())
+        except (AttributeError, TypeError, ValueError, ZeroDivisionError):
+            bpr = 0.0
+        if not bpr > 0 or bpr != bpr:
+            rows = MAX_WINDOW_ROWS
+        else:
+            rows = int(min(SCAN_READ_BYTES / bpr, MAX_WINDOW_ROWS))
+        rows = max(batch_size, (rows // batch_size) * batch_size)
+        return max(1, rows)
+
+    async def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        *,
+        start: int = 0,
+        end: int | None = None,
+    ) -> AsyncIterator[pa.RecordBatch]:
+        """Scan rows ``[start, end)`` as record batches of at most ``batch_size`` rows.
+
+        Each column is decoded in windows of ~8 MiB of encoded data (a multiple of
+        ``batch_size`` rows) with one window read ahead, so I/O and decoding overlap.
+        """
+        batch_size = int(batch_size)
+        if batch_size <= 0:
+            raise InvalidInputError(f"batch_size must be positive, got {batch_size}")
+        end = self.num_rows if end is None else int(end)
+        start = int(start)
+        if start < 0 or end < start or end > self.num_rows:
+            raise RowIndexError(f"row range [{start}, {end}) is outside the file's {self.num_rows} rows")
+        resolved = self._resolve(columns)
+        schema = self._result_schema(resolved)
+        if start == end:
+            return
+        if not resolved:
+            for s in range(start, end, batch_size):
+                yield _empty_projection_batch(min(batch_size, end - s))
+            return
+        decoders = await self._decoders_for([t for t, _, _ in resolved])
+        tops = list(dict.fromkeys(t for t, _, _ in resolved))
+        streams = {t: _Slicer(_windows(decoders[t], start, end, self._window_rows(decoders[t], batch_size))) for t in tops}
+        try:
+            for s in range(start, end, batch_size):
+                n = min(batch_size, end - s)
+                parts = {t: await streams[t].take(n) for t in tops}
+                cols = [self._extract(parts[top], path) for top, path, _ in resolved]
+                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+        finally:
+            for stream in streams.values():
+                await stream.aclose()
+
+
+class _Slicer:
+    """Cuts consecutive ``n``-row slices out of a stream of arrays."""
+
+    def __init__(self, windows: AsyncIterator[pa.Array]) -> None:
+        self._windows = windows
+        self._current: pa.Array | None = None
+        self._offset = 0
+
+    async def take(self, n: int) -> pa.Array:
+        pieces = []
+        while n > 0:
+            if self._current is None or self._offset >= len(self._current):
+                try:
+                    self._current = await self._windows.__anext__()
+                except StopAsyncIteration:
+                    raise LanceJitError("decoder returned fewer rows than requested") from None
+                self._offset = 0
+                continue
+            k = min(n, len(self._current) - self._offset)
+            pieces.append(self._current.slice(self._offset, k))
+            self._offset += k
+            n -= k
+        return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
+
+    async def aclose(self) -> None:
+        await self._windows.aclose()
+
+
+async def _windows(decoder: Any, start: int, end: int, window_rows: int) -> AsyncIterator[pa.Array]:
+    """Arrays of rows ``[start, end)`` in windows of ``window_rows``, one window read ahead."""
+    pos = start
+    pending: deque[asyncio.Future] = deque()
+
+    def launch() -> None:
+        nonlocal pos
+        s, e = pos, min(end, pos + window_rows)
+        pos = e
+        pending.append(asyncio.ensure_future(decoder.read_range(s, e)))
+
+    try:
+        if pos < end:
+            launch()
+        while pending:
+            if pos < end and len(pending) < 2:
+                launch()
+            array = await pending.popleft()
+            if isinstance(array, pa.ChunkedArray):
+                array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+            yield array
+    finally:
+        for fut in pending:
+            fut.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _struct_child(array: pa.Array, name: str) -> pa.Array:
+    """Child ``name`` of a struct array with the parent's nulls applied."""
+    index = array.type.get_field_index(name)
+    return array.flatten()[index]
+
+
+def _empty_projection(num_rows: int) -> pa.Table:
+    """A table with no columns and ``num_rows`` rows."""
+    return pa.Table.from_batches([_empty_projection_batch(num_rows)])
+
+
+def _empty_projection_batch(num_rows: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_struct_array(pa.array([{}] * num_rows, type=pa.struct([])))
+
+
+def _store_uri(store: Any, path: str, fallback: str) -> str:
+    try:
+        return str(store.uri(path))
+    except Exception:  # noqa: BLE001 - naming only, any store
+        return fallback
+
+
+# ---------------------------------------------------------------------- synchronous face
+
+
+def _bridged(async_method):
+    """A sync method running ``AsyncLanceFileReader.<name>`` on the I/O loop (same docstring)."""
+    name = async_method.__name__
+
+    @functools.wraps(async_method)
+    def method(self, *args, **kwargs):
+        from lancejit.io.sync import run_sync
+
+        return run_sync(getattr(self._inner, name)(*args, **kwargs))
+
+    return method
+
+
+class LanceFileReader:
+    """Synchronous reader of one Lance file; see :class:`AsyncLanceFileReader` for details.
+
+    ``LanceFileReader(uri, storage_options=None, *, cache=None)`` opens the file (one read
+    request when its metadata fits in the last 64 KiB or is cached, else two).
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        storage_options: dict[str, str] | None = None,
+        *,
+        cache: SearchCache | None = None,
+    ) -> None:
+        from lancejit.io.sync import run_sync
+
+        self._inner = run_sync(AsyncLanceFileReader.open(uri, storage_options, cache=cache))
+
+    @classmethod
+    def from_async(cls, inner: AsyncLanceFileReader) -> "LanceFileReader":
+        self = cls.__new__(cls)
+        self._inner = inner
+        return self
+
+    @property
+    def async_reader(self) -> AsyncLanceFileReader:
+        return self._inner
+
+    @property
+    def uri(self) -> str:
+        return self._inner.uri
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The file's Arrow schema."""
+        return self._inner.schema
+
+    @property
+    def num_rows(self) -> int:
+        return self._inner.num_rows
+
+    @property
+    def version(self) -> str:
+        return self._inner.version
+
+    @property
+    def file_metadata(self) -> FileMetadata:
+        return self._inner.file_metadata
+
+    def metadata(self) -> FileSummary:
+        """Version, rows, schema, global buffers and per-column pages (rows, bytes, layouts)."""
+        return self._inner.metadata()
+
+    def io_stats(self):
+        """This reader's I/O counters (an ``IOStatsSnapshot``), opening included."""
+        return self._inner.io_stats()
+
+    read_all = _bridged(AsyncLanceFileReader.read_all)
+    read_range = _bridged(AsyncLanceFileReader.read_range)
+    take_rows = _bridged(AsyncLanceFileReader.take_rows)
+
+    async def take_rows_async(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
+        """``take_rows`` for async callers: awaited on the caller's own event loop."""
+        return await self._inner.take_rows(indices, columns)
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        *,
+        start: int = 0,
+        end: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Scan as record batches of at most ``batch_size`` rows (windows read ahead on the I/O loop)."""
+        from lancejit.io.sync import run_sync
+
+        agen = self._inner.to_batches(columns, batch_size, start=start, end=end)
+
+        async def step():
+            try:
+                return await agen.__anext__()
+            except StopAsyncIteration:
+                return None
+
+        try:
+            while True:
+                batch = run_sync(step())
+                if batch is None:
+                    return
+                yield batch
+        finally:
+            run_sync(agen.aclose())
+
+    def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """Alias of :meth:`read_all`."""
+        return self.read_all(columns)
+
+    def __repr__(self) -> str:
+        return f"LanceFileReader({self.uri!r}, version={self.version}, num_rows={self.num_rows})"
+
+
+__all__ = ["AsyncLanceFileReader", "LanceFileReader", "MAX_WINDOW_ROWS", "decoder_factory"]

@@ -1,0 +1,316 @@
+"""Writing one Lance file (versions 2.0, 2.1, 2.2): :class:`LanceFileWriter` (sync) over
+:class:`AsyncLanceFileWriter`.
+
+Layout written (FORMAT_NOTES 1.1): page buffers, each padded with 0x48 to a 64-byte boundary;
+global buffer 0 (``FileDescriptor{schema, length}``); the column metadatas back to back; the
+column-metadata offset table and the global-buffer offset table (u64 position, u64 size each);
+the 40-byte footer ending in ``LANC``.  Pages are streamed as soon as a column has buffered
+about ``max_page_bytes`` (default 8 MiB), so memory stays bounded by columns x page size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any, Iterable
+
+import pyarrow as pa
+from google.protobuf import any_pb2
+
+from lancejit.core.errors import InvalidInputError, NotSupportedError, SchemaMismatchError
+from lancejit.core.schema import LanceSchema
+from lancejit.io.store import AsyncWriter
+from lancejit.io.sync import run_sync
+from lancejit.pb import file2_pb2, file_pb2
+
+from .writer_sink import open_sink
+
+ALIGN = 64
+PAD_BYTE = b"\x48"
+MAGIC = b"LANC"
+DEFAULT_PAGE_BYTES = 8 * 1024 * 1024
+
+_VERSIONS = {
+    "2.0": (2, 0), "0.3": (2, 0), "2.1": (2, 1), "2.2": (2, 2), "stable": (2, 2),
+}
+
+
+def parse_version(version: str | None) -> tuple[int, int]:
+    """``(major, minor)`` of a user version string ('2.0'/'0.3', '2.1', '2.2'/'stable')."""
+    v = (version or "2.2").strip().lower()
+    if v in _VERSIONS:
+        return _VERSIONS[v]
+    if v in ("legacy", "0.1", "next", "2.3"):
+        raise NotSupportedError(f"writing file version {version!r} is not supported")
+    raise InvalidInputError(f"unknown file version {version!r}")
+
+
+def _footer_numbers(version: tuple[int, int]) -> tuple[int, int]:
+    return (0, 3) if version == (2, 0) else version
+
+
+def _pack_any(msg, type_url: str) -> bytes:
+    a = any_pb2.Any(type_url=type_url, value=msg.SerializeToString())
+    return a.SerializeToString()
+
+
+def _column_encoding_bytes() -> bytes:
+    from lancejit.pb import encodings_v2_0_pb2 as pb20
+
+    ce = pb20.ColumnEncoding()
+    ce.values.SetInParent()
+    return _pack_any(ce, "/lance.encodings.ColumnEncoding")
+
+
+def _schemas_match(expected: pa.Schema, got: pa.Schema) -> bool:
+    if len(expected) != len(got):
+        return False
+    for a, b in zip(expected, got):
+        if a.name != b.name or not a.type.equals(b.type):
+            return False
+    return True
+
+
+def _check_nullability(f: pa.Field, arr: pa.Array) -> None:
+    if not f.nullable and arr.null_count > 0:
+        raise SchemaMismatchError(
+            f"field {f.name!r} is non-nullable but the batch has {arr.null_count} null values")
+    t = f.type
+    if pa.types.is_struct(t) and isinstance(arr, pa.StructArray):
+        for i in range(t.num_fields):
+            _check_nullability(t.field(i), arr.field(i))
+
+
+class AsyncLanceFileWriter:
+    """Streams record batches into one Lance file at ``uri``.
+
+    ``schema``: the Arrow schema (taken from the first batch when None).  ``version``: '2.2'
+    (default), '2.1' or '2.0'.  ``max_page_bytes``: target bytes buffered per column before a
+    page is written (default 8 MiB).  Nothing is visible at ``uri`` until :meth:`close` succeeds.
+    """
+
+    def __init__(self, uri: str, schema: pa.Schema | None = None, version: str | None = "2.2",
+                 storage_options: dict[str, Any] | None = None,
+                 max_page_bytes: int | None = None) -> None:
+        self.uri = str(uri)
+        self.version = parse_version(version)
+        self.storage_options = storage_options
+        if max_page_bytes is not None and max_page_bytes <= 0:
+            raise InvalidInputError("max_page_bytes must be positive")
+        self.page_bytes = int(max_page_bytes) if max_page_bytes else DEFAULT_PAGE_BYTES
+        self.schema: pa.Schema | None = None
+        self._extra_metadata: dict[str, bytes] = {}
+        self._sink: AsyncWriter | None = None
+        self._pos = 0
+        self._rows = 0
+        self._encoders: list = []
+        self._columns: list[file2_pb2.ColumnMetadata] = []
+        self._global_buffers: list[tuple[int, int]] = []
+        self._state = "open"
+        if schema is not None:
+            self._initialize(schema)
+
+    # ------------------------------------------------------------------------------ setup
+    def _initialize(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self._lance_schema = LanceSchema.from_arrow(schema)
+        first = 0
+        encs = []
+        for f in schema:
+            enc = self._make_field_encoder(f, first)
+            encs.append(enc)
+            first += enc.num_columns
+        self._encoders = encs
+        self._columns = [file2_pb2.ColumnMetadata() for _ in range(first)]
+
+    def _make_field_encoder(self, f: pa.Field, first: int):
+        if self.version == (2, 0):
+            from lancejit.encoding.v20.encode.field import FieldEncoder20
+
+            return FieldEncoder20(f, first, self.page_bytes)
+        from lancejit.encoding.v21.encode.field import FieldEncoder
+
+        return FieldEncoder(f, first, self.version, self.page_bytes)
+
+    async def _ensure_sink(self) -> AsyncWriter:
+        if self._sink is None:
+            self._sink = await open_sink(self.uri, self.storage_options)
+        return self._sink
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise InvalidInputError(f"{self.uri}: writer is {self._state}")
+
+    # ------------------------------------------------------------------------------ bytes
+    async def _write(self, data: bytes) -> None:
+        sink = await self._ensure_sink()
+        if data:
+            await sink.write(data)
+            self._pos += len(data)
+
+    async def _write_buffer(self, data: bytes) -> tuple[int, int]:
+        pos = self._pos
+        await self._write(data)
+        pad = (-len(data)) % ALIGN
+        if pad:
+            await self._write(PAD_BYTE * pad)
+        return pos, len(data)
+
+    async def _write_pages(self, pages) -> None:
+        for col, page, first_row in pages:
+            pb = file2_pb2.ColumnMetadata.Page()
+            for buf in page.buffers:
+                pos, size = await self._write_buffer(buf)
+                pb.buffer_offsets.append(pos)
+                pb.buffer_sizes.append(size)
+            pb.length = page.num_rows
+            pb.priority = first_row
+            url = "/lance.encodings.ArrayEncoding" if self.version == (2, 0) else "/lance.encodings21.PageLayout"
+            pb.encoding.direct.encoding = _pack_any(page.layout, url)
+            self._columns[col].pages.append(pb)
+
+    # ------------------------------------------------------------------------------ API
+    def add_schema_metadata(self, key: str, value: str | bytes) -> None:
+        """Add a key to the schema metadata written at close."""
+        self._extra_metadata[str(key)] = value.encode() if isinstance(value, str) else bytes(value)
+
+    async def add_global_buffer(self, data: bytes) -> int:
+        """Write an extra global buffer now; returns its index (1, 2, ...)."""
+        self._check_open()
+        pos, size = await self._write_buffer(bytes(data))
+        self._global_buffers.append((pos, size))
+        return len(self._global_buffers)
+
+    def _batches(self, data) -> Iterable[pa.RecordBatch]:
+        if isinstance(data, pa.Table):
+            return data.to_batches()
+        if isinstance(data, pa.RecordBatch):
+            return [data]
+        raise InvalidInputError(f"write_batch expects a pyarrow RecordBatch or Table, got {type(data).__name__}")
+
+    async def write_batch(self, data: pa.RecordBatch | pa.Table) -> None:
+        """Append the rows of ``data``.  A schema mismatch raises :class:`SchemaMismatchError`
+        and aborts the file (nothing is left at the destination)."""
+        self._check_open()
+        if self.schema is None:
+            self._initialize(data.schema)
+        if not _schemas_match(self.schema, data.schema):
+            await self.abort()
+            raise SchemaMismatchError(
+                f"{self.uri}: batch schema {data.schema} does not match the file schema {self.schema}")
+        try:
+            for batch in self._batches(data):
+                if batch.num_rows == 0:
+                    continue
+                for f, col in zip(self.schema, batch.columns):
+                    _check_nullability(f, col)
+                for enc, col in zip(self._encoders, batch.columns):
+                    pages = await asyncio.to_thread(enc.add, col)
+                    await self._write_pages(pages)
+                self._rows += batch.num_rows
+        except SchemaMismatchError:
+            await self.abort()
+            raise
+        except BaseException:
+            await self.abort()
+            raise
+
+    async def close(self) -> int:
+        """Flush every column, write the metadata and footer, publish the file.  Returns rows."""
+        self._check_open()
+        if self.schema is None:
+            await self.abort()
+            raise InvalidInputError(f"{self.uri}: no schema given and no data written")
+        try:
+            for enc in self._encoders:
+                pages = await asyncio.to_thread(enc.finish)
+                await self._write_pages(pages)
+            col_enc = _column_encoding_bytes()
+            for cm in self._columns:
+                cm.encoding.direct.encoding = col_enc
+            fd = file_pb2.FileDescriptor()
+            fd.schema.CopyFrom(self._lance_schema.to_pb_schema())
+            for k, v in self._extra_metadata.items():
+                fd.schema.metadata[k] = v
+            fd.length = self._rows
+            # global buffer 0 starts 64-aligned (the previous buffer was padded)
+            gb0 = (self._pos, 0)
+            fd_bytes = fd.SerializeToString()
+            await self._write(fd_bytes)
+            gb0 = (gb0[0], len(fd_bytes))
+            cm_start = self._pos
+            positions = []
+            for cm in self._columns:
+                b = cm.SerializeToString()
+                positions.append((self._pos, len(b)))
+                await self._write(b)
+            cmo = self._pos
+            await self._write(b"".join(struct.pack("<QQ", p, s) for p, s in positions))
+            gbo = self._pos
+            gbs = [gb0] + self._global_buffers
+            await self._write(b"".join(struct.pack("<QQ", p, s) for p, s in gbs))
+            major, minor = _footer_numbers(self.version)
+            await self._write(struct.pack("<QQQIIHH", cm_start, cmo, gbo, len(gbs), len(self._columns),
+                                          major, minor) + MAGIC)
+            sink = await self._ensure_sink()
+            await sink.close()
+            self._state = "closed"
+            return self._rows
+        except BaseException:
+            await self.abort()
+            raise
+
+    async def abort(self) -> None:
+        """Discard the file (nothing appears at the destination)."""
+        if self._state == "open":
+            self._state = "aborted"
+        if self._sink is not None:
+            await self._sink.abort()
+
+    async def __aenter__(self) -> "AsyncLanceFileWriter":
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            if self._state == "open":
+                await self.close()
+        else:
+            await self.abort()
+
+
+class LanceFileWriter:
+    """Synchronous writer (same arguments as :class:`AsyncLanceFileWriter`), usable as a
+    context manager: ``with LanceFileWriter(path, schema) as w: w.write_batch(batch)``."""
+
+    def __init__(self, uri: str, schema: pa.Schema | None = None, version: str | None = "2.2",
+                 storage_options: dict[str, Any] | None = None,
+                 max_page_bytes: int | None = None) -> None:
+        self._inner = AsyncLanceFileWriter(uri, schema, version, storage_options, max_page_bytes)
+
+    def write_batch(self, data: pa.RecordBatch | pa.Table) -> None:
+        run_sync(self._inner.write_batch(data))
+
+    def add_schema_metadata(self, key: str, value: str | bytes) -> None:
+        self._inner.add_schema_metadata(key, value)
+
+    def add_global_buffer(self, data: bytes) -> int:
+        return run_sync(self._inner.add_global_buffer(data))
+
+    def close(self) -> int:
+        return run_sync(self._inner.close())
+
+    def abort(self) -> None:
+        run_sync(self._inner.abort())
+
+    def __enter__(self) -> "LanceFileWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            if self._inner._state == "open":
+                self.close()
+        else:
+            self.abort()
+
+
+__all__ = ["AsyncLanceFileWriter", "LanceFileWriter", "parse_version"]

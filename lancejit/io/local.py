@@ -1,0 +1,415 @@
+"""Local filesystem store: plain paths and ``file://`` URIs.
+
+Blocking calls run in a bounded thread pool (``config.io_parallelism`` workers).  A batch of
+ranges is ONE hand-off to a worker, which ``preadv``s every range into one preallocated buffer;
+each range counts as one read request.  Writes go to a temporary file in the destination's
+directory and are published with ``os.replace`` (``put``, writers) or ``os.link`` (``put_if_absent``,
+which fails if the target exists), so readers never see partial objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import errno
+import os
+import threading
+import time
+import uuid
+from typing import Callable, Iterable, Sequence, TypeVar
+from urllib.parse import quote
+
+from lancejit.core.config import LOCAL_IO, IOConfig
+from lancejit.core.errors import AlreadyExistsError, CorruptFileError, InvalidInputError
+from lancejit.io.stats import IOStats
+from lancejit.io.store import (
+    AsyncWriter,
+    Buffer,
+    ObjectInfo,
+    ObjectStore,
+    check_ranges,
+    past_eof,
+    translate_error,
+)
+
+T = TypeVar("T")
+
+#: Bytes a local writer buffers before handing them to a worker thread.
+WRITE_BUFFER_BYTES = 1 << 20
+
+
+def _tmp_name(path: str) -> str:
+    head, tail = os.path.split(path)
+    return os.path.join(head, f".{tail}.tmp-{uuid.uuid4().hex[:16]}")
+
+
+def _makedirs_for(path: str) -> None:
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while len(data):
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+def _write_tmp(path: str, data: Buffer) -> str:
+    _makedirs_for(path)
+    tmp = _tmp_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        _write_all(fd, memoryview(data).cast("B"))
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class LocalStore(ObjectStore):
+    """Files on the local filesystem; paths are absolute OS paths."""
+
+    scheme = "file"
+    serial_batches = True
+
+    def __init__(self, config: IOConfig = LOCAL_IO, stats: IOStats | None = None) -> None:
+        super().__init__(config, stats)
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+
+    # ---------------------------------------------------------------------------- plumbing
+    @property
+    def executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The bounded worker pool (``config.io_parallelism`` threads)."""
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=max(1, self.config.io_parallelism), thread_name_prefix="lancejit-local-io"
+                )
+            return self._executor
+
+    async def _run(self, path: str, fn: Callable[[threading.Event], T]) -> T:
+        """Run ``fn(cancel_event)`` in a worker; on cancellation set the event and wait for the worker.
+
+        Waiting means nothing keeps running after the caller's cancellation completes.
+        """
+        cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        cfut = self.executor.submit(fn, cancel)
+        afut = asyncio.wrap_future(cfut, loop=loop)
+        try:
+            return await afut
+        except asyncio.CancelledError:
+            cancel.set()
+            if not cfut.cancel():
+                done = loop.create_future()
+                cfut.add_done_callback(
+                    lambda _f: loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+                )
+                while not done.done():
+                    try:
+                        await asyncio.shield(done)
+                    except asyncio.CancelledError:
+                        continue
+            raise
+        except _Cancelled:  # pragma: no cover - only raised after cancel.set()
+            raise asyncio.CancelledError() from None
+        except BaseException as exc:
+            raise translate_error(exc, path) from None
+
+    @staticmethod
+    def to_os_path(path: str) -> str:
+        """``path`` as an absolute OS path."""
+        return os.path.abspath(os.path.expanduser(path))
+
+    def uri(self, path: str) -> str:
+        return "file://" + quote(self.to_os_path(path) if path else "/")
+
+    # -------------------------------------------------------------------------------- reads
+    async def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        ranges = check_ranges(ranges)
+        if not any(end > start for start, end in ranges):
+            return [memoryview(b"") for _ in ranges]
+        total = sum(end - start for start, end in ranges)
+        stats = self.stats
+
+        def work(cancel: threading.Event) -> list[memoryview]:
+            buf = memoryview(bytearray(total))
+            out: list[memoryview] = []
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                pos = 0
+                for start, end in ranges:
+                    n = end - start
+                    view = buf[pos:pos + n]
+                    pos += n
+                    out.append(view.toreadonly())
+                    if n == 0:
+                        continue
+                    if cancel.is_set():
+                        raise _Cancelled()
+                    t0 = time.perf_counter()
+                    got = 0
+                    while got < n:
+                        k = os.preadv(fd, [view[got:]], start + got)
+                        if k == 0:
+                            stats.record_read(got, time.perf_counter() - t0)
+                            raise past_eof(path, start, end, os.fstat(fd).st_size)
+                        got += k
+                    stats.record_read(n, time.perf_counter() - t0)
+            finally:
+                os.close(fd)
+            return out
+
+        return await self._run(path, work)
+
+    async def read_tail(self, path: str, nbytes: int) -> tuple[int, memoryview]:
+        if nbytes < 0:
+            raise InvalidInputError(f"read_tail needs nbytes >= 0, got {nbytes}")
+        stats = self.stats
+
+        def work(cancel: threading.Event) -> tuple[int, memoryview]:
+            t0 = time.perf_counter()
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                size = os.fstat(fd).st_size
+                n = min(nbytes, size)
+                buf = bytearray(n)
+                view = memoryview(buf)
+                got = 0
+                while got < n:
+                    k = os.preadv(fd, [view[got:]], size - n + got)
+                    if k == 0:
+                        raise CorruptFileError(f"object shrank while reading (size {size})", path=path)
+                    got += k
+            finally:
+                os.close(fd)
+            stats.record_read(n, time.perf_counter() - t0)
+            return size, view.toreadonly()
+
+        return await self._run(path, work)
+
+    async def size(self, path: str) -> int:
+        def work(cancel: threading.Event) -> int:
+            self.stats.record_meta()
+            st = os.stat(path)
+            if not os.path.isfile(path):
+                raise IsADirectoryError(path)
+            return st.st_size
+
+        return await self._run(path, work)
+
+    async def exists(self, path: str) -> bool:
+        def work(cancel: threading.Event) -> bool:
+            self.stats.record_meta()
+            return os.path.isfile(path)
+
+        return await self._run(path, work)
+
+    async def list(self, prefix: str = "", *, recursive: bool = True) -> list[ObjectInfo]:
+        root = self.to_os_path(prefix) if prefix else os.getcwd()
+
+        def work(cancel: threading.Event) -> list[ObjectInfo]:
+            self.stats.record_list()
+            out: list[ObjectInfo] = []
+            if not os.path.isdir(root):
+                return out
+            if recursive:
+                for dirpath, _dirs, files in os.walk(root):
+                    for name in files:
+                        _add(out, os.path.join(dirpath, name))
+            else:
+                with os.scandir(root) as it:
+                    for entry in it:
+                        if entry.is_file():
+                            _add(out, entry.path)
+            out.sort(key=lambda info: info.path)
+            return out
+
+        def _add(out: list[ObjectInfo], full: str) -> None:
+            if os.path.basename(full).startswith(".") and ".tmp-" in full:
+                return  # an in-progress write
+            try:
+                st = os.stat(full)
+            except FileNotFoundError:
+                return
+            out.append(ObjectInfo(full, st.st_size, st.st_mtime, f"{st.st_mtime_ns:x}-{st.st_size:x}"))
+
+        return await self._run(prefix, work)
+
+    # ------------------------------------------------------------------------------- writes
+    async def put(self, path: str, data: Buffer) -> None:
+        def work(cancel: threading.Event) -> None:
+            t0 = time.perf_counter()
+            tmp = _write_tmp(path, data)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                _unlink_quietly(tmp)
+                raise
+            self.stats.record_write(len(memoryview(data).cast("B")), time.perf_counter() - t0)
+
+        await self._run(path, work)
+
+    async def put_if_absent(self, path: str, data: Buffer) -> None:
+        def work(cancel: threading.Event) -> None:
+            t0 = time.perf_counter()
+            nbytes = len(memoryview(data).cast("B"))
+            tmp = _write_tmp(path, data)
+            try:
+                try:
+                    os.link(tmp, path)  # atomic, fails if the target exists
+                except FileExistsError:
+                    raise AlreadyExistsError(f"{path}: object already exists") from None
+                except OSError as exc:
+                    if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                        raise
+                    _create_exclusive(path, data)  # no hard links here: O_EXCL create
+            finally:
+                _unlink_quietly(tmp)
+            self.stats.record_write(nbytes, time.perf_counter() - t0)
+
+        await self._run(path, work)
+
+    async def delete(self, path: str) -> None:
+        def work(cancel: threading.Event) -> None:
+            self.stats.record_meta()
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+        await self._run(path, work)
+
+    async def delete_many(self, paths: Iterable[str]) -> None:
+        paths = list(paths)
+
+        def work(cancel: threading.Event) -> None:
+            for p in paths:
+                self.stats.record_meta()
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+
+        await self._run(paths[0] if paths else "", work)
+
+    async def open_writer(self, path: str) -> AsyncWriter:
+        def work(cancel: threading.Event) -> tuple[str, int]:
+            _makedirs_for(path)
+            tmp = _tmp_name(path)
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+
+        tmp, fd = await self._run(path, work)
+        return LocalWriter(self, path, tmp, fd)
+
+    async def aclose(self) -> None:
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _create_exclusive(path: str, data: Buffer) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise AlreadyExistsError(f"{path}: object already exists") from None
+    try:
+        _write_all(fd, memoryview(data).cast("B"))
+    finally:
+        os.close(fd)
+
+
+class LocalWriter(AsyncWriter):
+    """Streams into a temporary file next to ``path``; ``close`` renames it into place."""
+
+    def __init__(self, store: LocalStore, path: str, tmp: str, fd: int) -> None:
+        self.store = store
+        self.path = path
+        self._tmp = tmp
+        self._fd: int | None = fd
+        self._buf = bytearray()
+        self.bytes_written = 0
+        self._state = "open"  # open -> closed | aborted
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise InvalidInputError(f"{self.path}: writer is {self._state}")
+
+    async def _flush(self) -> None:
+        if not self._buf:
+            return
+        data, self._buf = bytes(self._buf), bytearray()
+        fd = self._fd
+        stats = self.store.stats
+
+        def work(cancel: threading.Event) -> None:
+            t0 = time.perf_counter()
+            _write_all(fd, memoryview(data))
+            stats.record_write(len(data), time.perf_counter() - t0)
+
+        await self.store._run(self.path, work)
+
+    async def write(self, data: Buffer) -> None:
+        self._check_open()
+        view = memoryview(data).cast("B")
+        self._buf += view
+        self.bytes_written += len(view)
+        if len(self._buf) >= WRITE_BUFFER_BYTES:
+            try:
+                await self._flush()
+            except BaseException:
+                await self.abort()
+                raise
+
+    async def close(self) -> None:
+        if self._state == "closed":
+            return
+        self._check_open()
+        try:
+            await self._flush()
+            fd, tmp, path = self._fd, self._tmp, self.path
+
+            def work(cancel: threading.Event) -> None:
+                os.close(fd)
+                os.replace(tmp, path)
+
+            self._fd = None
+            await self.store._run(self.path, work)
+        except BaseException:
+            await self.abort()
+            raise
+        self._state = "closed"
+
+    async def abort(self) -> None:
+        if self._state != "open":
+            return
+        self._state = "aborted"
+        self._buf = bytearray()
+        fd, tmp = self._fd, self._tmp
+        self._fd = None
+
+        def work(cancel: threading.Event) -> None:
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            _unlink_quietly(tmp)
+
+        await self.store._run(self.path, work)

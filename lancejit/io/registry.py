@@ -1,0 +1,231 @@
+"""``open_store(uri, storage_options)``: pick, configure and cache the store for a URI.
+
+Schemes: no scheme or ``file://`` -> :class:`~lancejit.io.local.LocalStore` (path = absolute OS
+path); ``memory://name/key`` -> :class:`~lancejit.io.memory.MemoryStore`; ``s3://bucket/key`` ->
+:class:`~lancejit.io.fsspec_store.S3Store`; ``gs://`` and ``gcs://bucket/key`` ->
+:class:`~lancejit.io.fsspec_store.GCSStore`.  For bucket stores the returned path is the key.
+
+``storage_options`` use the reference's keys; values may be strings (``"true"``, ``"65536"``):
+
+* S3: ``aws_endpoint`` / ``endpoint`` / ``aws_endpoint_url`` / ``endpoint_url``;
+  ``aws_region`` / ``region``; ``aws_access_key_id`` / ``access_key_id``;
+  ``aws_secret_access_key`` / ``secret_access_key``; ``aws_session_token`` / ``session_token`` /
+  ``token``; ``allow_http`` (required for an ``http://`` endpoint); ``anonymous`` / ``skip_signature``.
+* GCS: ``gcs_endpoint`` / ``endpoint`` / ``google_endpoint``; ``google_service_account`` /
+  ``service_account`` / ``google_service_account_path`` / ``google_application_credentials`` /
+  ``token`` (anything gcsfs takes as ``token``); ``anonymous`` (token ``"anon"``);
+  ``google_project_id`` / ``project``.
+* All: ``block_size``, ``max_iop_size`` / ``max_request_size``, ``io_parallelism``,
+  ``max_bytes_in_flight`` (override the :class:`~lancejit.core.config.IOConfig`), ``part_size``
+  (S3/GCS upload part bytes).  Unknown keys raise :class:`InvalidInputError`.
+
+Stores are cached per (scheme, bucket, options) so a process reuses sessions and budgets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from typing import Any, Mapping
+from urllib.parse import unquote, urlsplit
+
+from lancejit.core.config import CLOUD_IO, LOCAL_IO, IOConfig
+from lancejit.core.errors import InvalidInputError
+from lancejit.io.store import ObjectStore
+
+_CACHE: dict[tuple[Any, ...], ObjectStore] = {}
+_CACHE_LOCK = threading.Lock()
+
+_TRUE = {"1", "true", "yes", "on", "t", "y"}
+_FALSE = {"0", "false", "no", "off", "f", "n", ""}
+
+_CONFIG_KEYS = {
+    "block_size": "block_size",
+    "max_iop_size": "max_request_size",
+    "max_request_size": "max_request_size",
+    "io_parallelism": "io_parallelism",
+    "max_bytes_in_flight": "max_bytes_in_flight",
+}
+_S3_KEYS = {
+    "aws_endpoint": "endpoint", "endpoint": "endpoint", "aws_endpoint_url": "endpoint",
+    "endpoint_url": "endpoint",
+    "aws_region": "region", "region": "region", "aws_default_region": "region",
+    "aws_access_key_id": "key", "access_key_id": "key",
+    "aws_secret_access_key": "secret", "secret_access_key": "secret",
+    "aws_session_token": "token", "session_token": "token", "aws_token": "token", "token": "token",
+    "allow_http": "allow_http", "aws_allow_http": "allow_http",
+    "anonymous": "anonymous", "aws_skip_signature": "anonymous", "skip_signature": "anonymous",
+    "part_size": "part_size",
+}
+_GCS_KEYS = {
+    "gcs_endpoint": "endpoint", "endpoint": "endpoint", "google_endpoint": "endpoint",
+    "endpoint_url": "endpoint",
+    "google_service_account": "token", "service_account": "token",
+    "google_service_account_path": "token", "service_account_path": "token",
+    "google_application_credentials": "token", "application_credentials": "token", "token": "token",
+    "anonymous": "anonymous", "skip_signature": "anonymous",
+    "google_project_id": "project", "project": "project", "project_id": "project",
+    "allow_http": "allow_http",
+    "part_size": "part_size",
+}
+
+
+def parse_bool(value: Any, key: str = "option") -> bool:
+    """``True``/``False`` from a bool or a string such as ``"true"``/``"0"``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise InvalidInputError(f"storage option {key!r}: expected a boolean, got {value!r}")
+
+
+def _parse_int(value: Any, key: str) -> int:
+    try:
+        out = int(str(value).strip())
+    except ValueError:
+        raise InvalidInputError(f"storage option {key!r}: expected an integer, got {value!r}") from None
+    if out <= 0 and key != "block_size" or out < 0:
+        raise InvalidInputError(f"storage option {key!r} must be positive, got {value!r}")
+    return out
+
+
+def _split_options(options: Mapping[str, Any], known: Mapping[str, str], scheme: str
+                   ) -> tuple[dict[str, Any], dict[str, int]]:
+    backend: dict[str, Any] = {}
+    config: dict[str, int] = {}
+    for raw_key, value in options.items():
+        key = raw_key.strip().lower()
+        if value is None:
+            continue
+        if key in _CONFIG_KEYS:
+            config[_CONFIG_KEYS[key]] = _parse_int(value, key)
+        elif key in known:
+            backend[known[key]] = value
+        else:
+            raise InvalidInputError(f"unknown storage option {raw_key!r} for {scheme}://")
+    return backend, config
+
+
+def _with_overrides(base: IOConfig, overrides: dict[str, int]) -> IOConfig:
+    return dataclasses.replace(base, **overrides) if overrides else base
+
+
+def _cache_key(scheme: str, bucket: str, options: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (scheme, bucket, tuple(sorted((str(k).lower(), str(v)) for k, v in options.items())))
+
+
+def _make_local(options: Mapping[str, Any]) -> ObjectStore:
+    from lancejit.io.local import LocalStore
+
+    _, config = _split_options(options, {}, "file")
+    return LocalStore(_with_overrides(LOCAL_IO, config))
+
+
+def _make_memory(name: str, options: Mapping[str, Any]) -> ObjectStore:
+    from lancejit.io.memory import MemoryStore
+
+    _, config = _split_options(options, {}, "memory")
+    return MemoryStore(name, _with_overrides(CLOUD_IO, config))
+
+
+def _make_s3(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
+    from lancejit.io.fsspec_store import S3Store
+
+    opts, config = _split_options(options, _S3_KEYS, "s3")
+    endpoint = opts.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT")
+    allow_http = parse_bool(opts.get("allow_http", os.environ.get("AWS_ALLOW_HTTP", "false")), "allow_http")
+    if endpoint and str(endpoint).lower().startswith("http://") and not allow_http:
+        raise InvalidInputError(
+            f"S3 endpoint {endpoint} uses http://; set storage option allow_http='true' to allow it"
+        )
+    kwargs: dict[str, Any] = {
+        "endpoint": endpoint,
+        "region": opts.get("region"),
+        "key": opts.get("key"),
+        "secret": opts.get("secret"),
+        "token": opts.get("token"),
+        "anonymous": parse_bool(opts.get("anonymous", False), "anonymous"),
+        "config": _with_overrides(CLOUD_IO, config),
+    }
+    if "part_size" in opts:
+        kwargs["part_size"] = _parse_int(opts["part_size"], "part_size")
+    return S3Store(bucket, **kwargs)
+
+
+def _make_gcs(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
+    from lancejit.io.fsspec_store import GCSStore
+
+    opts, config = _split_options(options, _GCS_KEYS, "gs")
+    token = opts.get("token")
+    if parse_bool(opts.get("anonymous", False), "anonymous"):
+        token = "anon"
+    endpoint = opts.get("endpoint") or os.environ.get("STORAGE_EMULATOR_HOST")
+    kwargs: dict[str, Any] = {
+        "endpoint": endpoint,
+        "token": token,
+        "project": opts.get("project"),
+        "config": _with_overrides(CLOUD_IO, config),
+    }
+    if "part_size" in opts:
+        kwargs["part_size"] = _parse_int(opts["part_size"], "part_size")
+    return GCSStore(bucket, **kwargs)
+
+
+def parse_uri(uri: str) -> tuple[str, str, str]:
+    """``(scheme, bucket, path)`` of a URI; ``scheme`` is ``file``, ``memory``, ``s3`` or ``gs``.
+
+    For ``file`` the bucket is empty and the path absolute; otherwise the path is the key.
+    """
+    if not isinstance(uri, str) or not uri:
+        raise InvalidInputError(f"expected a non-empty URI string, got {uri!r}")
+    if "://" not in uri:
+        return "file", "", os.path.abspath(os.path.expanduser(uri))
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise InvalidInputError(f"file:// URI with a host is not supported: {uri}")
+        return "file", "", os.path.abspath(unquote(parts.path) or "/")
+    if scheme in ("gs", "gcs"):
+        scheme = "gs"
+    if scheme not in ("memory", "s3", "gs"):
+        raise InvalidInputError(f"unsupported URI scheme {parts.scheme!r} in {uri}")
+    if parts.query or parts.fragment:
+        raise InvalidInputError(f"URI must not have a query or fragment: {uri}")
+    bucket = parts.netloc
+    if scheme != "memory" and not bucket:
+        raise InvalidInputError(f"{scheme}:// URI needs a bucket: {uri}")
+    return scheme, bucket, parts.path.strip("/")
+
+
+def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[ObjectStore, str]:
+    """The (cached) store for ``uri`` and the object path inside it."""
+    scheme, bucket, path = parse_uri(uri)
+    options = dict(storage_options or {})
+    key = _cache_key(scheme, bucket, options)
+    with _CACHE_LOCK:
+        store = _CACHE.get(key)
+        if store is None:
+            if scheme == "file":
+                store = _make_local(options)
+            elif scheme == "memory":
+                store = _make_memory(bucket, options)
+            elif scheme == "s3":
+                store = _make_s3(bucket, options)
+            else:
+                store = _make_gcs(bucket, options)
+            _CACHE[key] = store
+    return store, path
+
+
+def clear_store_cache() -> None:
+    """Forget cached stores (tests; sessions of dropped stores close when collected)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+__all__ = ["clear_store_cache", "open_store", "parse_bool", "parse_uri"]

@@ -1,0 +1,124 @@
+"""State shared by everything reading one version of a dataset, and error context.
+
+``DatasetContext`` holds the store, the root, the manifest, the Arrow schema and the caches
+(deletion vectors, row-id sequences, opened data files, the row-id index).  Caches that do not
+depend on the version (deletion files, data files, row-id sequences: all immutable objects
+named uniquely) are shared by every version checked out from the same dataset object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Hashable, Iterator
+
+import pyarrow as pa
+
+from lancejit.core.errors import LanceJitError
+from lancejit.io.store import ObjectStore, join_path
+
+from .fields import TopField
+from .manifest import DataFile, Manifest
+
+
+class AsyncLRU:
+    """A small LRU of awaited values; concurrent loads of one key share one task."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._loading: dict[Hashable, asyncio.Future] = {}
+
+    async def get(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        fut = self._loading.get(key)
+        if fut is None:
+            fut = asyncio.ensure_future(load())
+            self._loading[key] = fut
+            try:
+                value = await fut
+            finally:
+                self._loading.pop(key, None)
+            self._items[key] = value
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+            return value
+        return await asyncio.shield(fut)
+
+
+@dataclass(slots=True)
+class SharedCaches:
+    """Caches valid across versions of one dataset (keys are immutable files)."""
+
+    deletions: AsyncLRU = field(default_factory=lambda: AsyncLRU(4096))
+    row_ids: AsyncLRU = field(default_factory=lambda: AsyncLRU(4096))
+    files: AsyncLRU = field(default_factory=lambda: AsyncLRU(512))
+    row_id_index: AsyncLRU = field(default_factory=lambda: AsyncLRU(8))
+
+
+@dataclass(slots=True)
+class DatasetContext:
+    """One checked-out version: where it is, what it holds, and its caches."""
+
+    uri: str
+    store: ObjectStore
+    root: str
+    manifest: Manifest
+    manifest_path: str
+    schema: pa.Schema
+    top_fields: list[TopField]
+    caches: SharedCaches
+    storage_options: dict[str, str] | None = None
+
+    @property
+    def version(self) -> int:
+        return self.manifest.version
+
+    def data_file_path(self, data_file: DataFile) -> str:
+        """Store path of a data file (honouring the manifest's base paths)."""
+        if data_file.base_id is not None:
+            for base in self.manifest.base_paths:
+                if base.id == data_file.base_id:
+                    return join_path(base.path, "data", data_file.path) if base.is_dataset_root else join_path(base.path, data_file.path)
+        return join_path(self.root, "data", data_file.path)
+
+    def path(self, relative: str) -> str:
+        return join_path(self.root, relative)
+
+    def describe_where(self, path: str | None = None) -> str:
+        where = f"dataset {self.uri} version {self.version}"
+        if path is not None:
+            where += f" file {self.store.uri(path)}"
+        return where
+
+    @contextlib.contextmanager
+    def errors(self, path: str | None = None) -> Iterator[None]:
+        """Re-raise lancejit errors with the dataset, version and file named in the message."""
+        try:
+            yield
+        except LanceJitError as exc:
+            if getattr(exc, "_lancejit_where", None):
+                raise
+            raise with_context(exc, self.describe_where(path)) from exc
+
+
+def with_context(exc: LanceJitError, where: str) -> LanceJitError:
+    """``exc`` re-created (same class) with ``where`` prefixed, once."""
+    if getattr(exc, "_lancejit_where", None):
+        return exc
+    msg = f"{where}: {exc}"
+    try:
+        new = type(exc)(msg)
+    except TypeError:
+        new = LanceJitError(msg)
+    new._lancejit_where = where  # type: ignore[attr-defined]
+    if hasattr(exc, "path"):
+        try:
+            new.path = exc.path  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+    return new

@@ -1,0 +1,414 @@
+"""``Dataset``: one version of a Lance dataset, read side.
+
+The async methods (``*_async``, ``scan_batches``) are the implementation; the sync methods run
+them on lancejit's I/O loop via :func:`lancejit.io.sync.run_sync`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any, AsyncIterator, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancejit.core.errors import InvalidInputError, LanceJitError, NotFoundError
+from lancejit.core.schema import LanceSchema
+from lancejit.io.sync import run_sync
+
+from . import scan as _scan
+from . import take as _take
+from .context import DatasetContext, SharedCaches, with_context
+from .features import FLAG_STABLE_ROW_IDS, check_reader_flags
+from .fields import TopField, top_level_fields
+from .filter import compile_filter
+from .fragment import ROWADDR, ROWID, FragmentInfo
+from .manifest import Manifest
+from .versions import (
+    ManifestLocation,
+    Tag,
+    latest_location,
+    list_manifests,
+    list_tags,
+    read_manifest_at,
+    read_tag,
+    read_version,
+    timestamp_to_datetime,
+)
+
+
+async def _open_store(uri: str, storage_options: dict[str, str] | None) -> tuple[Any, str]:
+    try:
+        from lancejit.io import open_store  # type: ignore[attr-defined]
+    except ImportError:
+        open_store = None
+    if open_store is not None:
+        res = open_store(uri, storage_options)
+        if inspect.isawaitable(res):
+            res = await res
+        store, path = res
+        return store, path.rstrip("/")
+    if "://" in uri and not uri.startswith("file://"):
+        raise InvalidInputError(f"no store for {uri!r} yet (lancejit.io.open_store unavailable)")
+    from lancejit.io.local import LocalStore
+
+    path = uri[len("file://"):] if uri.startswith("file://") else uri
+    return LocalStore(), os.path.abspath(os.path.expanduser(path)).rstrip("/")
+
+
+async def _load_manifest(
+    store: Any, root: str, uri: str, version: int | str | None
+) -> tuple[Manifest, str]:
+    """Resolve ``version`` (None = latest, int, or tag name) and read its manifest."""
+    if isinstance(version, str):
+        tag = await read_tag(store, root, version)
+        version = tag.version
+    if version is None:
+        loc = await latest_location(store, root)
+        try:
+            manifest, _, _ = await read_manifest_at(store, loc.path)
+        except LanceJitError as exc:
+            raise with_context(exc, f"dataset {uri} version {loc.version} file {store.uri(loc.path)}") from exc
+        return manifest, loc.path
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidInputError(f"version must be an int or a tag name, got {version!r}")
+    try:
+        manifest, loc = await read_version(store, root, version)
+    except NotFoundError as exc:
+        raise NotFoundError(f"dataset {uri} has no version {version}") from exc
+    except LanceJitError as exc:
+        raise with_context(exc, f"dataset {uri} version {version}") from exc
+    return manifest, loc.path
+
+
+def _make_context(
+    uri: str, store: Any, root: str, manifest: Manifest, manifest_path: str,
+    caches: SharedCaches, storage_options: dict[str, str] | None,
+) -> DatasetContext:
+    where = f"dataset {uri} version {manifest.version} file {store.uri(manifest_path)}"
+    check_reader_flags(manifest.reader_feature_flags, dataset=uri, version=manifest.version, path=store.uri(manifest_path))
+    try:
+        lschema = LanceSchema.from_pb(manifest.fields, manifest.schema_metadata, path=store.uri(manifest_path))
+        schema = lschema.to_arrow(dataset=True, path=store.uri(manifest_path))
+        tops = top_level_fields(manifest.fields, store.uri(manifest_path))
+    except LanceJitError as exc:
+        raise with_context(exc, where) from exc
+    return DatasetContext(uri, store, root, manifest, manifest_path, schema, tops, caches, storage_options)
+
+
+class Scanner:
+    """A configured scan; ``to_reader()`` gives a ``pyarrow.RecordBatchReader``."""
+
+    def __init__(self, ds: "Dataset", spec: _scan.ScanSpec) -> None:
+        self._ds = ds
+        self._spec = spec
+
+    @property
+    def schema(self) -> pa.Schema:
+        return _scan.output_schema(self._ds._ctx, self._spec)
+
+    async def batches_async(self) -> AsyncIterator[pa.RecordBatch]:
+        async for b in _scan.scan(self._ds._ctx, self._spec):
+            yield b
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        agen = _scan.scan(self._ds._ctx, self._spec)
+
+        async def step():
+            try:
+                return await agen.__anext__()
+            except StopAsyncIteration:
+                return None
+
+        try:
+            while True:
+                b = run_sync(step())
+                if b is None:
+                    return
+                yield b
+        finally:
+            run_sync(agen.aclose())
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
+
+    async def to_table_async(self) -> pa.Table:
+        batches = [b async for b in _scan.scan(self._ds._ctx, self._spec)]
+        return _table(batches, self.schema)
+
+    def to_table(self) -> pa.Table:
+        return run_sync(self.to_table_async())
+
+    def count_rows(self) -> int:
+        return self.to_table().num_rows
+
+
+def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    if not batches:
+        return schema.empty_table()
+    if len(schema) == 0:
+        n = sum(b.num_rows for b in batches)
+        return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array([{}] * n, type=pa.struct([])))])
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+class Dataset:
+    """One checked-out version of a Lance dataset (read side).
+
+    Open with :func:`lancejit.table.dataset` (sync) or ``await Dataset.open_async(...)``.
+    """
+
+    def __init__(self, ctx: DatasetContext) -> None:
+        self._ctx = ctx
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    async def open_async(
+        cls, uri: str, version: int | str | None = None, storage_options: dict[str, str] | None = None
+    ) -> "Dataset":
+        uri = os.fspath(uri) if not isinstance(uri, str) else uri
+        store, root = await _open_store(uri, storage_options)
+        manifest, mpath = await _load_manifest(store, root, uri, version)
+        return cls(_make_context(uri, store, root, manifest, mpath, SharedCaches(), storage_options))
+
+    async def checkout_version_async(self, version: int | str) -> "Dataset":
+        c = self._ctx
+        manifest, mpath = await _load_manifest(c.store, c.root, c.uri, version)
+        return Dataset(_make_context(c.uri, c.store, c.root, manifest, mpath, c.caches, c.storage_options))
+
+    def checkout_version(self, version: int | str) -> "Dataset":
+        """This dataset at ``version`` (a number or a tag name)."""
+        return run_sync(self.checkout_version_async(version))
+
+    async def latest_async(self) -> "Dataset":
+        c = self._ctx
+        manifest, mpath = await _load_manifest(c.store, c.root, c.uri, None)
+        return Dataset(_make_context(c.uri, c.store, c.root, manifest, mpath, c.caches, c.storage_options))
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def uri(self) -> str:
+        return self._ctx.uri
+
+    @property
+    def version(self) -> int:
+        return self._ctx.version
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._ctx.manifest
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._ctx.schema
+
+    @property
+    def data_storage_version(self) -> str:
+        return self._ctx.manifest.data_storage_version
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        return bool(self._ctx.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+
+    @property
+    def store(self) -> Any:
+        return self._ctx.store
+
+    @property
+    def context(self) -> DatasetContext:
+        return self._ctx
+
+    async def versions_async(self) -> list[dict[str, Any]]:
+        c = self._ctx
+        locs = await list_manifests(c.store, c.root)
+        import asyncio
+
+        async def one(loc: ManifestLocation) -> dict[str, Any]:
+            try:
+                m, _, _ = await read_manifest_at(c.store, loc.path)
+            except LanceJitError as exc:
+                raise with_context(exc, f"dataset {c.uri} version {loc.version} file {c.store.uri(loc.path)}") from exc
+            return {
+                "version": m.version,
+                "timestamp": timestamp_to_datetime(m.timestamp_ns),
+                "metadata": version_summary(m),
+            }
+
+        out = list(await asyncio.gather(*(one(l) for l in locs)))
+        tags = await list_tags(c.store, c.root)
+        by_version: dict[int, list[str]] = {}
+        for t in tags:
+            by_version.setdefault(t.version, []).append(t.name)
+        for v in out:
+            names = by_version.get(v["version"], [])
+            v["tag"] = names[0] if len(names) == 1 else (names or None)
+        return out
+
+    def versions(self) -> list[dict[str, Any]]:
+        """Every version: ``{"version", "timestamp" (naive local datetime), "metadata", "tag"}``."""
+        return run_sync(self.versions_async())
+
+    async def tags_async(self) -> list[Tag]:
+        return await list_tags(self._ctx.store, self._ctx.root)
+
+    @property
+    def tags(self) -> list[Tag]:
+        """All tags (``Tag(name, version, ...)``), sorted by name."""
+        return run_sync(self.tags_async())
+
+    def list_tags(self) -> dict[str, dict[str, Any]]:
+        """Tags as the reference's ``ds.tags.list()`` shows them."""
+        return {t.name: t.to_dict() for t in self.tags}
+
+    def get_fragments(self) -> list[FragmentInfo]:
+        return [
+            FragmentInfo(
+                f.id, f.physical_rows,
+                f.num_deleted_rows, f.files,
+                self._ctx.store.uri(self._ctx.path(f.deletion_file.relative_path(f.id))) if f.deletion_file else None,
+                f.row_ids is not None,
+            )
+            for f in self._ctx.manifest.fragments
+        ]
+
+    def io_stats(self) -> Any:
+        """Requests and bytes (``read_iops``, ``read_bytes``...) since the previous call."""
+        return self._ctx.store.stats.incremental()
+
+    # ------------------------------------------------------------------ projection helpers
+    def _spec(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: str | pc.Expression | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        batch_size: int | None = None,
+        fragment_ids: Sequence[int] | None = None,
+        readahead: int | None = None,
+    ) -> _scan.ScanSpec:
+        c = self._ctx
+        by_name = {t.name: t for t in c.top_fields}
+        if columns is None:
+            tops = list(c.top_fields)
+        else:
+            if isinstance(columns, str):
+                columns = [columns]
+            tops = []
+            for name in columns:
+                if name == ROWID:
+                    with_row_id = True
+                elif name == ROWADDR:
+                    with_row_address = True
+                elif name in by_name:
+                    tops.append(by_name[name])
+                else:
+                    raise InvalidInputError(f"dataset {c.uri} has no column {name!r} (columns: {list(by_name)})")
+        compiled = compile_filter(filter, c.schema) if filter is not None else None
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
+        if offset is not None and (not isinstance(offset, int) or offset < 0):
+            raise InvalidInputError(f"offset must be a non-negative int, got {offset!r}")
+        kwargs: dict[str, Any] = {}
+        if batch_size is not None:
+            if batch_size <= 0:
+                raise InvalidInputError(f"batch_size must be positive, got {batch_size}")
+            kwargs["batch_size"] = int(batch_size)
+        if readahead is not None:
+            kwargs["readahead"] = max(1, int(readahead))
+        return _scan.ScanSpec(
+            tops=tuple(tops), filter=compiled, with_row_id=with_row_id,
+            with_row_address=with_row_address, limit=limit, offset=offset or 0,
+            fragment_ids=tuple(fragment_ids) if fragment_ids is not None else None, **kwargs,
+        )
+
+    # ------------------------------------------------------------------ reads
+    def scanner(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                with_row_address=False, batch_size=None, fragment_ids=None, readahead=None) -> Scanner:
+        """A scan of this version; see :meth:`to_table` for the arguments."""
+        return Scanner(self, self._spec(columns, filter, limit, offset, with_row_id, with_row_address,
+                                        batch_size, fragment_ids, readahead))
+
+    async def to_table_async(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                             with_row_address=False, batch_size=None, fragment_ids=None) -> pa.Table:
+        return await self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
+                                  batch_size, fragment_ids).to_table_async()
+
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                 with_row_address=False, batch_size=None, fragment_ids=None) -> pa.Table:
+        """Rows of this version: ``columns`` (top-level names, plus ``_rowid``/``_rowaddr``),
+        ``filter`` (SQL string or ``pyarrow.compute.Expression``), then ``offset``/``limit`` in
+        scan order; ``with_row_id``/``with_row_address`` append uint64 ``_rowid``/``_rowaddr``."""
+        return run_sync(self.to_table_async(columns, filter, limit, offset, with_row_id,
+                                            with_row_address, batch_size, fragment_ids))
+
+    def to_batches(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                   with_row_address=False, batch_size=None, fragment_ids=None) -> Iterator[pa.RecordBatch]:
+        """Like :meth:`to_table`, as an iterator of record batches (bounded readahead)."""
+        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
+                            batch_size, fragment_ids).to_batches()
+
+    async def count_rows_async(self, filter: str | pc.Expression | None = None) -> int:
+        compiled = compile_filter(filter, self._ctx.schema) if filter is not None else None
+        return await _scan.count_rows(self._ctx, compiled)
+
+    def count_rows(self, filter: str | pc.Expression | None = None) -> int:
+        """Rows after deletions (matching ``filter`` if given)."""
+        return run_sync(self.count_rows_async(filter))
+
+    async def take_async(self, indices: Any, columns: Sequence[str] | None = None,
+                         with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        """Rows at logical offsets ``indices`` (after deletions), in request order."""
+        return await _take.take_offsets(self._ctx, indices, self._spec(columns, None, None, None, with_row_id, with_row_address))
+
+    def take(self, indices: Any, columns: Sequence[str] | None = None,
+             with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        return run_sync(self.take_async(indices, columns, with_row_id, with_row_address))
+
+    async def take_rows_async(self, row_ids: Any, columns: Sequence[str] | None = None,
+                              with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        """Rows by row id (stable ids when enabled, else row addresses), in request order;
+        deleted rows are skipped."""
+        spec = self._spec(columns, None, None, None, with_row_id, with_row_address)
+        return await _take.take_rows(self._ctx, row_ids, spec, self.has_stable_row_ids)
+
+    def take_rows(self, row_ids: Any, columns: Sequence[str] | None = None,
+                  with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        return run_sync(self.take_rows_async(row_ids, columns, with_row_id, with_row_address))
+
+    def __len__(self) -> int:
+        return self.count_rows()
+
+    def __repr__(self) -> str:
+        return f"lancejit.Dataset({self.uri!r}, version={self.version})"
+
+
+def version_summary(m: Manifest) -> dict[str, str]:
+    """The reference's per-version summary (string values) computed from the manifest alone."""
+    data_files = sum(len(f.files) for f in m.fragments)
+    deletion_files = sum(1 for f in m.fragments if f.deletion_file is not None)
+    deleted = sum(f.num_deleted_rows or 0 for f in m.fragments)
+    physical = sum(f.physical_rows for f in m.fragments)
+    size = sum(df.file_size_bytes or 0 for f in m.fragments for df in f.files)
+    return {
+        "total_data_file_rows": str(physical),
+        "total_data_files": str(data_files),
+        "total_deletion_file_rows": str(deleted),
+        "total_deletion_files": str(deletion_files),
+        "total_files_size": str(size),
+        "total_fragments": str(len(m.fragments)),
+        "total_rows": str(physical - deleted),
+    }
+
+
+async def open_dataset_async(uri: str, version: int | str | None = None,
+                             storage_options: dict[str, str] | None = None) -> Dataset:
+    return await Dataset.open_async(uri, version, storage_options)
+
+
+def dataset(uri: str, version: int | str | None = None, storage_options: dict[str, str] | None = None) -> Dataset:
+    """Open the Lance dataset at ``uri`` (local path, ``file://``, ``memory://``, ``s3://``,
+    ``gs://``) at ``version`` (None = latest, a number, or a tag name)."""
+    return run_sync(Dataset.open_async(uri, version, storage_options))

@@ -1,0 +1,75 @@
+"""Deletion files: which local row offsets of a fragment are deleted.
+
+* ``.arrow``: an Arrow IPC file with one batch of one non-null ``uint32`` column ``row_id``
+  (local offsets, any order).
+* ``.bin``: a 32-bit Roaring bitmap in the portable serialization.
+
+Both decode to a sorted, unique ``numpy.uint32`` array of deleted offsets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from pyroaring import BitMap
+
+from lancejit.core.errors import CorruptFileError
+
+from .manifest import ARROW_ARRAY, BITMAP, DeletionFile
+
+
+def decode_arrow_deletions(data: bytes | memoryview, path: str) -> np.ndarray:
+    """Deleted offsets (sorted unique uint32) from an Arrow IPC deletion file."""
+    try:
+        reader = ipc.open_file(pa.py_buffer(bytes(data)))
+        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        raise CorruptFileError(f"deletion file is not an Arrow IPC file: {exc}", path=path) from None
+    if len(batches) != 1:
+        raise CorruptFileError(f"deletion file has {len(batches)} batches, expected 1", path=path)
+    batch = batches[0]
+    if batch.num_columns != 1 or batch.schema.field(0).name != "row_id" or batch.schema.field(0).type != pa.uint32():
+        raise CorruptFileError(
+            f"deletion file schema is {batch.schema}, expected one uint32 column 'row_id'", path=path
+        )
+    col = batch.column(0)
+    if col.null_count:
+        raise CorruptFileError("deletion file contains nulls", path=path)
+    return np.unique(col.to_numpy(zero_copy_only=False).astype(np.uint32, copy=False))
+
+
+def decode_bitmap_deletions(data: bytes | memoryview, path: str) -> np.ndarray:
+    """Deleted offsets (sorted unique uint32) from a portable Roaring bitmap."""
+    try:
+        bm = BitMap.deserialize(bytes(data))
+    except (ValueError, OverflowError, MemoryError) as exc:
+        raise CorruptFileError(f"deletion bitmap does not decode: {exc}", path=path) from None
+    return np.fromiter(bm, dtype=np.uint32, count=len(bm))
+
+
+def decode_deletion_file(
+    data: bytes | memoryview, deletion: DeletionFile, physical_rows: int, path: str
+) -> np.ndarray:
+    """Deleted offsets of one fragment; checks they lie in ``[0, physical_rows)``."""
+    if deletion.file_type == ARROW_ARRAY:
+        deleted = decode_arrow_deletions(data, path)
+    elif deletion.file_type == BITMAP:
+        deleted = decode_bitmap_deletions(data, path)
+    else:
+        raise CorruptFileError(f"unknown deletion file type {deletion.file_type}", path=path)
+    if len(deleted) and int(deleted[-1]) >= physical_rows:
+        raise CorruptFileError(
+            f"deletion file deletes offset {int(deleted[-1])} of a fragment with {physical_rows} rows",
+            path=path,
+        )
+    return deleted
+
+
+def live_offsets(physical_rows: int, deleted: np.ndarray | None) -> np.ndarray:
+    """Local offsets (int64, ascending) of the rows not deleted: ``[0, physical_rows)`` minus ``deleted``."""
+    if deleted is None or len(deleted) == 0:
+        return np.arange(physical_rows, dtype=np.int64)
+    mask = np.ones(physical_rows, dtype=bool)
+    mask[deleted.astype(np.int64)] = False
+    return np.flatnonzero(mask).astype(np.int64, copy=False)

@@ -1,0 +1,191 @@
+"""Reading one fragment: its deletion vector, row ids, and columns at chosen rows.
+
+Rows of a fragment are addressed by *physical offset* ``[0, physical_rows)``; the live rows are
+those not in the deletion file.  Row selections are either a half-open range ``(start, end)``
+or a sorted, unique ``int64`` array of offsets.  A top-level column is read from the data file
+that holds its field ids; a column held by no file of the fragment reads as nulls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.errors import CorruptFileError, NotFoundError
+
+from .context import DatasetContext
+from .datafile import open_data_file
+from .deletion import decode_deletion_file, live_offsets
+from .fields import TopField
+from .manifest import DataFile, ExternalFile, Fragment
+from .rowids import decode_row_id_sequence, row_addresses
+
+ROWID = "_rowid"
+ROWADDR = "_rowaddr"
+
+RowSel = "tuple[int, int] | np.ndarray"
+
+
+def sel_len(rows: tuple[int, int] | np.ndarray) -> int:
+    return rows[1] - rows[0] if isinstance(rows, tuple) else len(rows)
+
+
+def sel_offsets(rows: tuple[int, int] | np.ndarray) -> np.ndarray:
+    return np.arange(rows[0], rows[1], dtype=np.int64) if isinstance(rows, tuple) else rows
+
+
+class FragmentReader:
+    """Reads one fragment of one dataset version."""
+
+    def __init__(self, ctx: DatasetContext, fragment: Fragment) -> None:
+        self.ctx = ctx
+        self.fragment = fragment
+
+    @property
+    def id(self) -> int:
+        return self.fragment.id
+
+    @property
+    def physical_rows(self) -> int:
+        return self.fragment.physical_rows
+
+    # ------------------------------------------------------------------ deletions, row ids
+    async def deleted(self) -> np.ndarray | None:
+        """Sorted deleted offsets (uint32), or None without a deletion file."""
+        d = self.fragment.deletion_file
+        if d is None:
+            return None
+        path = self.ctx.path(d.relative_path(self.fragment.id))
+
+        async def load() -> np.ndarray:
+            with self.ctx.errors(path):
+                try:
+                    data = await self.ctx.store.read_all(path)
+                except NotFoundError:
+                    raise NotFoundError("deletion file is missing") from None
+                return decode_deletion_file(data, d, self.physical_rows, self.ctx.store.uri(path))
+
+        return await self.ctx.caches.deletions.get(path, load)
+
+    async def live_offsets(self) -> np.ndarray:
+        """Physical offsets (int64, ascending) of the live rows."""
+        return live_offsets(self.physical_rows, await self.deleted())
+
+    async def count_rows(self) -> int:
+        d = self.fragment.deletion_file
+        if d is None:
+            return self.physical_rows
+        if d.num_deleted_rows is not None:
+            return self.physical_rows - d.num_deleted_rows
+        return self.physical_rows - len(await self.deleted())
+
+    async def row_ids(self) -> np.ndarray | None:
+        """Stable row id of every physical row (uint64), or None without stable row ids."""
+        src = self.fragment.row_ids
+        if src is None:
+            return None
+        key = (self.ctx.path(src.path), src.offset, src.size) if isinstance(src, ExternalFile) else ("inline", self.ctx.manifest_path, self.fragment.id)
+
+        async def load() -> np.ndarray:
+            if isinstance(src, ExternalFile):
+                path = self.ctx.path(src.path)
+                with self.ctx.errors(path):
+                    (data,) = await self.ctx.store.read_ranges(path, [(src.offset, src.offset + src.size)])
+                    ids = decode_row_id_sequence(data, self.ctx.store.uri(path))
+            else:
+                with self.ctx.errors(self.ctx.manifest_path):
+                    ids = decode_row_id_sequence(src, f"fragment {self.fragment.id} row ids")
+            if len(ids) != self.physical_rows:
+                raise CorruptFileError(
+                    f"{self.ctx.describe_where(self.ctx.manifest_path)}: fragment {self.fragment.id} has "
+                    f"{self.physical_rows} rows but {len(ids)} row ids"
+                )
+            return ids
+
+        return await self.ctx.caches.row_ids.get(key, load)
+
+    # --------------------------------------------------------------------------- columns
+    def file_for(self, top: TopField) -> DataFile | None:
+        """The data file holding top-level field ``top`` (None: the field reads as nulls)."""
+        for df in self.fragment.files:
+            if top.id in df.fields:
+                return df
+        for df in self.fragment.files:
+            if not top.ids.isdisjoint(df.fields):
+                return df
+        return None
+
+    async def read(
+        self, tops: Sequence[TopField], rows: tuple[int, int] | np.ndarray
+    ) -> list[pa.Array]:
+        """Arrays of the top-level fields ``tops`` at ``rows`` (a range or sorted offsets)."""
+        n = sel_len(rows)
+        out: list[pa.Array | None] = [None] * len(tops)
+        groups: dict[str, tuple[DataFile, list[int]]] = {}
+        for i, top in enumerate(tops):
+            df = self.file_for(top)
+            if df is None:
+                out[i] = pa.nulls(n, self.ctx.schema.field(top.name).type)
+            else:
+                groups.setdefault(df.path, (df, []))[1].append(i)
+        if n == 0:
+            return [pa.array([], self.ctx.schema.field(t.name).type) if o is None else o for t, o in zip(tops, out)]
+
+        async def read_group(df: DataFile, idxs: list[int]) -> None:
+            handle = await open_data_file(self.ctx, df)
+            path = self.ctx.data_file_path(df)
+            if isinstance(rows, tuple) and rows[1] > self.physical_rows or (
+                not isinstance(rows, tuple) and len(rows) and int(rows[-1]) >= self.physical_rows
+            ):
+                raise CorruptFileError("row selection past the fragment's end")
+            with self.ctx.errors(path):
+                wanted = [tops[i] for i in idxs]
+                if isinstance(rows, tuple):
+                    arrays = await handle.read_range(wanted, rows[0], rows[1])
+                else:
+                    arrays = await handle.take(wanted, rows)
+            for i, arr in zip(idxs, arrays):
+                out[i] = arr
+
+        await asyncio.gather(*(read_group(df, idxs) for df, idxs in groups.values()))
+        return out  # type: ignore[return-value]
+
+    async def meta_columns(
+        self, rows: tuple[int, int] | np.ndarray, with_row_id: bool, with_row_address: bool
+    ) -> list[tuple[str, pa.Array]]:
+        """``_rowid`` / ``_rowaddr`` (uint64) for ``rows``."""
+        out: list[tuple[str, pa.Array]] = []
+        if not (with_row_id or with_row_address):
+            return out
+        offsets = sel_offsets(rows)
+        addrs = row_addresses(self.fragment.id, offsets)
+        if with_row_id:
+            ids = await self.row_ids()
+            out.append((ROWID, pa.array(addrs if ids is None else ids[offsets], pa.uint64())))
+        if with_row_address:
+            out.append((ROWADDR, pa.array(addrs, pa.uint64())))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentInfo:
+    """What ``Dataset.get_fragments()`` returns for one fragment."""
+
+    fragment_id: int
+    physical_rows: int
+    num_deletions: int | None
+    files: tuple[DataFile, ...]
+    deletion_file: str | None
+    has_row_ids: bool
+
+    @property
+    def id(self) -> int:
+        return self.fragment_id
+
+    @property
+    def num_rows(self) -> int | None:
+        return None if self.num_deletions is None else self.physical_rows - self.num_deletions

@@ -1,0 +1,239 @@
+"""Scanning a dataset version: fragments in order, split into units of physical rows, read
+concurrently with bounded readahead, filtered, then offset/limit applied in scan order.
+
+A *unit* is a half-open physical row range ``[lo, hi)`` of one fragment.  With a filter, the
+filter's columns are read first; the other columns are read only for the matching rows (by
+take) when the matches are sparse, otherwise the whole unit is read and sliced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass
+from typing import AsyncIterator, Awaitable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.config import DEFAULT_BATCH_SIZE
+
+from .context import DatasetContext
+from .fields import TopField
+from .filter import CompiledFilter, evaluate_filter
+from .fragment import ROWADDR, ROWID, FragmentReader
+
+#: Target encoded bytes per unit (bounds batch memory).
+UNIT_TARGET_BYTES = 16 * 1024 * 1024
+#: Fraction of a unit's rows below which rows are fetched by take rather than by range.
+TAKE_FRACTION = 0.25
+#: Units in flight at once.
+DEFAULT_READAHEAD = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSpec:
+    """What to read: projected top-level fields, filter, meta columns and paging."""
+
+    tops: tuple[TopField, ...]
+    filter: CompiledFilter | None = None
+    with_row_id: bool = False
+    with_row_address: bool = False
+    limit: int | None = None
+    offset: int = 0
+    batch_size: int = DEFAULT_BATCH_SIZE
+    readahead: int = DEFAULT_READAHEAD
+    fragment_ids: tuple[int, ...] | None = None
+
+
+def output_schema(ctx: DatasetContext, spec: ScanSpec) -> pa.Schema:
+    fields = [ctx.schema.field(t.name) for t in spec.tops]
+    if spec.with_row_id:
+        fields.append(pa.field(ROWID, pa.uint64()))
+    if spec.with_row_address:
+        fields.append(pa.field(ROWADDR, pa.uint64()))
+    return pa.schema(fields, metadata=ctx.schema.metadata)
+
+
+def _rows_per_unit(frag: FragmentReader, batch_size: int) -> int:
+    total = sum(df.file_size_bytes or 0 for df in frag.fragment.files)
+    rows = frag.physical_rows or 1
+    bpr = total / rows if total else 0
+    cap = int(UNIT_TARGET_BYTES / bpr) if bpr > 0 else batch_size
+    return max(1, min(batch_size, cap))
+
+
+async def _read_rows(
+    frag: FragmentReader, tops: list[TopField], lo: int, hi: int, live: np.ndarray | None
+) -> list[pa.Array]:
+    """Fields at the live rows of ``[lo, hi)`` (``live``: their offsets, None = all)."""
+    if live is None:
+        return await frag.read(tops, (lo, hi))
+    if len(live) < TAKE_FRACTION * (hi - lo):
+        return await frag.read(tops, live)
+    arrays = await frag.read(tops, (lo, hi))
+    idx = pa.array(live - lo)
+    return [a.take(idx) for a in arrays]
+
+
+async def read_unit(
+    ctx: DatasetContext, frag: FragmentReader, spec: ScanSpec, lo: int, hi: int
+) -> pa.RecordBatch | None:
+    """One unit's output batch (None when no row survives)."""
+    deleted = await frag.deleted()
+    live: np.ndarray | None = None
+    if deleted is not None and len(deleted):
+        a, b = np.searchsorted(deleted, [lo, hi])
+        if b > a:
+            mask = np.ones(hi - lo, dtype=bool)
+            mask[deleted[a:b].astype(np.int64) - lo] = False
+            live = np.flatnonzero(mask).astype(np.int64) + lo
+            if len(live) == 0:
+                return None
+    tops = list(spec.tops)
+    by_name: dict[str, pa.Array] = {}
+    if spec.filter is not None:
+        ftops = [t for t in ctx.top_fields if t.name in spec.filter.columns]
+        farrays = await _read_rows(frag, ftops, lo, hi, live)
+        ftable = pa.Table.from_arrays(farrays, schema=pa.schema([ctx.schema.field(t.name) for t in ftops]))
+        n_live = (hi - lo) if live is None else len(live)
+        matches = evaluate_filter(spec.filter, ftable, n_live).to_numpy().astype(np.int64)
+        if len(matches) == 0:
+            return None
+        offsets = (live if live is not None else np.arange(lo, hi, dtype=np.int64))[matches]
+        midx = pa.array(matches)
+        for t, arr in zip(ftops, farrays):
+            if any(t.name == p.name for p in tops):
+                by_name[t.name] = arr.take(midx)
+        rest = [t for t in tops if t.name not in by_name]
+        if rest:
+            if len(offsets) < TAKE_FRACTION * (hi - lo):
+                arrays = await frag.read(rest, offsets)
+            else:
+                arrays = await frag.read(rest, (lo, hi))
+                rel = pa.array(offsets - lo)
+                arrays = [a.take(rel) for a in arrays]
+            by_name.update({t.name: a for t, a in zip(rest, arrays)})
+        rows: tuple[int, int] | np.ndarray = offsets
+    else:
+        arrays = await _read_rows(frag, tops, lo, hi, live)
+        by_name = {t.name: a for t, a in zip(tops, arrays)}
+        rows = (lo, hi) if live is None else live
+    n = (hi - lo) if isinstance(rows, tuple) else len(rows)
+    cols = [by_name[t.name] for t in tops]
+    for _, arr in await frag.meta_columns(rows, spec.with_row_id, spec.with_row_address):
+        cols.append(arr)
+    schema = output_schema(ctx, spec)
+    if not cols:
+        return pa.RecordBatch.from_pydict({}, schema=schema) if n == 0 else _no_column_batch(n, schema)
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def _no_column_batch(n: int, schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_struct_array(pa.array([{}] * n, type=pa.struct([])))
+
+
+async def _units(ctx: DatasetContext, spec: ScanSpec) -> list[tuple[FragmentReader, int, int]]:
+    frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
+    if spec.fragment_ids is not None:
+        wanted = {fid: i for i, fid in enumerate(spec.fragment_ids)}
+        frags = sorted((f for f in frags if f.id in wanted), key=lambda f: wanted[f.id])
+    skip = spec.offset if spec.filter is None else 0
+    out: list[tuple[FragmentReader, int, int]] = []
+    for frag in frags:
+        if skip > 0:
+            count = await frag.count_rows()
+            if count <= skip:
+                skip -= count
+                continue
+        step = _rows_per_unit(frag, spec.batch_size)
+        for lo in range(0, frag.physical_rows, step):
+            out.append((frag, lo, min(frag.physical_rows, lo + step)))
+    return out
+
+
+async def _skipped_rows(ctx: DatasetContext, spec: ScanSpec) -> int:
+    """Rows of whole fragments skipped by ``_units`` because of the offset (no filter only)."""
+    if spec.filter is not None or spec.offset <= 0:
+        return 0
+    frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
+    if spec.fragment_ids is not None:
+        wanted = {fid: i for i, fid in enumerate(spec.fragment_ids)}
+        frags = sorted((f for f in frags if f.id in wanted), key=lambda f: wanted[f.id])
+    skipped, remaining = 0, spec.offset
+    for frag in frags:
+        c = await frag.count_rows()
+        if c > remaining:
+            break
+        skipped += c
+        remaining -= c
+    return skipped
+
+
+async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBatch]:
+    """Output batches in scan order with offset and limit applied."""
+    units = await _units(ctx, spec)
+    to_skip = spec.offset - await _skipped_rows(ctx, spec)
+    remaining = spec.limit
+    if remaining is not None and remaining <= 0:
+        return
+    pending: deque[asyncio.Future] = deque()
+    it: Iterator[tuple[FragmentReader, int, int]] = iter(units)
+    readahead = max(1, spec.readahead)
+
+    def fill() -> None:
+        while len(pending) < readahead:
+            try:
+                frag, lo, hi = next(it)
+            except StopIteration:
+                return
+            pending.append(asyncio.ensure_future(read_unit(ctx, frag, spec, lo, hi)))
+
+    try:
+        fill()
+        while pending:
+            batch = await pending.popleft()
+            fill()
+            if batch is None or batch.num_rows == 0:
+                continue
+            if to_skip > 0:
+                if batch.num_rows <= to_skip:
+                    to_skip -= batch.num_rows
+                    continue
+                batch = batch.slice(to_skip)
+                to_skip = 0
+            if remaining is not None:
+                if batch.num_rows >= remaining:
+                    yield batch.slice(0, remaining)
+                    return
+                remaining -= batch.num_rows
+            yield batch
+    finally:
+        for fut in pending:
+            fut.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def count_rows(ctx: DatasetContext, filter: CompiledFilter | None, readahead: int = DEFAULT_READAHEAD) -> int:
+    """Rows of the version (after deletions), or rows matching ``filter``."""
+    frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
+    if filter is None:
+        counts = await asyncio.gather(*(f.count_rows() for f in frags))
+        return int(sum(counts))
+    spec = ScanSpec(tops=(), filter=filter, readahead=readahead)
+    total = 0
+    async for batch in scan(ctx, spec):
+        total += batch.num_rows
+    return total
+
+
+async def gather_bounded(aws: list[Awaitable], limit: int) -> list:
+    """``asyncio.gather`` with at most ``limit`` awaitables running at once."""
+    sem = asyncio.Semaphore(limit)
+
+    async def run(a: Awaitable):
+        async with sem:
+            return await a
+
+    return await asyncio.gather(*(run(a) for a in aws))

@@ -1,0 +1,193 @@
+"""Finding and reading the manifests of a dataset: version listing, tags, the version hint.
+
+All functions take a :class:`lancejit.io.store.ObjectStore` and the dataset's root path in it.
+The latest version is found with one listing of ``_versions/``; ``latest_version_hint.json``
+is never trusted (it is only reported).  A given version is opened without listing: the V2
+name is tried first, then the V1 name.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancejit.core.errors import CorruptFileError, InvalidInputError, NotFoundError
+from lancejit.io.store import ObjectStore, join_path
+
+from .manifest import MANIFEST_PREFETCH_BYTES, Manifest, decode_manifest, manifest_position
+from .naming import (
+    VERSIONS_DIR,
+    NamingScheme,
+    check_single_scheme,
+    manifest_name,
+    parse_manifest_name,
+)
+
+HINT_NAME = "latest_version_hint.json"
+TAGS_DIR = "_refs/tags"
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestLocation:
+    """Where one version's manifest lives: store ``path`` and ``size`` in bytes (None if unknown)."""
+
+    version: int
+    path: str
+    size: int | None
+    scheme: NamingScheme
+    detached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """A named reference to a version (``_refs/tags/<name>.json``)."""
+
+    name: str
+    version: int
+    branch: str | None = None
+    manifest_size: int | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The reference's shape (``ds.tags.list()[name]``)."""
+        return {"version": self.version, "manifest_size": self.manifest_size, "branch": self.branch}
+
+
+async def list_manifests(store: ObjectStore, root: str) -> list[ManifestLocation]:
+    """All attached versions' manifests, sorted by version, from one listing of ``_versions/``.
+
+    Raises :class:`CorruptFileError` if the directory mixes the V1 and V2 naming schemes.
+    """
+    vdir = join_path(root, VERSIONS_DIR)
+    infos = await store.list(vdir, recursive=False)
+    names = [info.path.rsplit("/", 1)[-1] for info in infos]
+    check_single_scheme(names, store.uri(vdir))
+    out = []
+    for info, name in zip(infos, names):
+        parsed = parse_manifest_name(name)
+        if parsed is None or parsed[2]:
+            continue
+        out.append(ManifestLocation(parsed[0], info.path, info.size, parsed[1]))
+    out.sort(key=lambda loc: loc.version)
+    return out
+
+
+async def latest_location(store: ObjectStore, root: str) -> ManifestLocation:
+    """The newest version's manifest; :class:`NotFoundError` when there is none."""
+    locs = await list_manifests(store, root)
+    if not locs:
+        raise NotFoundError(f"dataset {store.uri(root)} not found: no manifests in {VERSIONS_DIR}/")
+    return locs[-1]
+
+
+async def read_manifest_at(store: ObjectStore, path: str) -> tuple[Manifest, memoryview, int]:
+    """Read and decode the manifest at ``path``: one 64 KiB tail request, at most one more.
+
+    Returns ``(manifest, tail_bytes, file_size)``.
+    """
+    size, tail = await store.read_tail(path, MANIFEST_PREFETCH_BYTES)
+    uri = store.uri(path)
+    pos = manifest_position(tail, size, uri)
+    tail_start = size - len(tail)
+    if pos >= tail_start:
+        section = tail[pos - tail_start :]
+    else:
+        (head,) = await store.read_ranges(path, [(pos, tail_start)])
+        section = memoryview(bytes(head) + bytes(tail))
+    return decode_manifest(section, size, uri), tail, size
+
+
+async def read_version(store: ObjectStore, root: str, version: int) -> tuple[Manifest, ManifestLocation]:
+    """Open ``version`` by name (V2 first, then V1) without listing."""
+    if version < 0:
+        raise InvalidInputError(f"version must be >= 0, got {version}")
+    vdir = join_path(root, VERSIONS_DIR)
+    last_missing: NotFoundError | None = None
+    for scheme in (NamingScheme.V2, NamingScheme.V1):
+        path = join_path(vdir, manifest_name(version, scheme))
+        try:
+            manifest, _, size = await read_manifest_at(store, path)
+        except NotFoundError as exc:
+            last_missing = exc
+            continue
+        return manifest, ManifestLocation(version, path, size, scheme)
+    raise NotFoundError(f"dataset {store.uri(root)} has no version {version}") from last_missing
+
+
+async def read_version_hint(store: ObjectStore, root: str) -> int | None:
+    """The version ``_versions/latest_version_hint.json`` claims is latest (None if absent/garbled)."""
+    try:
+        data = await store.read_all(join_path(root, VERSIONS_DIR, HINT_NAME))
+        value = json.loads(bytes(data))
+        version = value.get("version") if isinstance(value, dict) else None
+        return version if isinstance(version, int) and version >= 0 else None
+    except (NotFoundError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _check_tag_name(name: str) -> None:
+    if not name or "/" in name or "\\" in name or name in (".", "..") or name.endswith(".json"):
+        raise InvalidInputError(f"invalid tag name {name!r}")
+
+
+def parse_tag(name: str, data: bytes | memoryview, path: str) -> Tag:
+    """Decode a tag file; accepts camelCase (pylance 14) and snake_case keys."""
+    try:
+        obj = json.loads(bytes(data))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptFileError(f"tag file is not JSON: {exc}", path=path) from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("version"), int) or obj["version"] < 0:
+        raise CorruptFileError("tag file has no integer 'version'", path=path)
+
+    def pick(*keys: str) -> Any:
+        for k in keys:
+            if k in obj:
+                return obj[k]
+        return None
+
+    meta = pick("metadata")
+    return Tag(
+        name=name,
+        version=obj["version"],
+        branch=pick("branch"),
+        manifest_size=pick("manifestSize", "manifest_size"),
+        created_at=pick("createdAt", "created_at"),
+        updated_at=pick("updatedAt", "updated_at"),
+        metadata=meta if isinstance(meta, dict) else {},
+    )
+
+
+async def read_tag(store: ObjectStore, root: str, name: str) -> Tag:
+    """The tag ``name``; :class:`NotFoundError` if it does not exist."""
+    _check_tag_name(name)
+    path = join_path(root, TAGS_DIR, f"{name}.json")
+    try:
+        data = await store.read_all(path)
+    except NotFoundError:
+        raise NotFoundError(f"dataset {store.uri(root)} has no tag {name!r}") from None
+    return parse_tag(name, data, store.uri(path))
+
+
+async def list_tags(store: ObjectStore, root: str) -> list[Tag]:
+    """All tags, sorted by name (one listing plus one read per tag)."""
+    import asyncio
+
+    infos = await store.list(join_path(root, TAGS_DIR), recursive=False)
+    names = []
+    for info in infos:
+        base = info.path.rsplit("/", 1)[-1]
+        if base.endswith(".json"):
+            names.append(base[: -len(".json")])
+    tags = await asyncio.gather(*(read_tag(store, root, n) for n in names))
+    return sorted(tags, key=lambda t: t.name)
+
+
+def timestamp_to_datetime(timestamp_ns: int) -> _dt.datetime:
+    """A manifest timestamp as the reference's Python API shows it (naive local time, µs)."""
+    return _dt.datetime.fromtimestamp(timestamp_ns // 1_000_000_000) + _dt.timedelta(
+        microseconds=(timestamp_ns % 1_000_000_000) // 1000
+    )
