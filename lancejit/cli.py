@@ -64,9 +64,11 @@ def format_summary(summary, *, all_pages: bool = False) -> str:
     for col in summary.columns:
         plural = "page" if col.num_pages == 1 else "pages"
         extra = f", {len(col.column_buffers)} column buffers" if col.column_buffers else ""
+        if col.encoding not in ("values", "none"):
+            extra = f", column encoding {col.encoding}{extra}"
         lines.append(
-            f"  column {col.index}: {col.num_pages} {plural}, {col.num_bytes} bytes"
-            f" ({_human_bytes(col.num_bytes)}), encoding {col.encoding}{extra}"
+            f"  column {col.index}{f' ({col.name})' if col.name else ''}: {col.num_pages} {plural}, {col.num_bytes} bytes"
+            f" ({_human_bytes(col.num_bytes)}){extra}"
         )
         shown = col.pages if all_pages else col.pages[:TEXT_PAGES_PER_COLUMN]
         for i, page in enumerate(shown):

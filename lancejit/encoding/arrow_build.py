@@ -148,15 +148,7 @@ def list_array(
     else:
         obuf = pa.py_buffer(rebased.astype(np.int32))
     vbuf, nulls = _validity_buffer(valid, n)
-    if pa.types.is_map(arrow_type):
-        child = _cast_child(child, arrow_type.item_field.type if hasattr(arrow_type, "item_field") else None)
     return pa.Array.from_buffers(arrow_type, n, [vbuf, obuf], null_count=nulls, children=[child])
-
-
-def _cast_child(child: pa.Array, want: pa.DataType | None) -> pa.Array:
-    if want is None or child.type == want:
-        return child
-    return child.cast(want)
 
 
 def fixed_size_list_array(

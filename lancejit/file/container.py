@@ -18,11 +18,13 @@ and are parsed by :mod:`lancejit.file.legacy`.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from lancejit.core.config import FOOTER_PREFETCH_BYTES
@@ -47,6 +49,9 @@ _U64_PAIRS_DTYPE = "<u8"
 COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
 PAGE_ENCODING_URL_V20 = "/lance.encodings.ArrayEncoding"
 PAGE_LAYOUT_URL_V21 = "/lance.encodings21.PageLayout"
+
+#: Metadata regions at least this large (bytes) are decoded on a worker thread.
+PARSE_IN_THREAD_BYTES = 512 * 1024
 
 _V2_VERSIONS = {(0, 3): "2.0", (2, 0): "2.0", (2, 1): "2.1", (2, 2): "2.2"}
 
@@ -86,7 +91,7 @@ class Footer:
         return cls(a, b, c, ngb, ncol, major, minor)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class FileMetadata:
     """Everything known about one Lance file after opening it; shared with the decoders.
 
@@ -132,6 +137,12 @@ class FileMetadata:
     num_global_buffer_bytes: int = 0
     metadata_nbytes: int = 0
     cache: "FileCache | None" = field(default=None, compare=False, repr=False)
+
+    def __repr__(self) -> str:  # short: the page lists can hold 100 000s of messages
+        return (
+            f"FileMetadata(path={self.path!r}, version={self.version!r}, num_rows={self.num_rows}, "
+            f"num_columns={self.num_columns}, num_pages={self.num_pages}, file_size={self.file_size})"
+        )
 
     @property
     def num_columns(self) -> int:
@@ -335,6 +346,37 @@ async def _parse_v2(
             raise CorruptFileError("short read of the file metadata", path=path)
         region = _Region(need_start, memoryview(bytes(extra) + bytes(region.data)), path)
 
+    args = (region, footer, gbo, file_size, major, minor, version, path, need_start)
+    if len(region.data) >= PARSE_IN_THREAD_BYTES:
+        # Large metadata: decode off the event loop so other readers' I/O keeps flowing.
+        return await asyncio.to_thread(_decode_v2, *args)
+    return _decode_v2(*args)
+
+
+def _decode_v2(
+    region: "_Region",
+    footer: Footer,
+    gbo: list[tuple[int, int]],
+    file_size: int,
+    major: int,
+    minor: int,
+    version: str,
+    path: str,
+    need_start: int,
+) -> FileMetadata:
+    """Decode schema and column metadata from ``region`` (pure CPU, no I/O)."""
+    try:
+        return _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, path, need_start)
+    except LanceJitError:
+        raise
+    except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
+        raise CorruptFileError(f"unparsable metadata ({type(exc).__name__}: {exc})", path=path) from exc
+
+
+def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, path, need_start) -> FileMetadata:
+    cm_start, cmo_pos, gbo_pos = footer.column_meta_start, footer.cmo_table_position, footer.gbo_table_position
+    ncol = footer.num_columns
+    schema_pos, schema_size = gbo[0]
     # Schema (global buffer 0 = FileDescriptor)
     from lancejit.pb import file2_pb2, file_pb2
 
@@ -423,8 +465,6 @@ def unwrap_encoding(
     Returns ``None`` for an unset or ``none`` encoding.  Indirect (deferred) encodings, which
     no writer emits, raise :class:`NotSupportedError`.
     """
-    from google.protobuf import any_pb2
-
     which = encoding.WhichOneof("location")
     if which is None or which == "none":
         return None
@@ -444,6 +484,7 @@ def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -
     from lancejit.pb.encodings_v2_0_pb2 import ColumnEncoding
 
     url, cls = _page_message_class(version)
+    short_url = url.lstrip("/")
     col_offsets = tuple(pb.buffer_offsets)
     col_sizes = tuple(pb.buffer_sizes)
     _check_buffers(col_offsets, col_sizes, file_size, path, f"column {index}")
@@ -451,15 +492,30 @@ def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -
     if pb.HasField("encoding"):
         col_encoding = unwrap_encoding(pb.encoding, COLUMN_ENCODING_URL, ColumnEncoding, path, f"column {index}")
     pages = []
+    envelope = any_pb2.Any()
+    # Hot loop (one iteration per page; files may hold 100 000s): fast path inline, the general
+    # (slow) path in unwrap_encoding for anything unusual.
     for p, page in enumerate(pb.pages):
         offsets = tuple(page.buffer_offsets)
         sizes = tuple(page.buffer_sizes)
-        what = f"column {index} page {p}"
-        _check_buffers(offsets, sizes, file_size, path, what)
-        if not page.HasField("encoding"):
-            raise CorruptFileError(f"{what} has no encoding", path=path)
-        encoding = unwrap_encoding(page.encoding, url, cls, path, what)
-        pages.append(PageInfo(offsets, sizes, int(page.length), int(page.priority), encoding))
+        if len(offsets) != len(sizes) or (offsets and max(map(int.__add__, offsets, sizes)) > file_size):
+            _check_buffers(offsets, sizes, file_size, path, f"column {index} page {p}")
+        encoding = page.encoding
+        msg = None
+        if encoding.WhichOneof("location") == "direct":
+            try:
+                envelope.ParseFromString(encoding.direct.encoding)
+                if envelope.type_url == url or envelope.type_url.rsplit("/", 1)[-1] == short_url:
+                    msg = cls()
+                    msg.ParseFromString(envelope.value)
+            except DecodeError:
+                msg = None
+        if msg is None:
+            what = f"column {index} page {p}"
+            if not page.HasField("encoding"):
+                raise CorruptFileError(f"{what} has no encoding", path=path)
+            msg = unwrap_encoding(encoding, url, cls, path, what)  # raises the precise error
+        pages.append(PageInfo(offsets, sizes, page.length, page.priority, msg))
     return ColumnInfo(index, tuple(pages), col_offsets, col_sizes, col_encoding)
 
 

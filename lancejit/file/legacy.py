@@ -28,7 +28,7 @@ Layout of a 0.1 file's tail (all protobufs framed as ``u32 LE length + message``
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -63,7 +63,6 @@ class LegacyMetadata:
     major: int = 0
     minor: int = 2
     metadata_nbytes: int = 0
-    extra: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def num_batches(self) -> int:

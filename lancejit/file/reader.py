@@ -16,6 +16,7 @@ import asyncio
 import functools
 import importlib
 import inspect
+import threading
 from collections import deque
 from dataclasses import replace
 from typing import Any, AsyncIterator, Iterator, Sequence
@@ -35,6 +36,9 @@ from lancejit.core.errors import (
 from lancejit.file.cache import SearchCache, default_cache, file_key
 from lancejit.file.container import FileMetadata, parse_file_metadata
 from lancejit.file.summary import FileSummary, summarize
+
+#: Take requests with at least this many indices sort/reorder on a worker thread.
+OFFLOAD_ROWS = 1 << 16
 
 #: Most rows one scan window decodes per column (bounds memory for tiny-bytes-per-row columns).
 MAX_WINDOW_ROWS = 1 << 20
@@ -65,6 +69,14 @@ def decoder_factory(version: str):
     if factory is None:
         raise NotSupportedError(f"reading Lance {version} files is not supported yet")
     return factory
+
+
+def _sorted_unique(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(sorted unique indices, positions restoring request order or None if already sorted unique)``."""
+    if idx.size <= 1 or bool(np.all(idx[1:] > idx[:-1])):
+        return np.ascontiguousarray(idx, dtype=np.int64), None
+    unique, inverse = np.unique(idx, return_inverse=True)
+    return np.ascontiguousarray(unique, dtype=np.int64), inverse.astype(np.int64, copy=False).reshape(-1)
 
 
 def _to_indices(indices: Any, num_rows: int) -> np.ndarray:
@@ -114,7 +126,9 @@ class AsyncLanceFileReader:
         self._scheduler = scheduler
         self._metadata = metadata
         self._decoders: dict[str, Any] = {}
-        self._decoder_lock = asyncio.Lock()
+        self._decoder_lock = threading.Lock()
+        #: Target encoded bytes per column per scan window (bytes); see :meth:`_window_rows`.
+        self.scan_read_bytes = SCAN_READ_BYTES
 
     @classmethod
     async def open(
@@ -235,21 +249,22 @@ class AsyncLanceFileReader:
         return field.with_name(name) if path else field
 
     async def _decoders_for(self, tops: Sequence[str]) -> dict[str, Any]:
+        """The decoders of top-level fields ``tops``, created once per reader (thread-safe:
+        the sync face and ``take_rows_async`` may use the reader from two event loops)."""
         missing = [t for t in dict.fromkeys(tops) if t not in self._decoders]
         if missing:
-            async with self._decoder_lock:
+            factory = decoder_factory(self._metadata.version)
+            with self._decoder_lock:
                 missing = [t for t in missing if t not in self._decoders]
-                if missing:
-                    factory = decoder_factory(self._metadata.version)
-                    decoders = factory(self._scheduler, self._metadata, list(missing))
-                    if inspect.isawaitable(decoders):
-                        decoders = await decoders
-                    decoders = list(decoders)
-                    if len(decoders) != len(missing):
-                        raise LanceJitError(
-                            f"decoder factory returned {len(decoders)} decoders for {len(missing)} fields"
-                        )
-                    self._decoders.update(zip(missing, decoders))
+                made = factory(self._scheduler, self._metadata, list(missing)) if missing else []
+            if inspect.isawaitable(made):
+                made = await made
+            made = list(made)
+            if len(made) != len(missing):
+                raise LanceJitError(f"decoder factory returned {len(made)} decoders for {len(missing)} fields")
+            with self._decoder_lock:
+                for name, decoder in zip(missing, made):
+                    self._decoders.setdefault(name, decoder)
         return {t: self._decoders[t] for t in tops}
 
     @staticmethod
@@ -279,7 +294,11 @@ class AsyncLanceFileReader:
     async def read_range(
         self, start: int, num_rows: int, columns: Sequence[str] | None = None
     ) -> pa.Table:
-        """Rows ``[start, start + num_rows)`` of the projected columns as one table."""
+        """Rows ``[start, start + num_rows)`` of the projected columns as one table.
+
+        Long ranges are read per column in ~8 MiB windows (one window read ahead), so no
+        single request or decode step grows with the range.
+        """
         start, num_rows = int(start), int(num_rows)
         if start < 0 or num_rows < 0 or start + num_rows > self.num_rows:
             raise RowIndexError(
@@ -290,26 +309,23 @@ class AsyncLanceFileReader:
             return self._result_schema(resolved).empty_table() if resolved else _empty_projection(num_rows)
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
-        arrays = await asyncio.gather(*(decoders[t].read_range(start, start + num_rows) for t in tops))
+        end = start + num_rows
+
+        async def column(dec) -> pa.ChunkedArray:
+            window = self._window_rows(dec, 1)
+            if window >= num_rows:
+                array = await dec.read_range(start, end)
+                return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array], type=dec.field.type)
+            chunks = [a async for a in _windows(dec, start, end, window)]
+            return pa.chunked_array(chunks, type=dec.field.type)
+
+        arrays = await asyncio.gather(*(column(decoders[t]) for t in tops))
         by_top = dict(zip(tops, arrays))
         return self._table(resolved, [by_top[t] for t, _, _ in resolved], num_rows)
 
     async def read_all(self, columns: Sequence[str] | None = None) -> pa.Table:
         """Every row of the projected columns (read in ~8 MiB windows per column)."""
-        resolved = self._resolve(columns)
-        if self.num_rows == 0 or not resolved:
-            return self._result_schema(resolved).empty_table() if resolved else _empty_projection(self.num_rows)
-        decoders = await self._decoders_for([t for t, _, _ in resolved])
-        tops = list(dict.fromkeys(t for t, _, _ in resolved))
-
-        async def whole(dec) -> pa.ChunkedArray:
-            window = self._window_rows(dec, 1)
-            chunks = [a async for a in _windows(dec, 0, self.num_rows, window)]
-            return pa.chunked_array(chunks, type=dec.field.type)
-
-        arrays = await asyncio.gather(*(whole(decoders[t]) for t in tops))
-        by_top = dict(zip(tops, arrays))
-        return self._table(resolved, [by_top[t] for t, _, _ in resolved], self.num_rows)
+        return await self.read_range(0, self.num_rows, columns)
 
     async def take_rows(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at ``indices`` (any order, duplicates allowed), in request order."""
@@ -317,22 +333,22 @@ class AsyncLanceFileReader:
         resolved = self._resolve(columns)
         if idx.size == 0 or not resolved:
             return self._result_schema(resolved).empty_table() if resolved else _empty_projection(int(idx.size))
-        if idx.size == 1 or bool(np.all(idx[1:] > idx[:-1])):
-            unique, inverse = idx, None
-        else:
-            unique, inverse = np.unique(idx, return_inverse=True)
-            unique = np.ascontiguousarray(unique, dtype=np.int64)
+        big = idx.size >= OFFLOAD_ROWS
+        unique, inverse = await asyncio.to_thread(_sorted_unique, idx) if big else _sorted_unique(idx)
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
         arrays = await asyncio.gather(*(decoders[t].take(unique) for t in tops))
         if inverse is not None:
-            order = pa.array(inverse.astype(np.int64, copy=False))
-            arrays = [a.take(order) for a in arrays]
+            order = pa.array(inverse)
+            if big:
+                arrays = await asyncio.to_thread(lambda: [a.take(order) for a in arrays])
+            else:
+                arrays = [a.take(order) for a in arrays]
         by_top = dict(zip(tops, arrays))
         return self._table(resolved, [by_top[t] for t, _, _ in resolved], int(idx.size))
 
     def _window_rows(self, decoder: Any, batch_size: int) -> int:
-        """Rows per scan window of one column: ~``SCAN_READ_BYTES`` of encoded data, a multiple
+        """Rows per scan window of one column: ~``scan_read_bytes`` of encoded data, a multiple
         of ``batch_size``, between ``batch_size`` and ``max(batch_size, MAX_WINDOW_ROWS)``."""
         try:
             bpr = float(decoder.estimated_bytes_per_row())
@@ -341,7 +357,7 @@ class AsyncLanceFileReader:
         if not bpr > 0 or bpr != bpr:
             rows = MAX_WINDOW_ROWS
         else:
-            rows = int(min(SCAN_READ_BYTES / bpr, MAX_WINDOW_ROWS))
+            rows = int(min(self.scan_read_bytes / bpr, MAX_WINDOW_ROWS))
         rows = max(batch_size, (rows // batch_size) * batch_size)
         return max(1, rows)
 
@@ -379,7 +395,8 @@ class AsyncLanceFileReader:
         try:
             for s in range(start, end, batch_size):
                 n = min(batch_size, end - s)
-                parts = {t: await streams[t].take(n) for t in tops}
+                # all columns at once: their first windows (and read-ahead) are in flight together
+                parts = dict(zip(tops, await asyncio.gather(*(streams[t].take(n) for t in tops))))
                 cols = [self._extract(parts[top], path) for top, path, _ in resolved]
                 yield pa.RecordBatch.from_arrays(cols, schema=schema)
         finally:
@@ -572,7 +589,10 @@ class LanceFileReader:
                     return
                 yield batch
         finally:
-            run_sync(agen.aclose())
+            from lancejit.io.sync import in_loop_thread
+
+            if not in_loop_thread():  # (a generator collected on the loop thread cannot block it)
+                run_sync(agen.aclose())
 
     def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
         """Alias of :meth:`read_all`."""

@@ -48,6 +48,7 @@ class ColumnSummary:
     pages: tuple[PageSummary, ...]
     column_buffers: tuple[tuple[int, int], ...]
     encoding: str
+    name: str = ""  # dotted path of the field owning the column ("" if unknown)
 
     @property
     def num_pages(self) -> int:
@@ -60,6 +61,7 @@ class ColumnSummary:
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
+            "name": self.name,
             "num_pages": self.num_pages,
             "num_bytes": self.num_bytes,
             "encoding": self.encoding,
@@ -154,9 +156,44 @@ def schema_to_json(schema: pa.Schema) -> dict[str, Any]:
     }
 
 
+def _is_packed(lf: Any) -> bool:
+    value = lf.metadata.get("lance-encoding:packed")
+    return value is not None and bytes(value).lower() in (b"true", b"1", b"yes")
+
+
+def column_names(meta: FileMetadata) -> list[str]:
+    """Dotted path of the field owning each column ("" for all when they cannot be matched).
+
+    2.0: every field in pre-order owns a column.  2.1/2.2: leaves own columns; packed structs,
+    blobs and empty structs own one column as a unit.
+    """
+    names: list[str] = []
+
+    def visit(lf: Any, prefix: str) -> None:
+        path = f"{prefix}.{lf.name}" if prefix else lf.name
+        if meta.version == "2.0":
+            names.append(path)
+            for child in lf.children:
+                visit(child, path)
+            return
+        if not lf.children or _is_packed(lf) or lf.is_blob:
+            names.append(path)
+            return
+        for child in lf.children:
+            visit(child, path)
+
+    try:
+        for lf in meta.schema.fields:
+            visit(lf, "")
+    except AttributeError:
+        return [""] * len(meta.columns)
+    return names if len(names) == len(meta.columns) else [""] * len(meta.columns)
+
+
 def summarize(meta: FileMetadata) -> FileSummary:
     """The :class:`FileSummary` of parsed file metadata."""
     columns = []
+    names = column_names(meta) if meta.columns else []
     for col in meta.columns:
         pages = []
         for page in col.pages:
@@ -177,6 +214,7 @@ def summarize(meta: FileMetadata) -> FileSummary:
                 pages=tuple(pages),
                 column_buffers=tuple(zip(col.buffer_offsets, col.buffer_sizes)),
                 encoding=column_encoding_name(col.encoding),
+                name=names[col.index] if col.index < len(names) else "",
             )
         )
     legacy_columns = _legacy_columns(meta)
@@ -231,7 +269,10 @@ def _legacy_columns(meta: FileMetadata) -> list[ColumnSummary] | None:
             )
             for b, (pos, length) in enumerate(rows.tolist())
         )
-        out.append(ColumnSummary(index=len(out), pages=pages, column_buffers=(), encoding=f"field {lf.id}"))
+        out.append(
+            ColumnSummary(index=len(out), pages=pages, column_buffers=(), encoding="legacy",
+                          name=meta.schema.path_of(lf.id) and ".".join(meta.schema.path_of(lf.id)))
+        )
     return out
 
 

@@ -158,6 +158,12 @@ class AsyncLanceFileWriter:
 
     async def _write_pages(self, pages) -> None:
         for col, page, first_row in pages:
+            if page.finish is not None:
+                positions = []
+                for ext in page.external or []:
+                    pos, _ = await self._write_buffer(ext)
+                    positions.append(pos)
+                page = page.finish(positions)
             pb = file2_pb2.ColumnMetadata.Page()
             for buf in page.buffers:
                 pos, size = await self._write_buffer(buf)

@@ -46,6 +46,9 @@ from lancejit.io.store import (  # noqa: E402
 #: Objects at most this big are uploaded in one request by ``put``/``put_if_absent``.
 SINGLE_PUT_MAX_BYTES = 64 * MiB
 
+#: Objects per listing page (each page is one request).
+LIST_PAGE_SIZE = 1000
+
 
 def _parse_content_range(value: str | None) -> int | None:
     """Total size from ``bytes a-b/TOTAL`` (None if absent or ``*``)."""
@@ -131,7 +134,10 @@ class FsspecStore(ObjectStore):
             except (LanceJitError, asyncio.CancelledError):
                 raise
             except Exception as exc:
-                raise translate_error(exc, self.uri(path)) from None
+                err = translate_error(exc, self.uri(path))
+                if err is exc:
+                    raise
+                raise err  # keeps __cause__ = the backend's exception
 
     # ------------------------------------------------------------------------ reads
     async def _read_one(self, path: str, key: str, start: int, end: int) -> memoryview:
@@ -346,7 +352,7 @@ class S3Store(FsspecStore):
 
         async def op(fs: Any) -> list[ObjectInfo]:
             out: list[ObjectInfo] = []
-            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": base}
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": base, "MaxKeys": LIST_PAGE_SIZE}
             if not recursive:
                 kwargs["Delimiter"] = "/"
             while True:
@@ -505,7 +511,7 @@ class GCSStore(FsspecStore):
                 page = await fs._call(
                     "GET", "b/{}/o", self.bucket, json_out=True,
                     prefix=base or None, delimiter=None if recursive else "/",
-                    pageToken=token, maxResults=1000,
+                    pageToken=token, maxResults=LIST_PAGE_SIZE,
                 )
                 for item in page.get("items", []) or []:
                     name = item["name"]

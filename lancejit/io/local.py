@@ -122,7 +122,10 @@ class LocalStore(ObjectStore):
         except _Cancelled:  # pragma: no cover - only raised after cancel.set()
             raise asyncio.CancelledError() from None
         except BaseException as exc:
-            raise translate_error(exc, path) from None
+            err = translate_error(exc, path)
+            if err is exc:
+                raise
+            raise err  # keeps __cause__ = the OS error
 
     @staticmethod
     def to_os_path(path: str) -> str:

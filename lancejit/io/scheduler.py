@@ -168,11 +168,19 @@ class FileScheduler:
 
     @property
     def path(self) -> str:
-        """The file's store path (see ``uri`` for the full URI)."""
+        """The file's name for messages: the OS path for local files, else the full URI."""
+        if self.store.scheme == "file":
+            return self._path
+        return self.store.uri(self._path)
+
+    @property
+    def store_path(self) -> str:
+        """The path inside ``store`` (what ``store.read_ranges`` takes)."""
         return self._path
 
     @property
     def uri(self) -> str:
+        """The full URI (``file://...`` for local files)."""
         return self.store.uri(self._path)
 
     def with_priority(self, base_priority: int) -> "FileScheduler":

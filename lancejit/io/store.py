@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from lancejit.core.config import IOConfig
+from lancejit.core.ranges import ByteRange
 from lancejit.core.errors import (
     AlreadyExistsError,
     CorruptFileError,
@@ -62,11 +63,14 @@ def join_path(base: str, *parts: str) -> str:
 
 
 def check_ranges(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Validate half-open ``(start, end)`` ranges: integers with ``0 <= start <= end``."""
+    """Validate half-open ``(start, end)`` ranges (pairs or ``ByteRange``): ints, ``0 <= start <= end``."""
     out: list[tuple[int, int]] = []
     for rng in ranges:
         try:
-            start, end = rng
+            if isinstance(rng, ByteRange):
+                start, end = rng.start, rng.end
+            else:
+                start, end = rng
             start, end = int(start), int(end)
         except (TypeError, ValueError):
             raise InvalidInputError(f"byte range must be a (start, end) pair of ints, got {rng!r}") from None
@@ -162,6 +166,10 @@ class ObjectStore(ABC):
         loop = asyncio.get_running_loop()
         slots = self._per_loop.get(loop)
         if slots is None:
+            # Per-loop state references its loop (sessions, futures), so the weak keys alone
+            # never expire: drop the state of closed loops when a new loop shows up.
+            for old in [lp for lp in self._per_loop if lp.is_closed()]:
+                del self._per_loop[old]
             slots = self._per_loop[loop] = {}
         value = slots.get(key)
         if value is None:

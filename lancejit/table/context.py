@@ -16,33 +16,36 @@ from typing import Any, Awaitable, Callable, Hashable, Iterator
 
 import pyarrow as pa
 
-from lancejit.core.errors import LanceJitError
+from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.io.store import ObjectStore, join_path
 
 from .fields import TopField
-from .manifest import DataFile, Manifest
+from .manifest import DataFile, DeletionFile, Manifest
 
 
 class AsyncLRU:
-    """A small LRU of awaited values; concurrent loads of one key share one task."""
+    """A small LRU of awaited values; concurrent loads of one key on one event loop share one
+    task (values are plain objects, usable from any loop: sync calls run on lancejit's loop,
+    ``*_async`` calls on the caller's)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._loading: dict[Hashable, asyncio.Future] = {}
+        self._loading: dict[tuple[int, Hashable], asyncio.Future] = {}
 
     async def get(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
         if key in self._items:
             self._items.move_to_end(key)
             return self._items[key]
-        fut = self._loading.get(key)
+        slot = (id(asyncio.get_running_loop()), key)
+        fut = self._loading.get(slot)
         if fut is None:
             fut = asyncio.ensure_future(load())
-            self._loading[key] = fut
+            self._loading[slot] = fut
             try:
                 value = await fut
             finally:
-                self._loading.pop(key, None)
+                self._loading.pop(slot, None)
             self._items[key] = value
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
@@ -78,32 +81,55 @@ class DatasetContext:
     def version(self) -> int:
         return self.manifest.version
 
+    def base_location(self, base_id: int) -> tuple[ObjectStore, str, bool]:
+        """``(store, root path, is_dataset_root)`` of base path ``base_id`` (shallow clones,
+        multi-base datasets); the store is opened with this dataset's storage options."""
+        for base in self.manifest.base_paths:
+            if base.id == base_id:
+                from lancejit.io import open_store
+
+                store, path = open_store(base.path, self.storage_options)
+                return store, path.rstrip("/"), base.is_dataset_root
+        raise CorruptFileError(
+            f"{self.describe_where(self.manifest_path)}: base path id {base_id} is not in the manifest"
+        )
+
+    def data_file_location(self, data_file: DataFile) -> tuple[ObjectStore, str]:
+        """``(store, path)`` of a data file (``data/`` under the root or under its base path)."""
+        if data_file.base_id is None:
+            return self.store, join_path(self.root, "data", data_file.path)
+        store, root, is_root = self.base_location(data_file.base_id)
+        return store, join_path(root, "data", data_file.path) if is_root else join_path(root, data_file.path)
+
     def data_file_path(self, data_file: DataFile) -> str:
-        """Store path of a data file (honouring the manifest's base paths)."""
-        if data_file.base_id is not None:
-            for base in self.manifest.base_paths:
-                if base.id == data_file.base_id:
-                    return join_path(base.path, "data", data_file.path) if base.is_dataset_root else join_path(base.path, data_file.path)
-        return join_path(self.root, "data", data_file.path)
+        return self.data_file_location(data_file)[1]
+
+    def deletion_file_location(self, fragment_id: int, deletion: DeletionFile) -> tuple[ObjectStore, str]:
+        """``(store, path)`` of a fragment's deletion file."""
+        rel = deletion.relative_path(fragment_id)
+        if deletion.base_id is None:
+            return self.store, join_path(self.root, rel)
+        store, root, _ = self.base_location(deletion.base_id)
+        return store, join_path(root, rel)
 
     def path(self, relative: str) -> str:
         return join_path(self.root, relative)
 
-    def describe_where(self, path: str | None = None) -> str:
+    def describe_where(self, path: str | None = None, store: ObjectStore | None = None) -> str:
         where = f"dataset {self.uri} version {self.version}"
         if path is not None:
-            where += f" file {self.store.uri(path)}"
+            where += f" file {(store or self.store).uri(path)}"
         return where
 
     @contextlib.contextmanager
-    def errors(self, path: str | None = None) -> Iterator[None]:
+    def errors(self, path: str | None = None, store: ObjectStore | None = None) -> Iterator[None]:
         """Re-raise lancejit errors with the dataset, version and file named in the message."""
         try:
             yield
         except LanceJitError as exc:
             if getattr(exc, "_lancejit_where", None):
                 raise
-            raise with_context(exc, self.describe_where(path)) from exc
+            raise with_context(exc, self.describe_where(path, store)) from exc
 
 
 def with_context(exc: LanceJitError, where: str) -> LanceJitError:

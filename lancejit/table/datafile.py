@@ -49,12 +49,12 @@ class _StoreRangeReader:
         return size, data
 
 
-def _scheduler(store: Any, path: str) -> Any:
+def _scheduler(store: Any, path: str, size: int | None) -> Any:
     try:
         from lancejit.io import FileScheduler  # type: ignore[attr-defined]
     except ImportError:
         return _StoreRangeReader(store, path)
-    return FileScheduler(store, path)
+    return FileScheduler(store, path, size=size)
 
 
 class DataFileHandle:
@@ -103,7 +103,7 @@ def _one(col: pa.ChunkedArray) -> pa.Array:
 
 async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFileHandle:
     """The cached handle of ``data_file`` (opened with one tail read on first use)."""
-    path = ctx.data_file_path(data_file)
+    store, path = ctx.data_file_location(data_file)
 
     async def load() -> DataFileHandle:
         from dataclasses import replace
@@ -112,8 +112,8 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
         from lancejit.file.container import parse_file_metadata
         from lancejit.file.reader import AsyncLanceFileReader
 
-        with ctx.errors(path):
-            scheduler = _scheduler(ctx.store, path)
+        with ctx.errors(path, store):
+            scheduler = _scheduler(store, path, data_file.file_size_bytes)
             try:
                 file_size, tail = await scheduler.read_tail(FOOTER_PREFETCH_BYTES)
             except NotFoundError:
@@ -121,17 +121,17 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
             if data_file.file_size_bytes and data_file.file_size_bytes != file_size:
                 raise CorruptFileError(
                     f"data file has {file_size} bytes but the manifest records {data_file.file_size_bytes}",
-                    path=ctx.store.uri(path),
+                    path=store.uri(path),
                 )
             cache = default_cache()
-            uri = ctx.store.uri(path)
+            uri = store.uri(path)
             key = file_key(uri, file_size, tail)
             metadata = cache.get_metadata(key)
             if metadata is None:
                 metadata = await parse_file_metadata(scheduler, file_size, tail)
                 metadata = replace(metadata, cache=cache.file(key))
                 cache.put_metadata(key, metadata)
-            reader = AsyncLanceFileReader(uri, ctx.store, path, scheduler, metadata)
+            reader = AsyncLanceFileReader(uri, store, path, scheduler, metadata)
             return DataFileHandle(reader, data_file, uri)
 
-    return await ctx.caches.files.get(path, load)
+    return await ctx.caches.files.get(store.uri(path), load)

@@ -97,6 +97,48 @@ def _make_context(
     return DatasetContext(uri, store, root, manifest, manifest_path, schema, tops, caches, storage_options)
 
 
+def _uri(store: Any, path: str) -> str:
+    return store.uri(path)
+
+
+def _nest(outputs: list[_scan.OutColumn]) -> list[_scan.OutColumn]:
+    """Merge ``st.x``-style columns into one pruned struct column per top-level field, at the
+    first one's position (the shape the reference's take returns)."""
+    paths: dict[str, list[tuple[str, ...]]] = {}
+    for o in outputs:
+        if o.top is not None:
+            paths.setdefault(o.top, []).append(o.path)
+    out, seen = [], set()
+    for o in outputs:
+        if o.top is None or not any(paths[o.top]):
+            out.append(o)
+        elif o.top not in seen:
+            seen.add(o.top)
+            out.append(_scan.OutColumn(o.top, o.top, (), tuple(paths[o.top])))
+    return out
+
+
+def _resolve_column(schema: pa.Schema, name: str) -> tuple[str | None, tuple[str, ...]]:
+    """``(top-level field, struct path)`` for ``name`` (``"a"`` or a dotted ``"st.x"``)."""
+    if name in schema.names:
+        return name, ()
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        top = ".".join(parts[:cut])
+        if top not in schema.names:
+            continue
+        t = schema.field(top).type
+        ok = True
+        for part in parts[cut:]:
+            if not pa.types.is_struct(t) or t.get_field_index(part) < 0:
+                ok = False
+                break
+            t = t.field(part).type
+        if ok:
+            return top, tuple(parts[cut:])
+    return None, ()
+
+
 class Scanner:
     """A configured scan; ``to_reader()`` gives a ``pyarrow.RecordBatchReader``."""
 
@@ -266,7 +308,7 @@ class Dataset:
             FragmentInfo(
                 f.id, f.physical_rows,
                 f.num_deleted_rows, f.files,
-                self._ctx.store.uri(self._ctx.path(f.deletion_file.relative_path(f.id))) if f.deletion_file else None,
+                _uri(*self._ctx.deletion_file_location(f.id, f.deletion_file)) if f.deletion_file else None,
                 f.row_ids is not None,
             )
             for f in self._ctx.manifest.fragments
@@ -288,24 +330,41 @@ class Dataset:
         batch_size: int | None = None,
         fragment_ids: Sequence[int] | None = None,
         readahead: int | None = None,
+        nested_as_struct: bool = False,
     ) -> _scan.ScanSpec:
         c = self._ctx
         by_name = {t.name: t for t in c.top_fields}
+        outputs: list[_scan.OutColumn] | None = None
         if columns is None:
             tops = list(c.top_fields)
         else:
             if isinstance(columns, str):
                 columns = [columns]
-            tops = []
+            needed: dict[str, TopField] = {}
+            outputs = []
             for name in columns:
+                if not isinstance(name, str):
+                    raise InvalidInputError(f"column names must be strings, got {name!r}")
                 if name == ROWID:
                     with_row_id = True
-                elif name == ROWADDR:
+                    outputs.append(_scan.OutColumn(ROWID, None))
+                    continue
+                if name == ROWADDR:
                     with_row_address = True
-                elif name in by_name:
-                    tops.append(by_name[name])
-                else:
+                    outputs.append(_scan.OutColumn(ROWADDR, None))
+                    continue
+                top, path = _resolve_column(c.schema, name)
+                if top is None:
                     raise InvalidInputError(f"dataset {c.uri} has no column {name!r} (columns: {list(by_name)})")
+                needed.setdefault(top, by_name[top])
+                outputs.append(_scan.OutColumn(name, top, path))
+            tops = list(needed.values())
+            if with_row_id and not any(o.name == ROWID for o in outputs):
+                outputs.append(_scan.OutColumn(ROWID, None))
+            if with_row_address and not any(o.name == ROWADDR for o in outputs):
+                outputs.append(_scan.OutColumn(ROWADDR, None))
+            if nested_as_struct:
+                outputs = _nest(outputs)
         compiled = compile_filter(filter, c.schema) if filter is not None else None
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
@@ -321,7 +380,8 @@ class Dataset:
         return _scan.ScanSpec(
             tops=tuple(tops), filter=compiled, with_row_id=with_row_id,
             with_row_address=with_row_address, limit=limit, offset=offset or 0,
-            fragment_ids=tuple(fragment_ids) if fragment_ids is not None else None, **kwargs,
+            fragment_ids=tuple(fragment_ids) if fragment_ids is not None else None,
+            outputs=tuple(outputs) if outputs is not None else None, **kwargs,
         )
 
     # ------------------------------------------------------------------ reads
@@ -361,7 +421,8 @@ class Dataset:
     async def take_async(self, indices: Any, columns: Sequence[str] | None = None,
                          with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         """Rows at logical offsets ``indices`` (after deletions), in request order."""
-        return await _take.take_offsets(self._ctx, indices, self._spec(columns, None, None, None, with_row_id, with_row_address))
+        spec = self._spec(columns, None, None, None, with_row_id, with_row_address, nested_as_struct=True)
+        return await _take.take_offsets(self._ctx, indices, spec)
 
     def take(self, indices: Any, columns: Sequence[str] | None = None,
              with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
@@ -371,7 +432,7 @@ class Dataset:
                               with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         """Rows by row id (stable ids when enabled, else row addresses), in request order;
         deleted rows are skipped."""
-        spec = self._spec(columns, None, None, None, with_row_id, with_row_address)
+        spec = self._spec(columns, None, None, None, with_row_id, with_row_address, nested_as_struct=True)
         return await _take.take_rows(self._ctx, row_ids, spec, self.has_stable_row_ids)
 
     def take_rows(self, row_ids: Any, columns: Sequence[str] | None = None,

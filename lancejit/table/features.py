@@ -10,8 +10,13 @@ FLAG_USE_V2_FORMAT_DEPRECATED = 4
 FLAG_TABLE_CONFIG = 8
 FLAG_BASE_PATHS = 16
 FLAG_DISABLE_TRANSACTION_FILE = 32
-#: First bit no reader knows; any flag >= this one makes the dataset unreadable.
+#: First bit the snapshot reference does not know.
 FLAG_UNKNOWN = 64
+#: pylance 14: data files of several format versions in one dataset (lancejit reads each file
+#: with its own version's decoders).
+FLAG_MIXED_FILE_VERSIONS = 256
+#: Every reader flag lancejit understands; any other set bit makes the dataset unreadable.
+KNOWN_READER_FLAGS = (FLAG_UNKNOWN - 1) | FLAG_MIXED_FILE_VERSIONS
 
 FLAG_NAMES = {
     FLAG_DELETION_FILES: "deletion_files",
@@ -20,6 +25,7 @@ FLAG_NAMES = {
     FLAG_TABLE_CONFIG: "table_config",
     FLAG_BASE_PATHS: "base_paths",
     FLAG_DISABLE_TRANSACTION_FILE: "disable_transaction_file",
+    FLAG_MIXED_FILE_VERSIONS: "mixed_file_versions",
 }
 
 
@@ -36,7 +42,7 @@ def flag_names(flags: int) -> list[str]:
 
 def check_reader_flags(flags: int, *, dataset: str, version: int, path: str) -> None:
     """Raise :class:`NotSupportedError` if ``flags`` has a bit this reader does not know."""
-    unknown = flags & ~(FLAG_UNKNOWN - 1)
+    unknown = flags & ~KNOWN_READER_FLAGS
     if unknown:
         raise NotSupportedError(
             f"dataset {dataset} version {version} ({path}) requires reader feature flags "

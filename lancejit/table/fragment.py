@@ -59,17 +59,17 @@ class FragmentReader:
         d = self.fragment.deletion_file
         if d is None:
             return None
-        path = self.ctx.path(d.relative_path(self.fragment.id))
+        store, path = self.ctx.deletion_file_location(self.fragment.id, d)
 
         async def load() -> np.ndarray:
-            with self.ctx.errors(path):
+            with self.ctx.errors(path, store):
                 try:
-                    data = await self.ctx.store.read_all(path)
+                    data = await store.read_all(path)
                 except NotFoundError:
                     raise NotFoundError("deletion file is missing") from None
-                return decode_deletion_file(data, d, self.physical_rows, self.ctx.store.uri(path))
+                return decode_deletion_file(data, d, self.physical_rows, store.uri(path))
 
-        return await self.ctx.caches.deletions.get(path, load)
+        return await self.ctx.caches.deletions.get(store.uri(path), load)
 
     async def live_offsets(self) -> np.ndarray:
         """Physical offsets (int64, ascending) of the live rows."""
@@ -137,12 +137,12 @@ class FragmentReader:
 
         async def read_group(df: DataFile, idxs: list[int]) -> None:
             handle = await open_data_file(self.ctx, df)
-            path = self.ctx.data_file_path(df)
+            store, path = self.ctx.data_file_location(df)
             if isinstance(rows, tuple) and rows[1] > self.physical_rows or (
                 not isinstance(rows, tuple) and len(rows) and int(rows[-1]) >= self.physical_rows
             ):
                 raise CorruptFileError("row selection past the fragment's end")
-            with self.ctx.errors(path):
+            with self.ctx.errors(path, store):
                 wanted = [tops[i] for i in idxs]
                 if isinstance(rows, tuple):
                     arrays = await handle.read_range(wanted, rows[0], rows[1])

@@ -32,8 +32,24 @@ DEFAULT_READAHEAD = 8
 
 
 @dataclass(frozen=True, slots=True)
+class OutColumn:
+    """One output column: ``name``; either a top-level field ``top`` (``path``: struct children
+    to descend into, e.g. ``("x",)`` for ``st.x``) or a meta column (``_rowid``/``_rowaddr``)."""
+
+    name: str
+    top: str | None
+    path: tuple[str, ...] = ()
+    #: Keep only these struct sub-paths of ``top`` (the reference's take shape for ``st.x``).
+    prune: tuple[tuple[str, ...], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ScanSpec:
-    """What to read: projected top-level fields, filter, meta columns and paging."""
+    """What to read: top-level fields, filter, meta columns, output order and paging.
+
+    ``outputs`` (None = the ``tops`` in order, then ``_rowid``, then ``_rowaddr``) names the
+    result columns in order.
+    """
 
     tops: tuple[TopField, ...]
     filter: CompiledFilter | None = None
@@ -44,15 +60,86 @@ class ScanSpec:
     batch_size: int = DEFAULT_BATCH_SIZE
     readahead: int = DEFAULT_READAHEAD
     fragment_ids: tuple[int, ...] | None = None
+    outputs: tuple[OutColumn, ...] | None = None
+
+
+def output_columns(spec: ScanSpec) -> tuple[OutColumn, ...]:
+    if spec.outputs is not None:
+        return spec.outputs
+    cols = [OutColumn(t.name, t.name) for t in spec.tops]
+    if spec.with_row_id:
+        cols.append(OutColumn(ROWID, None))
+    if spec.with_row_address:
+        cols.append(OutColumn(ROWADDR, None))
+    return tuple(cols)
+
+
+def _pruned_type(t: pa.DataType, paths: tuple[tuple[str, ...], ...]) -> pa.DataType:
+    if any(len(p) == 0 for p in paths):
+        return t
+    fields = []
+    for f in t:
+        sub = tuple(p[1:] for p in paths if p[0] == f.name)
+        if sub:
+            fields.append(f.with_type(_pruned_type(f.type, sub)))
+    return pa.struct(fields)
+
+
+def _prune_array(arr: pa.Array, paths: tuple[tuple[str, ...], ...]) -> pa.Array:
+    if any(len(p) == 0 for p in paths):
+        return arr
+    children, fields = [], []
+    for i, f in enumerate(arr.type):
+        sub = tuple(p[1:] for p in paths if p[0] == f.name)
+        if sub:
+            child = _prune_array(arr.field(i), sub)
+            children.append(child)
+            fields.append(f.with_type(child.type))
+    mask = arr.is_null() if arr.null_count else None
+    return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+
+
+def _out_field(ctx: DatasetContext, col: OutColumn) -> pa.Field:
+    if col.top is None:
+        return pa.field(col.name, pa.uint64())
+    f = ctx.schema.field(col.top)
+    if col.prune is not None:
+        return f.with_type(_pruned_type(f.type, col.prune)).with_name(col.name)
+    for part in col.path:
+        f = f.type.field(part)
+    return f.with_name(col.name)
 
 
 def output_schema(ctx: DatasetContext, spec: ScanSpec) -> pa.Schema:
-    fields = [ctx.schema.field(t.name) for t in spec.tops]
-    if spec.with_row_id:
-        fields.append(pa.field(ROWID, pa.uint64()))
-    if spec.with_row_address:
-        fields.append(pa.field(ROWADDR, pa.uint64()))
+    fields = [_out_field(ctx, c) for c in output_columns(spec)]
     return pa.schema(fields, metadata=ctx.schema.metadata)
+
+
+def _child(array: pa.Array, path: tuple[str, ...]) -> pa.Array:
+    for part in path:
+        array = array.flatten()[array.type.get_field_index(part)]
+    return array
+
+
+def assemble_batch(
+    ctx: DatasetContext, spec: ScanSpec, by_top: dict[str, pa.Array], meta: dict[str, pa.Array], n: int
+) -> pa.RecordBatch:
+    """The output batch of ``n`` rows from top-level arrays and meta arrays."""
+    schema = output_schema(ctx, spec)
+    cols = []
+    for c in output_columns(spec):
+        if c.top is None:
+            cols.append(meta[c.name])
+        elif c.prune is not None:
+            arr = by_top[c.top]
+            if isinstance(arr, pa.ChunkedArray):
+                arr = arr.combine_chunks()
+            cols.append(_prune_array(arr, c.prune))
+        else:
+            cols.append(_child(by_top[c.top], c.path))
+    if not cols:
+        return _no_column_batch(n, schema)
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def _rows_per_unit(frag: FragmentReader, batch_size: int) -> int:
@@ -120,13 +207,8 @@ async def read_unit(
         by_name = {t.name: a for t, a in zip(tops, arrays)}
         rows = (lo, hi) if live is None else live
     n = (hi - lo) if isinstance(rows, tuple) else len(rows)
-    cols = [by_name[t.name] for t in tops]
-    for _, arr in await frag.meta_columns(rows, spec.with_row_id, spec.with_row_address):
-        cols.append(arr)
-    schema = output_schema(ctx, spec)
-    if not cols:
-        return pa.RecordBatch.from_pydict({}, schema=schema) if n == 0 else _no_column_batch(n, schema)
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
+    meta = dict(await frag.meta_columns(rows, spec.with_row_id, spec.with_row_address))
+    return assemble_batch(ctx, spec, by_name, meta, n)
 
 
 def _no_column_batch(n: int, schema: pa.Schema) -> pa.RecordBatch:
@@ -146,6 +228,7 @@ async def _units(ctx: DatasetContext, spec: ScanSpec) -> list[tuple[FragmentRead
             if count <= skip:
                 skip -= count
                 continue
+            skip = 0
         step = _rows_per_unit(frag, spec.batch_size)
         for lo in range(0, frag.physical_rows, step):
             out.append((frag, lo, min(frag.physical_rows, lo + step)))

@@ -17,7 +17,7 @@ from lancejit.core.errors import InvalidInputError, RowIndexError
 from .context import DatasetContext
 from .fragment import FragmentReader
 from .rowids import RowIdIndex, split_addresses
-from .scan import ScanSpec, output_schema
+from .scan import ScanSpec, assemble_batch, output_schema
 
 
 def as_int_array(values: Any, what: str) -> np.ndarray:
@@ -53,12 +53,9 @@ async def _read_groups(
 
     async def one(frag: FragmentReader, offsets: np.ndarray) -> pa.RecordBatch:
         arrays = await frag.read(list(spec.tops), offsets)
-        for _, arr in await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address):
-            arrays.append(arr)
-        schema = output_schema(ctx, spec)
-        if not arrays:
-            return pa.RecordBatch.from_struct_array(pa.array([{}] * len(offsets), type=pa.struct([])))
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+        by_top = {t.name: a for t, a in zip(spec.tops, arrays)}
+        meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address))
+        return assemble_batch(ctx, spec, by_top, meta, len(offsets))
 
     return list(await asyncio.gather(*(one(f, o) for f, o in groups)))
 

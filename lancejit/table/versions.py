@@ -187,7 +187,10 @@ async def list_tags(store: ObjectStore, root: str) -> list[Tag]:
 
 
 def timestamp_to_datetime(timestamp_ns: int) -> _dt.datetime:
-    """A manifest timestamp as the reference's Python API shows it (naive local time, µs)."""
-    return _dt.datetime.fromtimestamp(timestamp_ns // 1_000_000_000) + _dt.timedelta(
-        microseconds=(timestamp_ns % 1_000_000_000) // 1000
+    """A manifest timestamp as the reference's Python API shows it (naive local time, µs).
+
+    The reference computes it in floating point; the same arithmetic gives the same microsecond.
+    """
+    return _dt.datetime.fromtimestamp(timestamp_ns // 1e9) + _dt.timedelta(
+        microseconds=(timestamp_ns % 1e9) // 1e3
     )

@@ -158,3 +158,24 @@ def test_legacy_metadata(samples):
         summary = reader.metadata()
         assert summary.num_rows == ds.count_rows()
         assert summary.version == "0.1"
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_short_tails_read_the_rest_in_few_requests(samples, bytes_reader, version):
+    """Whatever part of the metadata the tail holds, the parse reads the rest in at most one
+    request (two when even the global-buffer table is outside the tail) and gets the same result."""
+    import struct
+
+    from lancejit.file.container import parse_file_metadata
+
+    data = samples[(version, "flat")].read_bytes()
+    n = len(data)
+    full = asyncio.run(open_file_metadata(bytes_reader(data)))
+    cm_start = struct.unpack_from("<Q", data, n - 40)[0]
+    for tail_len, expected_requests in [(40, 2), (56, 1), (n - cm_start, 1), (n, 0)]:
+        reader = bytes_reader(data)
+        meta = asyncio.run(parse_file_metadata(reader, n, memoryview(data)[n - tail_len :]))
+        assert len(reader.requests) == expected_requests, (tail_len, reader.requests)
+        assert meta.arrow_schema == full.arrow_schema
+        assert meta.columns == full.columns
+        assert meta.num_rows == full.num_rows and meta.global_buffers == full.global_buffers

@@ -221,3 +221,48 @@ async def test_multipart_writer(store_root):
     await writer.write(data)
     await writer.abort()
     assert not await store.exists(path2)
+
+
+async def test_file_scheduler_on_every_store(any_store_root):
+    """Coalesced reads through the scheduler: exact bytes, physical requests = the plan's."""
+    from lancejit.io import FileScheduler, plan_reads
+
+    store, path = _open(any_store_root, "sched.bin")
+    data = _data(40_000, seed=11)
+    await store.put(path, data)
+    sched = FileScheduler(store, path)
+    ranges = [(30_000, 30_100), (0, 100), (150, 300), (20_000, 20_001), (39_990, 40_000), (5, 5)]
+    before = store.stats.snapshot()
+    out = await sched.read_ranges(ranges)
+    delta = store.stats.snapshot() - before
+    assert [bytes(b) for b in out] == [data[s:e] for s, e in ranges]
+    plan = plan_reads(ranges, store.config.block_size, store.config.max_request_size)
+    assert delta.read_iops == plan.num_requests
+    size, tail = await sched.read_tail(64)
+    assert size == len(data) and bytes(tail) == data[-64:]
+
+
+@pytest.mark.parametrize("store_root", ["s3", "gcs"], indirect=True)
+async def test_listing_bucket_root_then_stat(store_root):
+    """gcsfs caches root listings badly (stores.md): listing the bucket must not break lookups."""
+    store, path = _open(store_root, "after-root-list.bin")
+    await store.put(path, b"abc")
+    listed = await store.list("")
+    assert path in [info.path for info in listed]
+    assert await store.size(path) == 3
+    assert await store.exists(path)
+    assert bytes((await store.read_ranges(path, [(1, 3)]))[0]) == b"bc"
+
+
+@pytest.mark.parametrize("store_root", ["s3", "gcs"], indirect=True)
+async def test_listing_pages(store_root, monkeypatch):
+    from lancejit.io import fsspec_store
+
+    monkeypatch.setattr(fsspec_store, "LIST_PAGE_SIZE", 2)
+    store, root = _open(store_root)
+    paths = [join_path(root, f"p/{i:02d}") for i in range(5)]
+    await asyncio.gather(*(store.put(p, b"x" * i) for i, p in enumerate(paths)))
+    before = store.stats.snapshot()
+    listed = await store.list(join_path(root, "p"))
+    assert [i.path for i in listed] == paths and [i.size for i in listed] == list(range(5))
+    assert (store.stats.snapshot() - before).list_iops == 3  # pages of 2, 2, 1

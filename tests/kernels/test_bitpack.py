@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.bitpack import FL_ORDER, pack_blocks, packed_words_per_block, unpack_blocks
 
 DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64]
@@ -60,7 +61,7 @@ def test_pack_unpack_roundtrip_and_reference(dti, frac, nblocks, seed):
     pack_blocks(vals, width, nblocks, packed)
     np.testing.assert_array_equal(reference_unpack(packed, width, nblocks), vals)
     out = np.empty(nblocks * 1024, dtype=dt)
-    unpack_blocks(packed, width, nblocks, out)
+    unpack_blocks(readonly(packed), width, nblocks, out)
     np.testing.assert_array_equal(out, vals)
 
 
@@ -75,7 +76,7 @@ def test_unpack_matches_reference_on_random_words(dti, frac, seed):
     nwords = packed_words_per_block(t, width)
     packed = rng.integers(0, np.iinfo(dt).max, nwords, dtype=dt, endpoint=True)
     out = np.empty(1024, dtype=dt)
-    unpack_blocks(packed, width, 1, out)
+    unpack_blocks(readonly(packed), width, 1, out)
     np.testing.assert_array_equal(out, reference_unpack(packed, width, 1))
 
 
@@ -84,5 +85,5 @@ def test_pack_drops_high_bits():
     packed = np.empty(packed_words_per_block(8, 3), dtype=np.uint8)
     pack_blocks(vals, 3, 1, packed)
     out = np.empty(1024, dtype=np.uint8)
-    unpack_blocks(packed, 3, 1, out)
+    unpack_blocks(readonly(packed), 3, 1, out)
     assert (out == 7).all()

@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lancejit.encoding.kernels import readonly as ro
 from lancejit.encoding.kernels.bss import bss_join, bss_split
 from lancejit.encoding.kernels.fsst import fsst_decode, fsst_decoded_lengths
 from lancejit.encoding.kernels.gather import copy_slices, offsets_from_lengths
@@ -60,6 +61,7 @@ def test_fsst_kernels_match_reference(case):
     np.cumsum([len(v) for v in values], out=offsets[1:])
     data = np.frombuffer(codes, np.uint8) if codes else np.zeros(0, np.uint8)
     lengths = np.empty(len(values), np.int64)
+    data, offsets, sym_bytes, sym_lens = ro(data), ro(offsets), ro(sym_bytes), ro(sym_lens)
     bad = fsst_decoded_lengths(data, offsets, len(values), sym_lens, len(symbols), lengths)
     expected = [ref_fsst(v, symbols) for v in values]
     first_bad = next((i for i, e in enumerate(expected) if e is None), -1)
@@ -69,7 +71,7 @@ def test_fsst_kernels_match_reference(case):
     out_offsets = np.zeros(len(values) + 1, np.int64)
     np.cumsum(lengths, out=out_offsets[1:])
     out = np.empty(int(out_offsets[-1]), np.uint8)
-    fsst_decode(data, offsets, len(values), sym_bytes, sym_lens, out_offsets, out)
+    fsst_decode(data, offsets, len(values), sym_bytes, sym_lens, ro(out_offsets), out)
     got = [out[out_offsets[i] : out_offsets[i + 1]].tobytes() for i in range(len(values))]
     assert got == expected
 
@@ -92,7 +94,7 @@ def test_rle_expand_matches_numpy_repeat(width, runs, cut, seed):
     n = int(total * cut)
     expected = np.repeat(values.reshape(-1, width), lengths.astype(np.int64), axis=0).reshape(-1)[: n * width]
     out = np.empty(n * width, np.uint8)
-    written = rle_expand(values, width, lengths, len(runs), n, out)
+    written = rle_expand(ro(values), width, ro(lengths), len(runs), n, out)
     assert written == n
     np.testing.assert_array_equal(out, expected)
 
@@ -110,7 +112,7 @@ def test_bss_matches_transpose(n, width, seed):
     bss_split(plain, n, width, split)
     np.testing.assert_array_equal(split, split_ref)
     joined = np.empty_like(plain)
-    bss_join(split_ref, n, width, joined)
+    bss_join(ro(split_ref), n, width, joined)
     np.testing.assert_array_equal(joined, plain)
 
 
@@ -133,7 +135,7 @@ def test_copy_slices_is_dictionary_take(items, picks):
     offsets_from_lengths(lens, len(idx), out_offsets)
     np.testing.assert_array_equal(out_offsets[1:], np.cumsum(lens))
     out = np.empty(int(out_offsets[-1]), np.uint8)
-    copy_slices(data, starts, lens, len(idx), out_offsets, out)
+    copy_slices(ro(data), ro(starts), ro(lens), len(idx), ro(out_offsets), out)
     assert out.tobytes() == b"".join(items[i] for i in idx)
 
 
@@ -175,7 +177,7 @@ def test_scan_rows_matches_python_parser(kinds, nrows, seed, corrupt):
     w = np.array([b for _, b in kinds], np.int64)
     starts = np.zeros((nrows, len(kinds)), np.int64)
     lens = np.zeros((nrows, len(kinds)), np.int64)
-    bad = scan_rows(data, offs, nrows, k, w, starts, lens)
+    bad = scan_rows(ro(data), ro(offs), nrows, ro(k), ro(w), starts, lens)
     if corrupt and nrows:
         assert bad == nrows - 1
         return

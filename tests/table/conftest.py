@@ -53,7 +53,8 @@ def build_evolving(path: str, version: str, *, stable: bool = False, v2_paths: b
     ds = lance.dataset(path)
     ds.delete("a >= 290 AND a < 320")
     ds = lance.dataset(path)
-    ds.add_columns(pa.field("z", pa.int32()))  # schema only: no data file holds it (reads as nulls)
+    if version not in ("legacy", "0.1"):  # the reference refuses all-null columns in legacy datasets
+        ds.add_columns(pa.field("z", pa.int32()))  # schema only: no data file holds it (reads as nulls)
     ds = lance.dataset(path)
     ds.tags.create("created", 1)
     ds.tags.create("evolved", 4)
@@ -73,6 +74,22 @@ def build_big_delete(path: str, version: str) -> str:
     return path
 
 
+def build_mixed(path: str) -> str:
+    """A 2.1 dataset with appended fragments written as 2.0 and 2.2 files (reader flag 256)."""
+    from lance.fragment import write_fragments
+
+    shutil.rmtree(path, ignore_errors=True)
+    lance.write_dataset(_base_table(300), path, data_storage_version="2.1", max_rows_per_file=200)
+    read_version = 1
+    for i, v in enumerate(["2.0", "2.2"]):
+        frags = write_fragments(_base_table(150, start=300 + 150 * i, seed=i), path,
+                                data_storage_version=v, max_rows_per_file=100)
+        lance.LanceDataset.commit(path, lance.LanceOperation.Append(frags), read_version=read_version)
+        read_version += 1
+    lance.dataset(path).delete("a % 9 = 4")
+    return path
+
+
 @pytest.fixture(scope="session")
 def table_root(tmp_path_factory):
     return tmp_path_factory.mktemp("table_ds")
@@ -89,7 +106,7 @@ def _cached(key: tuple, build) -> str:
 
 @pytest.fixture(scope="session")
 def make_dataset(table_root):
-    """``make_dataset(kind, version)``: kind in evolving, stable, v1names, bigdel."""
+    """``make_dataset(kind, version)``: kind in evolving, stable, v1names, bigdel, mixed."""
 
     def make(kind: str, version: str = "2.1") -> str:
         path = str(table_root / f"{kind}_{version}")
@@ -99,6 +116,8 @@ def make_dataset(table_root):
             return _cached((kind, version), lambda: build_evolving(path, version, stable=True))
         if kind == "v1names":
             return _cached((kind, version), lambda: build_evolving(path, version, v2_paths=False))
+        if kind == "mixed":
+            return _cached((kind,), lambda: build_mixed(str(table_root / "mixed")))
         if kind == "bigdel":
             return _cached((kind, version), lambda: build_big_delete(path, version))
         raise ValueError(kind)

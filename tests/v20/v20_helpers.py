@@ -16,6 +16,7 @@ class BytesReader:
 
     def __init__(self, data: bytes, path: str = "mem://test.lance") -> None:
         self.data = bytes(data)
+        self._view = memoryview(self.data)
         self._path = path
         self.calls = 0
         self.ranges = 0
@@ -30,13 +31,15 @@ class BytesReader:
 
     async def read_ranges(self, ranges: Sequence[tuple[int, int]], *, priority: int = 0) -> list[memoryview]:
         self.calls += 1
+        size = len(self.data)
+        view = self._view
         out = []
         for s, e in ranges:
-            if s < 0 or e < s or e > len(self.data):
-                raise CorruptFileError(f"range [{s}, {e}) outside {len(self.data)} bytes", path=self._path)
-            self.ranges += 1
+            if s < 0 or e < s or e > size:
+                raise CorruptFileError(f"range [{s}, {e}) outside {size} bytes", path=self._path)
             self.bytes_read += e - s
-            out.append(memoryview(self.data)[s:e])
+            out.append(view[s:e])
+        self.ranges += len(out)
         return out
 
     async def read_tail(self, nbytes: int) -> tuple[int, memoryview]:

@@ -151,10 +151,18 @@ def compression_kinds(enc) -> list[str]:
     return out
 
 
-def write(tmp_path, table: pa.Table, version: str, name: str = "t", **kw) -> str:
+def write(tmp_path, table: pa.Table, version: str, name: str = "t", batch_rows: int | None = None, **kw) -> str:
+    """Write ``table`` with pylance.  ``batch_rows`` writes it in batches with a tiny per-column
+    cache so every batch becomes its own page (crossing page boundaries)."""
     path = str(tmp_path / f"{name}_{version}.lance")
+    if batch_rows is not None:
+        kw.setdefault("data_cache_bytes", 4096)
     with lance.file.LanceFileWriter(path, table.schema, version=version, **kw) as w:
-        w.write_batch(table)
+        if batch_rows is None:
+            w.write_batch(table)
+        else:
+            for batch in table.to_batches(max_chunksize=batch_rows):
+                w.write_batch(batch)
     return path
 
 
@@ -176,9 +184,12 @@ def to_arrow(v, typ: pa.DataType, validity: np.ndarray | None = None) -> pa.Arra
     if validity is not None:
         vbuf = pa.py_buffer(np.packbits(validity.astype(np.uint8), bitorder="little").tobytes())
     if isinstance(v, FixedWidth):
-        return pa.Array.from_buffers(typ, v.num_values, [vbuf, pa.py_buffer(v.data.tobytes())])
+        data = v.data.tobytes()
+        if v.bits_per_value == 0:  # Constant without a value: nothing stored, all null
+            data = bytes(typ.byte_width * v.num_values)
+        return pa.Array.from_buffers(typ, v.num_values, [vbuf, pa.py_buffer(data)])
     if isinstance(v, VariableWidth):
-        off = np.asarray(v.offsets, dtype=np.int64) - v.offsets[0]
+        off = np.asarray(v.offsets, dtype=np.int64)
         large = typ in (pa.large_string(), pa.large_binary())
         off = off if large else off.astype(np.int32)
         return pa.Array.from_buffers(
@@ -283,26 +294,38 @@ def spread(vals, valid: np.ndarray):
     return VariableWidth(offs, vals.data, len(valid))
 
 
+def decode_page(page: Page, typ: pa.DataType) -> pa.Array | None:
+    """Decode one page of a flat column with our compression decoders (None: a 2.2 constant /
+    all-null page, which holds no compressed values and is the structural code's business)."""
+    layout = page.layout.WhichOneof("layout")
+    if layout == "full_zip_layout":
+        vals, valid = fullzip_values(page)
+        if isinstance(vals, VariableWidth):
+            vals = spread(vals, valid)
+        return to_arrow(vals, typ, None if valid.all() else valid)
+    if layout == "mini_block_layout":
+        return decode_column([page], typ)
+    return None
+
+
 def check_column(path: str, col: int, name: str, typ: pa.DataType, expect_kinds: list[str] | None = None):
-    """Decode column ``col`` of ``path`` (flat, no lists) and compare with pylance's read-back."""
+    """Decode column ``col`` of ``path`` (flat, no lists) page by page and compare each page with
+    the matching rows of pylance's read-back."""
     pages = read_pages(path)[col]
     expected = read_back(path).column(name).combine_chunks()
+    start = decoded = 0
+    for page in pages:
+        got = decode_page(page, typ)
+        if got is not None:
+            want = expected.slice(start, page.num_rows)
+            assert got.equals(want), f"{name}: rows {start}..{start + page.num_rows} differ from pylance"
+            decoded += 1
+        start += page.num_rows
+    assert start == len(expected) and decoded > 0
     layout = pages[0].layout.WhichOneof("layout")
-    if layout == "full_zip_layout":
-        arrays = []
-        for page in pages:
-            vals, valid = fullzip_values(page)
-            if isinstance(vals, VariableWidth):
-                vals = spread(vals, valid)
-            arrays.append(to_arrow(vals, typ, None if valid.all() else valid))
-        got = pa.concat_arrays(arrays)
-        enc = pages[0].layout.full_zip_layout.value_compression
-    else:
-        got = decode_column(pages, typ)
-        enc = pages[0].layout.mini_block_layout.value_compression
     if expect_kinds is not None:
+        enc = getattr(pages[0].layout, layout).value_compression
         assert compression_kinds(enc) == expect_kinds
-    assert got.equals(expected), f"{name}: decoded values differ from pylance"
     return pages
 
 
@@ -347,14 +370,18 @@ def test_natural_miniblock_encodings(tmp_path, version, seed):
         (_f("bin", pa.binary()), pa.array([bytes(rng.integers(0, 256, i % 9, dtype=np.uint8)) for i in range(n)])),
     ]
     table = _table(cols)
-    path = write(tmp_path, table, version)
+    paged = seed == 1
+    path = write(tmp_path, table, version, batch_rows=1777 if paged else None)
     kinds = {}
     for i, (f, _) in enumerate(cols):
         pages = check_column(path, i, f.name, f.type)
+        assert (len(pages) > 1) == paged
         mb = pages[0].layout.mini_block_layout
         kinds[f.name] = compression_kinds(mb.value_compression)
     # the shapes above must exercise the encodings we claim to test
     assert kinds["seq"] == ["inline_bitpacking"]
+    if paged:
+        return
     assert kinds["runs"] == ["rle", "flat"]
     assert kinds["s"] == ["fsst", "variable", "flat"]
     assert kinds["b"] == ["flat"]
@@ -380,10 +407,12 @@ def test_forced_general_and_bss(tmp_path, version, seed):
         (_f("s_zstd", pa.string(), **{"lance-encoding:compression": "zstd"}), pa.array([f"v{i % 37}_{i}" for i in range(n)])),
         (_f("s_lz4", pa.string(), **{"lance-encoding:compression": "lz4"}), pa.array([f"k{i % 5}" * 3 + str(i) for i in range(n)])),
     ]
-    path = write(tmp_path, _table(cols), version)
+    paged = seed == 1
+    path = write(tmp_path, _table(cols), version, batch_rows=2500 if paged else None)
     kinds = {}
     for i, (f, _) in enumerate(cols):
         pages = check_column(path, i, f.name, f.type)
+        assert (len(pages) > 1) == paged
         kinds[f.name] = compression_kinds(pages[0].layout.mini_block_layout.value_compression)
     assert kinds["f_bss"] == ["general", "byte_stream_split", "flat"]
     assert kinds["f32_bss"] == ["general", "byte_stream_split", "flat"]
@@ -392,7 +421,8 @@ def test_forced_general_and_bss(tmp_path, version, seed):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_fixed_size_lists(tmp_path, version):
+@pytest.mark.parametrize("paged", [False, True])
+def test_fixed_size_lists(tmp_path, version, paged):
     rng = np.random.default_rng(3)
     n = 3000
     fz = {"lance-encoding:structural-encoding": "fullzip"}
@@ -403,18 +433,39 @@ def test_fixed_size_lists(tmp_path, version):
         (_f("bigvec", pa.list_(pa.float32(), 128)), pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 128).astype(np.float32)), 128)),
         (_f("vec_null_fz", pa.list_(pa.int32(), 4), **fz), pa.FixedSizeListArray.from_arrays(null_items, 4)),
         (_f("bools", pa.list_(pa.bool_(), 3)), pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 3) < 0.5), 3)),
+        (_f("null_items", pa.list_(pa.int32(), 128)), pa.FixedSizeListArray.from_arrays(pa.array([None] * (n * 128), pa.int32()), 128)),
+        (
+            _f("nested", pa.list_(pa.list_(pa.int32(), 8), 8)),
+            pa.FixedSizeListArray.from_arrays(
+                pa.FixedSizeListArray.from_arrays(pa.array([None if i % 3 else i for i in range(n * 64)], pa.int32()), 8), 8
+            ),
+        ),
+        (
+            _f("nested_small", pa.list_(pa.list_(pa.int16(), 2), 3)),
+            pa.FixedSizeListArray.from_arrays(
+                pa.FixedSizeListArray.from_arrays(
+                    pa.array([None if i % 4 == 1 else i for i in range(n * 6)], pa.int16()), 2,
+                    mask=pa.array([i % 5 == 2 for i in range(n * 3)]),
+                ),
+                3,
+            ),
+        ),
     ]
-    path = write(tmp_path, _table(cols), version)
+    path = write(tmp_path, _table(cols), version, batch_rows=1100 if paged else None)
     layouts = {}
     for i, (f, _) in enumerate(cols):
         pages = check_column(path, i, f.name, f.type)
+        assert (len(pages) > 1) == paged
         layouts[f.name] = pages[0].layout.WhichOneof("layout")
     assert layouts["bigvec"] == "full_zip_layout"
     assert layouts["vec_null"] == "mini_block_layout"
+    assert layouts["null_items"] == layouts["nested"] == "full_zip_layout"
+    assert layouts["nested_small"] == "mini_block_layout"
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_fullzip_variable(tmp_path, version):
+@pytest.mark.parametrize("paged", [False, True])
+def test_fullzip_variable(tmp_path, version, paged):
     rng = np.random.default_rng(4)
     n = 400
     big = [("x" * 300 + str(i) * (i % 50)) if i % 9 else None for i in range(n)]
@@ -423,15 +474,29 @@ def test_fullzip_variable(tmp_path, version):
         (_f("big_s", pa.string()), pa.array(big)),
         (_f("big_fsst", pa.string()), pa.array([f"row {i} " + "lorem ipsum dolor " * 20 for i in range(n)])),
         (_f("lb", pa.large_binary()), pa.array(blobs + [b"abc"] * (n - 8), pa.large_binary())),
+        (
+            _f("s_lz4", pa.string(), **{"lance-encoding:compression": "lz4"}),
+            pa.array([f"{i}:" + "abcdefgh" * (40 + i % 30) for i in range(n)]),
+        ),
+        (
+            _f("b_zstd", pa.binary(), **{"lance-encoding:compression": "zstd", "lance-encoding:compression-level": "1"}),
+            pa.array([None if i % 10 == 3 else bytes([i % 7]) * (300 + i) for i in range(n)]),
+        ),
     ]
-    path = write(tmp_path, _table(cols), version)
-    kinds = {}
+    path = write(tmp_path, _table(cols), version, batch_rows=150 if paged else None)
+    kinds, schemes = {}, {}
     for i, (f, _) in enumerate(cols):
         pages = check_column(path, i, f.name, f.type)
+        assert (len(pages) > 1) == paged
         assert pages[0].layout.WhichOneof("layout") == "full_zip_layout"
-        kinds[f.name] = compression_kinds(pages[0].layout.full_zip_layout.value_compression)
+        enc = pages[0].layout.full_zip_layout.value_compression
+        kinds[f.name] = compression_kinds(enc)
+        if kinds[f.name][0] == "general":
+            schemes[f.name] = enc.general.compression.scheme
     assert kinds["big_fsst"][0] == "fsst"
-    assert kinds["lb"][0] == "general"
+    # pylance 14 compresses full-zip values per value with zstd even when lz4 was requested
+    zstd = pb21.COMPRESSION_ALGORITHM_ZSTD
+    assert schemes == {"lb": zstd, "s_lz4": zstd, "b_zstd": zstd}
 
 
 def test_packed_structs(tmp_path):
@@ -520,12 +585,16 @@ def test_dictionaries(tmp_path, version, seed):
         (_f("e", pa.float64()), pa.array(rng.integers(0, 50, n).astype(np.float64))),
         (_f("d", pa.decimal128(38, 0)), pa.array([10**20 + int(x) for x in rng.integers(0, 30, n)], pa.decimal128(38, 0))),
     ]
-    path = write(tmp_path, _table(cols), version)
+    paged = seed == 1
+    path = write(tmp_path, _table(cols), version, batch_rows=2000 if paged else None)
     dicts = {}
     for i, (f, _) in enumerate(cols):
         pages = check_column(path, i, f.name, f.type)
         mb = pages[0].layout.mini_block_layout
         dicts[f.name] = compression_kinds(mb.dictionary) if mb.HasField("dictionary") else None
+        assert (len(pages) > 1) == paged
+    if paged:
+        return
     if version == "2.1":
         assert dicts["s"] == ["variable", "flat"] and dicts["d"] == ["flat"]
     else:
@@ -582,3 +651,80 @@ def test_corrupt_real_chunk_raises(tmp_path):
                 C.decode_miniblock(mb.value_compression, bufs, ch.num_values, path=path)
             except LanceJitError:
                 pass
+
+
+def test_decoding_in_threads_matches_serial(tmp_path):
+    """Kernels release the GIL; concurrent decoding must give the same results as serial."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = 20000
+    t = pa.table(
+        {
+            "seq": pa.array(np.arange(n, dtype=np.int64) * 3),
+            "s": pa.array([f"str{i}_xx{i * 7}" for i in range(n)]),
+        }
+    )
+    path = write(tmp_path, t, "2.2")
+    jobs = []
+    for col in range(2):
+        (page,) = read_pages(path)[col]
+        enc = page.layout.mini_block_layout.value_compression
+        jobs += [(enc, ch) for ch in miniblock_chunks(page)]
+
+    def run(job):
+        enc, ch = job
+        v = C.decode_miniblock(enc, ch.values, ch.num_values, path=path)
+        return v.data.tobytes()
+
+    serial = [run(j) for j in jobs]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(run, jobs))
+    assert serial == parallel
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_repacking_reproduces_pylance_bytes(tmp_path, version):
+    """Our packers (writer side) reproduce pylance's inline and out-of-line bit-packed bytes."""
+    from lancejit.encoding.v21.bitpacking import pack_inline, pack_out_of_line
+
+    n = 5000
+    lst = pa.array([None if i % 13 == 0 else list(range(i % 5)) for i in range(n)], pa.list_(pa.int32()))
+    t = pa.table({"seq": pa.array(np.arange(n, dtype=np.int32) * 5), "lst": lst})
+    path = write(tmp_path, t, version)
+    (page,) = read_pages(path)[0]
+    mb = page.layout.mini_block_layout
+    for ch in miniblock_chunks(page):
+        v = C.decode_miniblock(mb.value_compression, ch.values, ch.num_values, path=path)
+        assert pack_inline(v.view(np.uint32)) == bytes(ch.values[0])
+    (page,) = read_pages(path)[1]
+    mb = page.layout.mini_block_layout
+    checked = 0
+    for ch in miniblock_chunks(page):
+        for enc, buf in ((mb.rep_compression, ch.rep), (mb.def_compression, ch.deff)):
+            levels = C.decode_levels(enc, buf, ch.num_levels, path=path)
+            if enc.WhichOneof("compression") == "out_of_line_bitpacking":
+                width = enc.out_of_line_bitpacking.values.flat.bits_per_value
+                assert pack_out_of_line(levels, width) == bytes(buf)
+                checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_misc_fixed_types(tmp_path, version):
+    rng = np.random.default_rng(5)
+    n = 2500
+    cols = [
+        (_f("fsb5", pa.binary(5)), pa.array([bytes(rng.integers(0, 256, 5, dtype=np.uint8)) for _ in range(n)], pa.binary(5))),
+        (_f("fsb300", pa.binary(300)), pa.array([bytes([i % 256]) * 300 for i in range(n)], pa.binary(300))),
+        (_f("bnull", pa.bool_()), pa.array([None if i % 5 == 0 else bool(i % 3) for i in range(n)])),
+        (_f("u8", pa.uint8()), pa.array(rng.integers(0, 17, n).astype(np.uint8))),
+        (_f("ts", pa.timestamp("us")), pa.array(rng.integers(0, 2**50, n), pa.timestamp("us"))),
+        (_f("hvec", pa.list_(pa.float16(), 4)), pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 4).astype(np.float16)), 4)),
+        (_f("i16z", pa.int16(), **{"lance-encoding:compression": "zstd"}), pa.array(rng.integers(-500, 500, n).astype(np.int16))),
+    ]
+    path = write(tmp_path, _table(cols), version)
+    layouts = {}
+    for i, (f, _) in enumerate(cols):
+        pages = check_column(path, i, f.name, f.type)
+        layouts[f.name] = pages[0].layout.WhichOneof("layout")
+    assert layouts["fsb300"] == "full_zip_layout"

@@ -137,7 +137,7 @@ def variable_block(values: list[bytes], w: int) -> bytes:
 
 
 def as_list(v: VariableWidth) -> list[bytes]:
-    return [v.data[v.offsets[i] - v.offsets[0] : v.offsets[i + 1] - v.offsets[0]].tobytes() for i in range(v.num_values)]
+    return [v.data[v.offsets[i] : v.offsets[i + 1]].tobytes() for i in range(v.num_values)]
 
 
 @settings(max_examples=30, deadline=None)
@@ -323,14 +323,15 @@ def test_variable_packed_struct_fullzip():
     assert C.bytes_per_value(enc) is None
 
 
-def test_fullzip_general_per_value():
+@pytest.mark.parametrize("scheme", [SCHEME_LZ4, SCHEME_ZSTD])
+def test_fullzip_general_per_value(scheme):
     vals = [b"a" * 100, b"", b"xyz" * 50]
-    comp = [compress_buffer(SCHEME_ZSTD, v) for v in vals]
+    comp = [compress_buffer(scheme, v) for v in vals]
     offs = np.cumsum([0] + [len(c) for c in comp])
     vw = VariableWidth(offs, np.frombuffer(b"".join(comp), np.uint8), 3)
     enc = pb.CompressiveEncoding(
         general=pb.General(
-            compression=pb.BufferCompression(scheme=SCHEME_ZSTD),
+            compression=pb.BufferCompression(scheme=scheme),
             values=pb.CompressiveEncoding(variable=pb.Variable(offsets=flat(64))),
         )
     )
@@ -340,3 +341,30 @@ def test_fullzip_general_per_value():
 def test_unset_encoding_is_corrupt():
     with pytest.raises(CorruptFileError):
         C.decode_miniblock(pb.CompressiveEncoding(), [b""], 0, path=P)
+
+
+def _symbol_table(symbols: list[bytes], enabled: bool = True) -> bytes:
+    header = (0x46535354 << 32) | (int(enabled) << 24) | len(symbols)
+    out = header.to_bytes(8, "little")
+    out += b"".join(s.ljust(8, b"\0") for s in symbols)
+    out += bytes(len(s) for s in symbols)
+    return out.ljust(2312, b"\0")
+
+
+def test_fsst_miniblock_synthetic_and_corrupt():
+    symbols = [b"hello", b" ", b"world!!!", b"a"]
+    codes = [bytes([0, 1, 2]), bytes([3, 255, ord("Z"), 3]), b""]
+    expect = [b"hello world!!!", b"aZa", b""]
+    var = pb.CompressiveEncoding(variable=pb.Variable(offsets=flat(32)))
+    enc = pb.CompressiveEncoding(fsst=pb.Fsst(symbol_table=_symbol_table(symbols), values=var))
+    got = C.decode_miniblock(enc, [variable_miniblock(codes, 4)], 3, path=P)
+    assert as_list(got) == expect
+    off = pb.CompressiveEncoding(fsst=pb.Fsst(symbol_table=_symbol_table(symbols, False), values=var))
+    assert as_list(C.decode_miniblock(off, [variable_miniblock(expect, 4)], 3, path=P)) == expect
+    for bad_codes in ([bytes([4])], [bytes([0, 255])]):  # unknown code; dangling escape
+        with pytest.raises(CorruptFileError, match="FSST value 0"):
+            C.decode_miniblock(enc, [variable_miniblock(bad_codes, 4)], 1, path=P)
+    for table in (b"\0" * 2312, _symbol_table(symbols)[:20], _symbol_table([b""])):
+        bad = pb.CompressiveEncoding(fsst=pb.Fsst(symbol_table=table, values=var))
+        with pytest.raises(CorruptFileError, match="synthetic"):
+            C.decode_miniblock(bad, [variable_miniblock(codes, 4)], 3, path=P)

@@ -11,7 +11,6 @@ validity; strings/binaries of nullable fields read empty values as null.
 from __future__ import annotations
 
 import asyncio
-import bisect
 from typing import Sequence
 
 import numpy as np
@@ -28,20 +27,11 @@ from lancejit.encoding.legacy.values import (
     read_plain,
     read_var_binary,
 )
-from lancejit.encoding.v20.field import indices_to_ranges
-from lancejit.encoding.v20.steps import Ranges, Steps, drive, gather
+from lancejit.encoding.v20.rowranges import EMPTY, indices_to_ranges, merge_touching, total
+from lancejit.encoding.v20.steps import Steps, drive, gather
 
-def _merge(ranges: Sequence[tuple[int, int]]) -> Ranges:
-    out: Ranges = []
-    for s, e in ranges:
-        if e <= s:
-            continue
-        if out and out[-1][1] == s:
-            out[-1] = (out[-1][0], e)
-        else:
-            out.append((s, e))
-    return out
-
+#: Row ranges: ``(k, 2)`` int64 arrays of half-open ``[start, end)`` rows.
+Ranges = np.ndarray
 
 class LegacyNode:
     """Base: ``read(batch, ranges)`` -> step generator returning an Arrow array."""
@@ -57,9 +47,9 @@ class LegacyNode:
     def page(self, batch: int) -> tuple[int, int]:
         return self.legacy.page(self.field.id, batch)
 
-    def nbytes(self) -> int:
-        """Rough encoded size: rows * value width is unknown for variable data; pages only."""
-        return 0
+    def batch_rows(self, batch: int) -> int:
+        """Values of this field in ``batch`` (the page length)."""
+        return self.page(batch)[1]
 
     def read(self, batch: int, ranges: Ranges) -> Steps:  # pragma: no cover - interface
         raise NotImplementedError
@@ -74,9 +64,9 @@ class PlainNode(LegacyNode):
 class NullNode(LegacyNode):
     def read(self, batch: int, ranges: Ranges) -> Steps:
         _, length = self.page(batch)
-        if ranges and ranges[-1][1] > length:
-            raise CorruptFileError(f"rows up to {ranges[-1][1]} requested from a page of {length}", path=self.path)
-        return pa.nulls(sum(e - s for s, e in ranges))
+        if len(ranges) and int(ranges[-1, 1]) > length:
+            raise CorruptFileError(f"rows up to {int(ranges[-1, 1])} requested from a page of {length}", path=self.path)
+        return pa.nulls(total(ranges))
         yield  # pragma: no cover
 
 
@@ -110,9 +100,12 @@ class StructNode(LegacyNode):
         super().__init__(field, typ, legacy, path)
         self.children = children
 
+    def batch_rows(self, batch: int) -> int:
+        return self.children[0].batch_rows(batch) if self.children else 0
+
     def read(self, batch: int, ranges: Ranges) -> Steps:
         arrays = yield from gather([c.read(batch, ranges) for c in self.children])
-        n = sum(e - s for s, e in ranges)
+        n = total(ranges)
         return AB.struct_array(self.typ, arrays, n)
 
 
@@ -122,21 +115,57 @@ class ListNode(LegacyNode):
         self.child = child
         self.width = 8 if pa.types.is_large_list(typ) else 4
 
+    def batch_rows(self, batch: int) -> int:
+        return max(self.page(batch)[1] - 1, 0)
+
     def read(self, batch: int, ranges: Ranges) -> Steps:
         pos, length = self.page(batch)
-        offs = yield from read_offsets(pos, length, self.width, ranges, self.path)
-        lengths = [np.diff(o) for o in offs]
-        spans = [(int(o[0]), int(o[-1])) for o in offs]
-        for a, _ in spans:
-            if a < 0:
-                raise CorruptFileError("negative list offset", path=self.path)
-        items = yield from self.child.read(batch, _merge(spans))
-        lens = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+        lens, firsts, lasts = yield from read_offsets(pos, length, self.width, ranges, self.path)
+        limit = self.child.batch_rows(batch)
+        if len(firsts) and (int(firsts.min()) < 0 or int(lasts.max()) > limit):
+            raise CorruptFileError(f"list offsets outside the {limit} items of the batch", path=self.path)
+        spans = merge_touching(np.stack([firsts, lasts], axis=1)) if len(firsts) else EMPTY
+        items = yield from self.child.read(batch, spans)
         offsets = np.zeros(len(lens) + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
         if offsets[-1] != len(items):
             raise CorruptFileError("list offsets do not match the items read", path=self.path)
         return AB.list_array(self.typ, offsets, items)
+
+
+def _walk_types(field, typ: pa.DataType):
+    """(Lance field, Arrow type) of ``field`` and its descendants."""
+    yield field, typ
+    storage = typ.storage_type if isinstance(typ, pa.ExtensionType) else typ
+    if pa.types.is_struct(storage):
+        for i, c in enumerate(field.children):
+            yield from _walk_types(c, storage.field(i).type)
+    elif (pa.types.is_list(storage) or pa.types.is_large_list(storage)) and field.children:
+        yield from _walk_types(field.children[0], storage.value_type)
+
+
+def _value_width(typ: pa.DataType) -> float:
+    storage = typ.storage_type if isinstance(typ, pa.ExtensionType) else typ
+    if pa.types.is_struct(storage) or pa.types.is_null(storage):
+        return 0.0
+    if pa.types.is_list(storage):
+        return 4.0
+    if pa.types.is_large_list(storage):
+        return 8.0
+    if pa.types.is_dictionary(storage):
+        return float(AB.byte_width(storage.index_type) or 4)
+    if is_binary_like(storage):
+        return 32.0
+    leaf = storage
+    mult = 1
+    while pa.types.is_fixed_size_list(leaf):
+        mult *= leaf.list_size
+        leaf = leaf.value_type
+    if isinstance(leaf, pa.ExtensionType):
+        leaf = leaf.storage_type
+    if pa.types.is_boolean(leaf):
+        return mult / 8.0
+    return float(mult * (AB.byte_width(leaf) or 8))
 
 
 def build_node(field, typ: pa.DataType, legacy, path: str) -> LegacyNode:
@@ -166,8 +195,8 @@ class LegacyFieldDecoder:
         self._reader = reader
         self._field = field
         self._node = node
-        self._offsets = [int(x) for x in legacy.batch_offsets]
-        self._num_rows = self._offsets[-1]
+        self._offsets_arr = np.asarray(legacy.batch_offsets, dtype=np.int64)
+        self._num_rows = int(self._offsets_arr[-1])
         self._legacy = legacy
 
     @property
@@ -179,28 +208,23 @@ class LegacyFieldDecoder:
         return self._num_rows
 
     def estimated_bytes_per_row(self) -> float:
-        total = 0
-        ids = [f.id for f in self._node.field.walk()]
-        for fid in ids:
-            i = fid - self._legacy.min_field_id
-            if 0 <= i < self._legacy.page_table.shape[0]:
-                total += int(self._legacy.page_table[i, :, 1].sum())
-        return max(total / max(self._num_rows, 1), 1.0)
+        """Encoded bytes per row estimated from the page table's value counts and value widths
+        (variable-width values counted as 8-byte positions plus 24 bytes)."""
+        legacy = self._legacy
+        total_bytes = 0.0
+        for lf, typ in _walk_types(self._node.field, self._field.type):
+            i = lf.id - legacy.min_field_id
+            if not (0 <= i < legacy.page_table.shape[0]):
+                continue
+            values = float(legacy.page_table[i, :, 1].sum())
+            total_bytes += values * _value_width(typ)
+        return max(total_bytes / max(self._num_rows, 1), 1.0)
 
     def _plan(self, ranges: Ranges) -> Steps:
-        per_batch: dict[int, Ranges] = {}
-        offs = self._offsets
-        for s, e in ranges:
-            b = bisect.bisect_right(offs, s) - 1
-            while s < e:
-                be = offs[b + 1]
-                ce = min(e, be)
-                if ce > s:
-                    per_batch.setdefault(b, []).append((s - offs[b], ce - offs[b]))
-                s = ce
-                b += 1
-        batches = sorted(per_batch)
-        arrays = yield from gather([self._node.read(b, per_batch[b]) for b in batches])
+        from lancejit.encoding.v20.rowranges import split_by_pages
+
+        parts = split_by_pages(ranges, self._offsets_arr)
+        arrays = yield from gather([self._node.read(b, local) for b, local in parts])
         if not arrays:
             return pa.array([], type=self._field.type)
         if len(arrays) == 1:
@@ -223,7 +247,7 @@ class LegacyFieldDecoder:
             raise RowIndexError(f"row range [{start}, {end}) outside a file of {self._num_rows} rows")
         if start == end:
             return pa.array([], type=self._field.type)
-        return await self._run([(start, end)], start)
+        return await self._run(np.array([[start, end]], dtype=np.int64), start)
 
     async def take(self, indices: np.ndarray) -> pa.Array:
         """Rows at sorted unique ``indices``."""

@@ -6,7 +6,7 @@
   points at the positions.  For a nullable field an empty value reads back as null.
 * DICTIONARY: PLAIN keys; the values are stored once per file at ``Field.dictionary``.
 
-Row ranges are half-open ``[start, end)`` within one page (one batch).
+Row ranges are ``(k, 2)`` int64 arrays of half-open ``[start, end)`` rows within one page.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding import arrow_build as AB
-from lancejit.encoding.v20.steps import Ranges, Steps
+from lancejit.encoding.v20.rowranges import bits_from_ranges, segment_ends, to_pairs, total
+from lancejit.encoding.v20.steps import Steps
 
-_LARGE = (pa.types.is_large_string, pa.types.is_large_binary)
+Ranges = np.ndarray
 
 
 def is_binary_like(t: pa.DataType) -> bool:
@@ -48,7 +49,12 @@ def _concat(bufs) -> np.ndarray:
         return np.zeros(0, np.uint8)
     if len(bufs) == 1:
         return np.frombuffer(bufs[0], np.uint8)
-    return np.concatenate([np.frombuffer(b, np.uint8) for b in bufs])
+    return np.frombuffer(b"".join(bufs), np.uint8)
+
+
+def _check_rows(ranges: Ranges, length: int, path: str) -> None:
+    if len(ranges) and int(ranges[-1, 1]) > length:
+        raise CorruptFileError(f"rows up to {int(ranges[-1, 1])} requested from a page of {length}", path=path)
 
 
 def read_plain(typ: pa.DataType, position: int, length: int, ranges: Ranges, path: str) -> Steps:
@@ -58,32 +64,24 @@ def read_plain(typ: pa.DataType, position: int, length: int, ranges: Ranges, pat
     mult = 1
     for t in chain:
         mult *= t.list_size
-    n = sum(e - s for s, e in ranges)
-    for _, e in ranges:
-        if e > length:
-            raise CorruptFileError(f"rows up to {e} requested from a page of {length}", path=path)
-    leaf_ranges = [(s * mult, e * mult) for s, e in ranges]
-    nleaf = n * mult
+    _check_rows(ranges, length, path)
+    ls, le = ranges[:, 0] * mult, ranges[:, 1] * mult
+    nleaf = total(ranges) * mult
     if pa.types.is_boolean(storage):
-        byte_ranges = [(position + s // 8, position + (e + 7) // 8) for s, e in leaf_ranges]
-        bufs = (yield byte_ranges) if byte_ranges else []
-        parts = [
-            np.unpackbits(np.frombuffer(b, np.uint8), bitorder="little")[s % 8 : s % 8 + (e - s)]
-            for b, (s, e) in zip(bufs, leaf_ranges)
-        ]
-        for p, (s, e) in zip(parts, leaf_ranges):
-            if len(p) != e - s:
-                raise CorruptFileError("boolean page shorter than its rows", path=path)
-        bools = np.concatenate(parts).astype(np.bool_) if parts else np.zeros(0, np.bool_)
+        bs, be = ls // 8, (le + 7) // 8
+        bufs = (yield to_pairs(bs + position, be + position)) if len(bs) else []
+        data = _concat(bufs)
+        if len(data) != int((be - bs).sum()):
+            raise CorruptFileError("boolean page shorter than its rows", path=path)
+        starts = np.cumsum(be - bs) - (be - bs)
+        bools = bits_from_ranges(data, starts, ls % 8, le - ls)
         arr = AB.bool_array(np.packbits(bools, bitorder="little"), nleaf)
     else:
         w = AB.byte_width(storage)
         if w is None:
             raise NotSupportedError(f"legacy PLAIN values of type {leaf}")
-        byte_ranges = [(position + s * w, position + e * w) for s, e in leaf_ranges]
-        bufs = (yield byte_ranges) if byte_ranges else []
-        data = _concat(bufs)
-        arr = AB.fixed_width_array(storage, data, nleaf)
+        bufs = (yield to_pairs(ls * w + position, le * w + position)) if len(ls) else []
+        arr = AB.fixed_width_array(storage, _concat(bufs), nleaf)
     if isinstance(leaf, pa.ExtensionType):
         arr = pa.ExtensionArray.from_storage(leaf, arr)
     for t in reversed(chain):
@@ -93,42 +91,34 @@ def read_plain(typ: pa.DataType, position: int, length: int, ranges: Ranges, pat
 
 def read_offsets(position: int, length: int, width: int, ranges: Ranges, path: str) -> Steps:
     """For each row range ``[s, e)`` the ``e - s + 1`` integers at ``[s, e]`` of a PLAIN page of
-    ``length`` i32/i64 values; returns a list of int64 arrays."""
-    reqs = []
-    for s, e in ranges:
-        if e + 1 > length:
-            raise CorruptFileError(f"offsets up to {e + 1} requested from a page of {length}", path=path)
-        reqs.append((position + s * width, position + (e + 1) * width))
-    bufs = (yield reqs) if reqs else []
-    dt = "<i4" if width == 4 else "<i8"
-    out = [np.frombuffer(b, dtype=dt).astype(np.int64) for b in bufs]
-    for o in out:
-        if len(o) > 1 and np.any(np.diff(o) < 0):
-            raise CorruptFileError("offsets decrease", path=path)
-    return out
+    ``length`` i32/i64 values.  Returns ``(lengths, firsts, lasts)``: per-row differences and
+    each range's first/last value (int64)."""
+    if len(ranges) and int(ranges[-1, 1]) + 1 > length:
+        raise CorruptFileError(f"offsets up to {int(ranges[-1, 1]) + 1} requested from a page of {length}", path=path)
+    s, e = ranges[:, 0], ranges[:, 1] + 1
+    bufs = (yield to_pairs(s * width + position, e * width + position)) if len(s) else []
+    vals = _concat(bufs).view("<i4" if width == 4 else "<i8").astype(np.int64)
+    if len(vals) != int((e - s).sum()):
+        raise CorruptFileError("offsets page shorter than its rows", path=path)
+    lengths, firsts, lasts = segment_ends(vals, e - s)
+    if len(lengths) and lengths.min() < 0:
+        raise CorruptFileError("offsets decrease", path=path)
+    return lengths, firsts, lasts
 
 
-def read_var_binary(typ: pa.DataType, nullable: bool, position: int, length: int, ranges: Ranges, path: str, file_size: int | None = None) -> Steps:
+def read_var_binary(typ: pa.DataType, nullable: bool, position: int, length: int, ranges: Ranges, path: str) -> Steps:
     """Rows ``ranges`` of a VAR_BINARY page (``length`` values, positions at ``position``)."""
-    positions = yield from read_offsets(position, length + 1, 8, ranges, path)
-    byte_ranges = []
-    lengths = []
-    for p in positions:
-        if len(p) and p[0] < 0:
-            raise CorruptFileError("negative value position", path=path)
-        if file_size is not None and len(p) and p[-1] > file_size:
-            raise CorruptFileError("value position past the end of the file", path=path)
-        lengths.append(np.diff(p))
-        if len(p) and p[-1] > p[0]:
-            byte_ranges.append((int(p[0]), int(p[-1])))
-    bufs = (yield byte_ranges) if byte_ranges else []
+    lengths, firsts, lasts = yield from read_offsets(position, length + 1, 8, ranges, path)
+    if len(firsts) and firsts.min() < 0:
+        raise CorruptFileError("negative value position", path=path)
+    sel = lasts > firsts
+    bufs = (yield to_pairs(firsts[sel], lasts[sel])) if sel.any() else []
     data = _concat(bufs)
-    lens = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] != len(data):
         raise CorruptFileError("value bytes do not match their positions", path=path)
-    valid = (lens != 0) if nullable else None
+    valid = (lengths != 0) if nullable else None
     storage = typ.storage_type if isinstance(typ, pa.ExtensionType) else typ
     arr = AB.binary_array(storage, offsets, data, valid)
     return pa.ExtensionArray.from_storage(typ, arr) if isinstance(typ, pa.ExtensionType) else arr
@@ -138,8 +128,9 @@ def read_dictionary_values(value_type: pa.DataType, offset: int, length: int, pa
     """The ``length`` dictionary values stored at ``offset`` (PLAIN, or VAR_BINARY positions)."""
     if length == 0:
         return pa.array([], type=value_type)
+    whole = np.array([[0, length]], dtype=np.int64)
     if is_binary_like(value_type):
-        return (yield from read_var_binary(value_type, False, offset, length, [(0, length)], path))
+        return (yield from read_var_binary(value_type, False, offset, length, whole, path))
     if is_fixed_stride(value_type):
-        return (yield from read_plain(value_type, offset, length, [(0, length)], path))
+        return (yield from read_plain(value_type, offset, length, whole, path))
     raise NotSupportedError(f"legacy dictionary values of type {value_type}")

@@ -15,7 +15,13 @@ import pyarrow as pa
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding.v20 import blocks as B
 from lancejit.encoding.v20.compression import FsstTable, decompress_buffer
-from lancejit.encoding.v20.steps import Ranges, Steps, gather
+from lancejit.encoding.kernels import readonly
+from lancejit.encoding.kernels.v20_offsets import decode_end_offsets
+from lancejit.encoding.v20.rowranges import EMPTY, bits_from_ranges, to_pairs, total
+from lancejit.encoding.v20.steps import Steps, gather
+
+#: Row ranges: a ``(k, 2)`` int64 array of half-open ``[start, end)`` rows (see ``rowranges``).
+Ranges = np.ndarray
 
 _PAGE, _COLUMN, _FILE = 0, 1, 2
 
@@ -43,8 +49,7 @@ class PageContext:
         return CorruptFileError(msg, path=self.path)
 
 
-def total_rows(ranges: Ranges) -> int:
-    return sum(e - s for s, e in ranges)
+total_rows = total
 
 
 def concat_views(bufs: Sequence[memoryview]) -> np.ndarray:
@@ -53,7 +58,7 @@ def concat_views(bufs: Sequence[memoryview]) -> np.ndarray:
         return np.frombuffer(bufs[0], dtype=np.uint8)
     if not bufs:
         return np.zeros(0, dtype=np.uint8)
-    return np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in bufs])
+    return np.frombuffer(b"".join(bufs), dtype=np.uint8)
 
 
 def as_u64(block: B.Block, ctx: PageContext) -> np.ndarray:
@@ -88,36 +93,33 @@ class FlatDecoder(ArrayDecoder):
         if self.bits != 1 and (self.bits == 0 or self.bits % 8):
             raise NotSupportedError(f"2.0 flat encoding with {self.bits} bits per value")
 
-    def _byte_range(self, s: int, e: int) -> tuple[int, int]:
-        if self.bits == 1:
-            return s // 8, (e + 7) // 8
-        w = self.bits // 8
-        return s * w, e * w
-
     def decode(self, ranges: Ranges) -> Steps:
         n = total_rows(ranges)
-        byte_ranges = [self._byte_range(s, e) for s, e in ranges]
+        s, e = ranges[:, 0], ranges[:, 1]
+        if self.bits == 1:
+            bs, be = s // 8, (e + 7) // 8
+        else:
+            w = self.bits // 8
+            bs, be = s * w, e * w
         if self.scheme:
             (buf,) = yield [(self.pos, self.pos + self.size)]
             raw = decompress_buffer(self.scheme, buf, path=self.ctx.path)
-            for _, be in byte_ranges:
-                if be > len(raw):
-                    raise self.ctx.corrupt("row range past the end of a decompressed buffer")
-            parts = [raw[bs:be] for bs, be in byte_ranges]
+            if len(be) and int(be.max()) > len(raw):
+                raise self.ctx.corrupt("row range past the end of a decompressed buffer")
+            if len(bs) == 1:
+                data = raw[int(bs[0]) : int(be[0])]
+            else:
+                data = np.concatenate([raw[a:b] for a, b in zip(bs.tolist(), be.tolist())]) if len(bs) else raw[:0]
         else:
-            for _, be in byte_ranges:
-                if be > self.size:
-                    raise self.ctx.corrupt(f"row range needs {be} bytes of a {self.size}-byte buffer")
-            bufs = yield [(self.pos + bs, self.pos + be) for bs, be in byte_ranges]
-            parts = [np.frombuffer(b, dtype=np.uint8) for b in bufs]
+            if len(be) and int(be.max()) > self.size:
+                raise self.ctx.corrupt(f"row range needs {int(be.max())} bytes of a {self.size}-byte buffer")
+            bufs = (yield to_pairs(bs + self.pos, be + self.pos)) if len(bs) else []
+            data = concat_views(bufs)
         if self.bits == 1:
-            bits = [
-                np.unpackbits(p, bitorder="little")[s % 8 : s % 8 + (e - s)].astype(np.bool_)
-                for p, (s, e) in zip(parts, ranges)
-            ]
-            data = np.concatenate(bits) if len(bits) != 1 else bits[0]
-            return B.Fixed(data if len(bits) else np.zeros(0, np.bool_), 1, n)
-        data = parts[0] if len(parts) == 1 else (np.concatenate(parts) if parts else np.zeros(0, np.uint8))
+            lens = be - bs
+            starts = np.cumsum(lens) - lens
+            bits = bits_from_ranges(data, starts, s % 8, e - s)
+            return B.Fixed(bits, 1, n)
         return B.Fixed(data, self.bits, n)
 
 
@@ -149,35 +151,36 @@ class NullableDecoder(ArrayDecoder):
 
 def normalize_end_offsets(
     vals: np.ndarray, ranges: Ranges, adjustment: int, ctx: PageContext
-) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Decode 2.0 end offsets with a null adjustment (binary indices, list offsets).
 
     ``vals`` holds, for each row range ``[s, e)`` in order, the stored values of rows
     ``s-1 .. e-1`` (rows ``0 .. e-1`` when ``s == 0``: the start before row 0 is 0).
     A stored value ``v >= adjustment`` marks a null row whose end is ``v - adjustment``.
-    Returns ``(lengths, validity, spans)``: per-row lengths (int64), validity (bool) and the
-    ``[first, last)`` span of every range in the page's value space.
+    Returns ``(lengths, validity, firsts, lasts)``: per-row lengths (int64), validity (bool) and
+    the ``[first, last)`` span of every range in the page's value space.
     """
-    if ranges and ranges[0][0] == 0:
-        vals = np.concatenate([np.zeros(1, np.uint64), vals])
-    seg_len = np.array([e - s + 1 for s, e in ranges], dtype=np.int64)
-    if int(seg_len.sum()) != len(vals):
+    k = len(ranges)
+    rows = np.ascontiguousarray(ranges[:, 1] - ranges[:, 0])
+    implicit = bool(k and ranges[0, 0] == 0)
+    n = int(rows.sum())
+    if len(vals) != n + k - int(implicit):
         raise ctx.corrupt("offsets read do not match the rows requested")
-    adj = np.uint64(adjustment)
-    null = vals >= adj
-    norm = np.where(null, vals - adj if adjustment else vals, vals).astype(np.int64)
-    starts = np.zeros(len(ranges), dtype=np.int64)
-    np.cumsum(seg_len[:-1], out=starts[1:])
-    ends = starts + seg_len - 1
-    keep = np.ones(len(vals), dtype=np.bool_)
-    keep[starts] = False
-    diffs = np.diff(norm)
-    lengths = diffs[keep[1:]]
-    if len(lengths) and lengths.min() < 0:
+    lengths = np.empty(n, dtype=np.int64)
+    validity = np.empty(n, dtype=np.bool_)
+    firsts = np.empty(k, dtype=np.int64)
+    lasts = np.empty(k, dtype=np.int64)
+    if adjustment < 0 or adjustment >= 1 << 64:
+        raise ctx.corrupt("null adjustment out of range")
+    bad = decode_end_offsets(
+        readonly(vals, np.uint64), readonly(rows, np.int64), k, implicit, np.uint64(adjustment),
+        lengths, validity, firsts, lasts,
+    )
+    if bad >= 0:
         raise ctx.corrupt("end offsets decrease")
-    validity = ~null[keep]
-    spans = list(zip(norm[starts].tolist(), norm[ends].tolist()))
-    return lengths, validity, spans
+    if k and (firsts.min() < 0 or lasts.min() < 0):
+        raise ctx.corrupt("end offsets past 2^63")
+    return lengths, validity, firsts, lasts
 
 
 class BinaryDecoder(ArrayDecoder):
@@ -191,14 +194,16 @@ class BinaryDecoder(ArrayDecoder):
         self.adjustment = int(enc.null_adjustment)
 
     def decode(self, ranges: Ranges) -> Steps:
-        if not ranges:
+        if len(ranges) == 0:
             return B.Var(np.zeros(1, np.int64), np.zeros(0, np.uint8))
-        idx_ranges = [(s - 1 if s > 0 else 0, e) for s, e in ranges]
+        idx_ranges = ranges.copy()
+        idx_ranges[:, 0] = np.maximum(ranges[:, 0] - 1, 0)
         idx_block = yield from self.indices.decode(idx_ranges)
         vals = as_u64(idx_block, self.ctx)
-        lengths, validity, spans = normalize_end_offsets(vals, ranges, self.adjustment, self.ctx)
-        byte_ranges = [(a, b) for a, b in spans if b > a]
-        if byte_ranges:
+        lengths, validity, firsts, lasts = normalize_end_offsets(vals, ranges, self.adjustment, self.ctx)
+        nonempty = lasts > firsts
+        byte_ranges = np.stack([firsts[nonempty], lasts[nonempty]], axis=1)
+        if len(byte_ranges):
             data_block = yield from self.bytes.decode(byte_ranges)
             if not isinstance(data_block, B.Fixed) or data_block.bits != 8:
                 raise self.ctx.corrupt("binary bytes are not a byte buffer")
@@ -237,7 +242,7 @@ class DictionaryDecoder(ArrayDecoder):
     def decode(self, ranges: Ranges) -> Steps:
         if self._items is None:
             idx_block, items_block = yield from gather(
-                [self.indices.decode(ranges), self.items.decode([(0, self.num_items)] if self.num_items else [])]
+                [self.indices.decode(ranges), self.items.decode(np.array([[0, self.num_items]], np.int64) if self.num_items else EMPTY)]
             )
             self._items = B.to_arrow(items_block, self.value_type, path=self.ctx.path)
         else:
@@ -276,7 +281,7 @@ class FslDecoder(ArrayDecoder):
 
     def decode(self, ranges: Ranges) -> Steps:
         d = self.dim
-        child = yield from self.items.decode([(s * d, e * d) for s, e in ranges])
+        child = yield from self.items.decode(ranges * d)
         return B.Fsl(child, d, total_rows(ranges))
 
 
@@ -302,10 +307,9 @@ class PackedStructDecoder(ArrayDecoder):
     def decode(self, ranges: Ranges) -> Steps:
         n = total_rows(ranges)
         rb = self.row_bytes
-        for _, e in ranges:
-            if e * rb > self.size:
-                raise self.ctx.corrupt("packed struct rows past the end of the buffer")
-        bufs = yield [(self.pos + s * rb, self.pos + e * rb) for s, e in ranges]
+        if len(ranges) and int(ranges[:, 1].max()) * rb > self.size:
+            raise self.ctx.corrupt("packed struct rows past the end of the buffer")
+        bufs = (yield to_pairs(ranges[:, 0] * rb + self.pos, ranges[:, 1] * rb + self.pos)) if len(ranges) else []
         data = concat_views(bufs).reshape(n, rb) if rb else np.zeros((n, 0), np.uint8)
         children = []
         col = 0

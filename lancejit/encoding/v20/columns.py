@@ -8,7 +8,6 @@ item ranges of their child.  ``nbytes`` is the encoded size of the node's column
 
 from __future__ import annotations
 
-import bisect
 from typing import Sequence
 
 import numpy as np
@@ -25,43 +24,11 @@ from lancejit.encoding.v20.arrays import (
     make_decoder,
     normalize_end_offsets,
 )
-from lancejit.encoding.v20.steps import Ranges, Steps, gather, read_once
+from lancejit.encoding.v20.rowranges import EMPTY, merge_touching, split_by_pages, to_pairs, total
+from lancejit.encoding.v20.steps import Steps, gather, read_once
 
-
-def merge_ranges(ranges: Sequence[tuple[int, int]]) -> Ranges:
-    """Drop empty ranges and join ranges that touch (input sorted)."""
-    out: Ranges = []
-    for s, e in ranges:
-        if e <= s:
-            continue
-        if out and out[-1][1] == s:
-            out[-1] = (out[-1][0], e)
-        else:
-            out.append((s, e))
-    return out
-
-
-def split_by_pages(ranges: Ranges, starts: Sequence[int]) -> list[tuple[int, Ranges]]:
-    """Split row ranges at page boundaries.  ``starts``: first row of every page plus the total.
-
-    Returns ``(page_index, page_local_ranges)`` in row order.
-    """
-    out: list[tuple[int, Ranges]] = []
-    npages = len(starts) - 1
-    for s, e in ranges:
-        p = bisect.bisect_right(starts, s) - 1
-        while s < e and p < npages:
-            pe = starts[p + 1]
-            ce = min(e, pe)
-            if ce > s:
-                local = (s - starts[p], ce - starts[p])
-                if out and out[-1][0] == p:
-                    out[-1][1].append(local)
-                else:
-                    out.append((p, [local]))
-            s = ce
-            p += 1
-    return out
+#: Row ranges: ``(k, 2)`` int64 arrays of half-open ``[start, end)`` rows (see ``rowranges``).
+Ranges = np.ndarray
 
 
 class Node:
@@ -91,7 +58,7 @@ class PagedColumn:
             if p.num_rows < 0:
                 raise CorruptFileError("negative page length", path=path)
             starts.append(starts[-1] + p.num_rows)
-        self.starts = starts
+        self.starts = np.asarray(starts, dtype=np.int64)
         self.num_rows = starts[-1]
         self._column_buffers = list(zip(col.buffer_offsets, col.buffer_sizes))
 
@@ -102,9 +69,9 @@ class PagedColumn:
         return PageContext(self.path, list(zip(p.buffer_offsets, p.buffer_sizes)), self._column_buffers)
 
     def check(self, ranges: Ranges) -> None:
-        if ranges and (ranges[0][0] < 0 or ranges[-1][1] > self.num_rows):
+        if len(ranges) and (ranges[0, 0] < 0 or ranges[-1, 1] > self.num_rows):
             raise CorruptFileError(
-                f"rows [{ranges[0][0]}, {ranges[-1][1]}) requested from a column of {self.num_rows} rows",
+                f"rows [{ranges[0, 0]}, {ranges[-1, 1]}) requested from a column of {self.num_rows} rows",
                 path=self.path,
             )
 
@@ -134,7 +101,7 @@ class PrimitiveNode(Node):
         block_list = yield from gather([self.decoder(p).decode(local) for p, local in parts])
         arrays = []
         for (p, local), blk in zip(parts, block_list):
-            want = sum(e - s for s, e in local)
+            want = total(local)
             if blk.n != want:
                 raise CorruptFileError(f"page decoded {blk.n} rows, expected {want}", path=self.paged.path)
             arrays.append(B.to_arrow(blk, self.typ, path=self.paged.path))
@@ -156,8 +123,8 @@ class StructNode(Node):
         self.nbytes = _column_bytes(col) + sum(c.nbytes for c in children)
 
     def read(self, ranges: Ranges) -> Steps:
-        n = sum(e - s for s, e in ranges)
-        if ranges and ranges[-1][1] > self.num_rows:
+        n = total(ranges)
+        if len(ranges) and ranges[-1, 1] > self.num_rows:
             raise CorruptFileError("struct rows out of range", path=self.path)
         arrays = yield from gather([c.read(ranges) for c in self.children])
         return AB.struct_array(self.typ, arrays, n)
@@ -201,27 +168,31 @@ class ListNode(Node):
     def read(self, ranges: Ranges) -> Steps:
         self.paged.check(ranges)
         parts = split_by_pages(ranges, self.paged.starts)
-        reqs = [[(s - 1 if s > 0 else 0, e) for s, e in local] for _, local in parts]
+        reqs = []
+        for _, local in parts:
+            r = local.copy()
+            r[:, 0] = np.maximum(local[:, 0] - 1, 0)
+            reqs.append(r)
         blocks = yield from gather([self._decoder(p).decode(r) for (p, _), r in zip(parts, reqs)])
         all_lengths = []
         all_valid = []
-        item_ranges: Ranges = []
+        item_ranges = []
         for (p, local), blk in zip(parts, blocks):
             msg = self._list_msgs[p]
             vals = as_u64(blk, self.paged.context(p))
-            lengths, validity, spans = normalize_end_offsets(
+            lengths, validity, firsts, lasts = normalize_end_offsets(
                 vals, local, int(msg.null_offset_adjustment), self.paged.context(p)
             )
+            if len(lasts) and int(lasts.max()) > int(msg.num_items):
+                raise CorruptFileError("list offsets past the page's items", path=self.path)
             base = self.item_base[p]
-            for a, b in spans:
-                if b > int(msg.num_items):
-                    raise CorruptFileError("list offsets past the page's items", path=self.path)
-                item_ranges.append((base + a, base + b))
+            item_ranges.append(np.stack([firsts + base, lasts + base], axis=1))
             all_lengths.append(lengths)
             all_valid.append(validity)
         lengths = np.concatenate(all_lengths) if all_lengths else np.zeros(0, np.int64)
         validity = np.concatenate(all_valid) if all_valid else np.zeros(0, np.bool_)
-        items = yield from self.child.read(merge_ranges(item_ranges))
+        items_req = merge_touching(np.concatenate(item_ranges)) if item_ranges else EMPTY
+        items = yield from self.child.read(items_req)
         n = len(lengths)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -252,10 +223,10 @@ class BlobNode(Node):
         if len(pos) and (pos.min() < 0 or size.min() < 0):
             raise CorruptFileError("blob description out of range", path=self.path)
         valid = ~((pos == 1) & (size == 0))
-        want = [(int(p), int(p + s)) for p, s, v in zip(pos, size, valid) if v and s > 0]
-        bufs = yield from read_once(want)
+        sel = valid & (size > 0)
+        bufs = yield from read_once(to_pairs(pos[sel], pos[sel] + size[sel]))
         offsets = np.zeros(len(pos) + 1, dtype=np.int64)
         np.cumsum(np.where(valid, size, 0), out=offsets[1:])
-        data = np.concatenate([np.frombuffer(b, np.uint8) for b in bufs]) if bufs else np.zeros(0, np.uint8)
+        data = np.frombuffer(b"".join(bufs), np.uint8) if bufs else np.zeros(0, np.uint8)
         arr = B.to_arrow(B.Nullable(valid, B.Var(offsets, data)), pa.large_binary(), path=self.path)
         return arr if arr.type == self.typ else arr.cast(self.typ)

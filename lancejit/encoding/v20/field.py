@@ -18,18 +18,8 @@ from lancejit.core.errors import CorruptFileError, InvalidInputError, LanceJitEr
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding.pages import ColumnInfo
 from lancejit.encoding.v20.columns import BlobNode, ListNode, Node, PrimitiveNode, StructNode
-from lancejit.encoding.v20.steps import Ranges, Steps, drive
-
-
-def indices_to_ranges(indices: np.ndarray) -> Ranges:
-    """Sorted unique row indices as half-open runs ``[start, end)``."""
-    idx = np.asarray(indices, dtype=np.int64)
-    if len(idx) == 0:
-        return []
-    breaks = np.nonzero(np.diff(idx) != 1)[0] + 1
-    starts = np.concatenate([idx[:1], idx[breaks]])
-    ends = np.concatenate([idx[breaks - 1] + 1, idx[-1:] + 1])
-    return list(zip(starts.tolist(), ends.tolist()))
+from lancejit.encoding.v20.rowranges import indices_to_ranges
+from lancejit.encoding.v20.steps import Steps, drive
 
 
 def is_packed_struct(field) -> bool:
@@ -122,7 +112,7 @@ class V20FieldDecoder:
             raise RowIndexError(f"row range [{start}, {end}) outside a file of {self._num_rows} rows")
         if start == end:
             return pa.array([], type=self._field.type)
-        return await self._run(self._node.read([(start, end)]), start)
+        return await self._run(self._node.read(np.array([[start, end]], dtype=np.int64)), start)
 
     async def take(self, indices: np.ndarray) -> pa.Array:
         """Rows at sorted unique ``indices``."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
-from lancejit.encoding.kernels.bitpack import BLOCK_VALUES, unpack_blocks
+from lancejit.encoding.kernels import readonly
+from lancejit.encoding.kernels.bitpack import BLOCK_VALUES, pack_blocks, unpack_blocks
 
 _DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
 
@@ -33,7 +34,7 @@ def _words(buf: np.ndarray, dtype: np.dtype, start_byte: int, count: int) -> np.
     raw = buf[start_byte : start_byte + count * dtype.itemsize]
     if raw.ctypes.data % dtype.itemsize:
         raw = raw.copy()
-    return raw.view(dtype)
+    return readonly(raw.view(dtype))
 
 
 def unpack_inline(buf: np.ndarray, bits: int, num_values: int, *, path: str) -> np.ndarray:
@@ -91,3 +92,53 @@ def unpack_out_of_line(
     if tail_raw:
         out[whole * BLOCK_VALUES : num_values] = words[whole * wpb : whole * wpb + tail]
     return out[:num_values]
+
+
+# ---------------------------------------------------------------------------------------------
+# encoding side (for the writer)
+
+
+def bit_width(values: np.ndarray) -> int:
+    """Bits needed for the OR of all values' unsigned bit patterns (0 for all-zero/empty)."""
+    if len(values) == 0:
+        return 0
+    u = values.view(f"u{values.dtype.itemsize}")
+    return int(np.bitwise_or.reduce(u)).bit_length()
+
+
+def pack_inline(values: np.ndarray) -> bytes:
+    """Inline bit-pack ``values`` (uint8/16/32/64 or same-size ints/floats): per 1024-value chunk
+    one width word then the packed words; the last chunk is zero-padded to 1024 values."""
+    dt = np.dtype(f"u{values.dtype.itemsize}")
+    vals = np.ascontiguousarray(values).view(dt)
+    t = dt.itemsize * 8
+    out = bytearray()
+    for start in range(0, len(vals), BLOCK_VALUES):
+        part = vals[start : start + BLOCK_VALUES]
+        block = np.zeros(BLOCK_VALUES, dt)
+        block[: len(part)] = part
+        w = bit_width(part)
+        packed = np.empty((BLOCK_VALUES // t) * w, dt)
+        pack_blocks(block, w, 1, packed)
+        out += np.array([w], dt).tobytes()
+        out += packed.tobytes()
+    return bytes(out)
+
+
+def pack_out_of_line(values: np.ndarray, width: int) -> bytes:
+    """Out-of-line bit-pack ``values`` with a fixed ``width``: whole blocks, then the tail either
+    packed as a zero-padded block or stored raw, whichever is smaller (raw on a tie)."""
+    dt = np.dtype(f"u{values.dtype.itemsize}")
+    vals = np.ascontiguousarray(values).view(dt)
+    t = dt.itemsize * 8
+    whole, tail = divmod(len(vals), BLOCK_VALUES)
+    pad_tail = tail > 0 and width * (BLOCK_VALUES - tail) < (t - width) * tail
+    nblocks = whole + (1 if pad_tail else 0)
+    block = np.zeros(nblocks * BLOCK_VALUES, dt)
+    block[: min(len(vals), len(block))] = vals[: len(block)]
+    packed = np.empty(nblocks * (BLOCK_VALUES // t) * width, dt)
+    pack_blocks(block, width, nblocks, packed)
+    out = packed.tobytes()
+    if tail and not pad_tail:
+        out += vals[whole * BLOCK_VALUES :].tobytes()
+    return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lancejit.core.errors import NotSupportedError
-from lancejit.encoding.v21.repdef import ITEM, LIST
+from lancejit.encoding.v21.repdef import ITEM, LIST, fsl_kind
 
 PACKED_KEYS = ("lance-encoding:packed", "packed")
 BLOB_KEY = "lance-encoding:blob"
@@ -90,7 +90,9 @@ def leaf_paths(field: pa.Field, first_column: int) -> list[LeafPath]:
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
             walk(t.value_field, fields + (f,), kinds + (LIST,), idx + (0,))
         elif pa.types.is_fixed_size_list(t) and _is_structural(t.value_type):
-            raise NotSupportedError(f"fixed-size list of {t.value_type} (structural FSL) is not supported yet")
+            if not pa.types.is_struct(t.value_type):
+                raise NotSupportedError(f"fixed-size list of {t.value_type} is not supported")
+            walk(t.value_field, fields + (f,), kinds + (fsl_kind(t.list_size),), idx + (0,))
         elif pa.types.is_list_view(t) if hasattr(pa.types, "is_list_view") else False:
             raise NotSupportedError(f"type {t} is not a Lance type")
         else:

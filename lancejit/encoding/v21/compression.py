@@ -12,7 +12,8 @@ Four contexts, matching how the structural layouts store values:
 
 Every length, offset and bit width read from the data is checked here before any kernel runs;
 malformed input raises :class:`CorruptFileError` carrying ``path``, unsupported encodings
-:class:`NotSupportedError`.  Returned arrays never alias the input buffers.
+:class:`NotSupportedError`.  Returned arrays never alias the input buffers (the one exception:
+:func:`decode_fullzip_variable` of a plain ``variable`` encoding returns its argument unchanged).
 """
 
 from __future__ import annotations
@@ -22,19 +23,20 @@ from typing import Sequence
 import numpy as np
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
+from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.bss import bss_join
 from lancejit.encoding.kernels.rle import rle_expand
 from lancejit.encoding.v21 import fsst as _fsst
-from lancejit.encoding.v21.bitpacking import unpack_inline, unpack_out_of_line, word_dtype
+from lancejit.encoding.v21.bitpacking import unpack_inline, unpack_out_of_line
 from lancejit.encoding.v21.general import decompress_buffer
 from lancejit.encoding.v21.packed import decode_variable_packed, split_packed_rows
 from lancejit.encoding.v21.values import (
     DecodedValues,
     FixedSizeListValues,
     FixedWidth,
-    StructValues,
     VariableWidth,
 )
+from lancejit.pb.encodings_v2_1_pb2 import CompressiveEncoding
 
 # A single value wider than this (bits) is certainly a corrupt message.
 _MAX_BITS_PER_VALUE = 1 << 34
@@ -106,7 +108,19 @@ def _check_offsets(offsets: np.ndarray, lo: int, hi: int, path: str) -> None:
         )
 
 
-def _variable_miniblock(enc, buf: np.ndarray, n: int, path: str) -> VariableWidth:
+def _no_buffer_compression(msg, field: str, what: str, path: str) -> None:
+    """Reject a set-but-unknown per-buffer compression rather than misreading the bytes."""
+    if msg.HasField(field) and getattr(msg, field).scheme:
+        raise NotSupportedError(f"{path}: {what} with buffer compression {getattr(msg, field).scheme}")
+
+
+def _variable_miniblock(enc, buf: np.ndarray, n: int, path: str, *, copy: bool = True) -> VariableWidth:
+    """Mini-block Variable: ``n + 1`` u32/u64 offsets that are byte positions inside ``buf``.
+
+    With ``copy=False`` the result indexes ``buf`` itself (offsets absolute, no copy); used when
+    another decoder (FSST) consumes the bytes immediately.
+    """
+    _no_buffer_compression(enc.variable, "values", "variable encoding", path)
     bits = _inner_flat_bits(enc.variable.offsets, "variable offsets", path)
     if bits not in (32, 64):
         raise CorruptFileError(f"variable offsets of {bits} bits", path=path)
@@ -119,6 +133,8 @@ def _variable_miniblock(enc, buf: np.ndarray, n: int, path: str) -> VariableWidt
         raise CorruptFileError("variable offset overflows int64", path=path)
     offsets = raw.astype(np.int64)
     _check_offsets(offsets, (n + 1) * w, len(buf), path)
+    if not copy:
+        return VariableWidth(offsets, buf, n)
     data = buf[offsets[0] : offsets[-1]].copy()
     return VariableWidth(offsets - offsets[0], data, n)
 
@@ -164,11 +180,11 @@ def _rle(enc, values_buf: np.ndarray, lengths_buf: np.ndarray, n: int, path: str
         raise CorruptFileError(
             f"rle buffers disagree: {len(values_buf)} value bytes, {len(lengths_buf)} lengths", path=path
         )
-    lengths = np.ascontiguousarray(lengths_buf[:nruns])
+    lengths = readonly(lengths_buf[:nruns], np.uint8)
     if int(lengths.sum(dtype=np.int64)) < n:
         raise CorruptFileError(f"rle runs cover fewer than {n} values", path=path)
     out = np.empty(n * w, dtype=np.uint8)
-    rle_expand(np.ascontiguousarray(values_buf), w, lengths, nruns, n, out)
+    rle_expand(readonly(values_buf, np.uint8), w, lengths, nruns, n, out)
     return FixedWidth(out, bits, n)
 
 
@@ -180,7 +196,7 @@ def _bss(enc, buf: np.ndarray, n: int, path: str) -> FixedWidth:
     if len(buf) < n * w:
         raise CorruptFileError(f"byte stream split buffer of {len(buf)} bytes too short", path=path)
     out = np.empty(n * w, dtype=np.uint8)
-    bss_join(np.ascontiguousarray(buf), n, w, out)
+    bss_join(readonly(buf, np.uint8), n, w, out)
     return FixedWidth(out, bits, n)
 
 
@@ -231,7 +247,9 @@ def _bitmap(buf: np.ndarray, nbits: int, path: str) -> np.ndarray:
 # mini-block
 
 
-def decode_miniblock(enc, buffers: Sequence, num_values: int, *, path: str) -> DecodedValues:
+def decode_miniblock(
+    enc: CompressiveEncoding, buffers: Sequence, num_values: int, *, path: str
+) -> DecodedValues:
     """Decode the value buffers of one mini-block chunk holding ``num_values`` values.
 
     ``buffers``: the chunk's value buffers in order (``MiniBlockLayout.num_buffers`` of them,
@@ -253,14 +271,19 @@ def decode_miniblock(enc, buffers: Sequence, num_values: int, *, path: str) -> D
     if kind == "constant":
         return _constant(enc, n, path)
     if kind == "inline_bitpacking":
+        _no_buffer_compression(enc.inline_bitpacking, "values", "inline bitpacking", path)
         bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
         vals = unpack_inline(one(), bits, n, path=path)
         return FixedWidth(vals.view(np.uint8), bits, n)
     if kind == "out_of_line_bitpacking":
         return _out_of_line(enc, one(), n, path)
     if kind == "fsst":
-        inner = _expect_variable(decode_miniblock(enc.fsst.values, bufs, n, path=path), "fsst values", path)
-        return _fsst.decode_values(_fsst_table(enc, path), inner, path=path)
+        table = _fsst_table(enc, path)
+        if enc.fsst.values.WhichOneof("compression") == "variable" and table.enabled:
+            inner = _variable_miniblock(enc.fsst.values, one(), n, path, copy=False)
+        else:
+            inner = decode_miniblock(enc.fsst.values, bufs, n, path=path)
+        return _fsst.decode_values(table, _expect_variable(inner, "fsst values", path), path=path)
     if kind == "rle":
         if n == 0:
             return FixedWidth(np.zeros(0, np.uint8), _inner_flat_bits(enc.rle.values, "rle values", path), 0)
@@ -310,7 +333,7 @@ def _out_of_line(enc, buf: np.ndarray, n: int, path: str) -> FixedWidth:
 # block
 
 
-def decode_block(enc, buffer, num_values: int, *, path: str) -> DecodedValues:
+def decode_block(enc: CompressiveEncoding, buffer, num_values: int, *, path: str) -> DecodedValues:
     """Decode one whole buffer holding ``num_values`` values (dictionary items, block levels)."""
     kind = _kind(enc, path)
     buf = _u8(buffer)
@@ -318,10 +341,12 @@ def decode_block(enc, buffer, num_values: int, *, path: str) -> DecodedValues:
     if kind == "flat":
         return _flat_enc(enc, buf, n, path)
     if kind == "variable":
+        _no_buffer_compression(enc.variable, "values", "variable encoding", path)
         return _variable_block(buf, n, path)
     if kind == "constant":
         return _constant(enc, n, path)
     if kind == "inline_bitpacking":
+        _no_buffer_compression(enc.inline_bitpacking, "values", "inline bitpacking", path)
         bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
         vals = unpack_inline(buf, bits, n, path=path)
         return FixedWidth(vals.view(np.uint8), bits, n)
@@ -347,7 +372,9 @@ def decode_block(enc, buffer, num_values: int, *, path: str) -> DecodedValues:
     raise NotSupportedError(f"{path}: {kind} is not supported as a block encoding")
 
 
-def decode_levels(enc, buffer, num_levels: int, *, path: str) -> np.ndarray:
+def decode_levels(
+    enc: CompressiveEncoding | None, buffer, num_levels: int, *, path: str
+) -> np.ndarray:
     """Decode ``num_levels`` rep or def levels to a new uint16 array.
 
     ``enc`` None means raw little-endian u16 levels (2.1 all-null pages, 2.2 def without
@@ -377,7 +404,7 @@ def decode_levels(enc, buffer, num_levels: int, *, path: str) -> np.ndarray:
 # full-zip
 
 
-def bytes_per_value(enc) -> int | None:
+def bytes_per_value(enc: CompressiveEncoding) -> int | None:
     """Size in bytes of one full-zip value (validity bytes included), None if variable width."""
     kind = enc.WhichOneof("compression") if enc is not None else None
     if kind == "flat":
@@ -401,7 +428,7 @@ def bytes_per_value(enc) -> int | None:
     return None
 
 
-def decode_fullzip_fixed(enc, data, num_values: int, *, path: str) -> DecodedValues:
+def decode_fullzip_fixed(enc: CompressiveEncoding, data, num_values: int, *, path: str) -> DecodedValues:
     """Decode ``num_values`` concatenated fixed-width full-zip values (``bytes_per_value`` each)."""
     kind = _kind(enc, path)
     buf = _u8(data)
@@ -446,7 +473,9 @@ def decode_fullzip_fixed(enc, data, num_values: int, *, path: str) -> DecodedVal
     raise NotSupportedError(f"{path}: {kind} is not supported for fixed-width full-zip values")
 
 
-def decode_fullzip_variable(enc, values: VariableWidth, *, path: str) -> DecodedValues:
+def decode_fullzip_variable(
+    enc: CompressiveEncoding, values: VariableWidth, *, path: str
+) -> DecodedValues:
     """Decode per-value full-zip payloads (``values``: payload i = ``data[offsets[i]:offsets[i+1]]``)."""
     kind = _kind(enc, path)
     _check_offsets(np.asarray(values.offsets), 0, len(values.data), path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
+from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.gather import copy_slices
 from lancejit.encoding.v21.values import (
     DecodedValues,
@@ -53,16 +54,22 @@ def take(items: DecodedValues, indices: np.ndarray, *, path: str) -> DecodedValu
         if bits % 8:
             raise NotSupportedError(f"{path}: dictionary of {bits}-bit items")
         w = bits // 8
+        if len(items.data) < items.num_values * w:
+            raise CorruptFileError("dictionary items buffer shorter than its item count", path=path)
         table = items.data[: items.num_values * w].reshape(items.num_values, w)
         return FixedWidth(np.ascontiguousarray(table[idx]).reshape(-1), bits, n)
     if isinstance(items, VariableWidth):
         offs = np.asarray(items.offsets, dtype=np.int64)
-        starts = np.ascontiguousarray(offs[idx])
-        lens = np.ascontiguousarray(offs[idx + 1] - starts)
+        if len(offs) != items.num_values + 1 or (
+            len(offs) and (offs[0] < 0 or offs[-1] > len(items.data) or np.any(np.diff(offs) < 0))
+        ):
+            raise CorruptFileError("dictionary item offsets are malformed", path=path)
+        starts = readonly(offs[idx])
+        lens = readonly(offs[idx + 1] - starts)
         out_offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lens, out=out_offsets[1:])
         out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
-        copy_slices(np.ascontiguousarray(items.data), starts, lens, n, out_offsets, out)
+        copy_slices(readonly(items.data, np.uint8), starts, lens, n, readonly(out_offsets), out)
         return VariableWidth(out_offsets, out, n)
     if isinstance(items, FixedSizeListValues):
         d = items.dimension

@@ -9,12 +9,13 @@ under every struct/list node.  Row ranges are half-open ``[start, end)``.
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import CorruptFileError, NotSupportedError, RowIndexError
+from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedError, RowIndexError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding import arrow_build as ab
 from lancejit.encoding.pages import ColumnInfo
@@ -24,7 +25,7 @@ from lancejit.encoding.v21.context import ColumnContext
 from lancejit.encoding.v21.fullzip import FullZipPage
 from lancejit.encoding.v21.levels import LeafRows, concat_rows
 from lancejit.encoding.v21.miniblock import MiniBlockPage
-from lancejit.encoding.v21.repdef import LIST, NodeLevels, canonical_levels, def_translation, unravel
+from lancejit.encoding.v21.repdef import FSL_BASE, LIST, NodeLevels, is_fsl, canonical_levels, def_translation, unravel
 
 
 def indices_to_ranges(indices: np.ndarray) -> list[tuple[int, int]]:
@@ -50,17 +51,29 @@ class LeafColumn:
             self.pages.append(make_page(ctx, page, i))
             starts.append(starts[-1] + page.num_rows)
         self.page_starts = np.asarray(starts, dtype=np.int64)
-        self.num_rows = int(starts[-1])
+        # Structural fixed-size lists count their pages in items: rows * dimensions.
+        scale = 1
+        for k in leaf.kinds:
+            if is_fsl(k):
+                scale *= k - FSL_BASE
+        if scale > 1 and ctx.canon.max_rep > 0:
+            raise NotSupportedError("fixed-size lists of structs inside lists are not supported")
+        self.row_scale = scale
+        if starts[-1] % scale:
+            raise CorruptFileError(f"column {ctx.column_index} has {starts[-1]} items, not whole lists of {scale}", path=ctx.path)
+        self.num_rows = int(starts[-1]) // scale
 
     async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
         """Rows in the half-open ``ranges`` (sorted, disjoint, column-relative)."""
+        if self.row_scale != 1:
+            ranges = [(a * self.row_scale, b * self.row_scale) for a, b in ranges]
         per_page: dict[int, list[tuple[int, int]]] = {}
         order: list[int] = []
         for a, b in ranges:
             p = int(np.searchsorted(self.page_starts, a, side="right")) - 1
             while a < b:
                 if p >= len(self.pages):
-                    raise RowIndexError(f"row {a} outside column of {self.num_rows} rows")
+                    raise RowIndexError(f"row {a // self.row_scale} outside column of {self.num_rows} rows")
                 ps, pe = int(self.page_starts[p]), int(self.page_starts[p + 1])
                 e = min(b, pe)
                 if e > a:
@@ -144,11 +157,19 @@ class StructuralFieldDecoder:
         return await self._read(indices_to_ranges(idx), int(idx.size))
 
     async def _read(self, ranges: list[tuple[int, int]], nrows: int) -> pa.Array:
-        parts = await asyncio.gather(*(lc.read(ranges) for lc in self.leaves))
-        nbytes = sum(p.values.nbytes for p in parts)
-        if nbytes > (1 << 20):
-            return await asyncio.to_thread(self._assemble, list(parts), nrows)
-        return self._assemble(list(parts), nrows)
+        try:
+            parts = await asyncio.gather(*(lc.read(ranges) for lc in self.leaves))
+            nbytes = sum(p.values.nbytes for p in parts)
+            if nbytes > (1 << 20):
+                return await asyncio.to_thread(self._assemble, list(parts), nrows)
+            return self._assemble(list(parts), nrows)
+        except LanceJitError:
+            raise
+        except (ValueError, IndexError, TypeError, OverflowError, KeyError, ArithmeticError, struct.error) as exc:
+            # Last line of defence: malformed bytes that slipped past the explicit checks.
+            raise CorruptFileError(
+                f"cannot decode field {self._field.name!r} ({type(exc).__name__}: {exc})", path=self.path
+            ) from exc
 
     def _assemble(self, parts: list[LeafRows], nrows: int) -> pa.Array:
         decoded = []
@@ -180,6 +201,9 @@ class StructuralFieldDecoder:
             except CorruptFileError as exc:
                 raise CorruptFileError(str(exc), path=self.path) from None
         t = f.type
+        if pa.types.is_fixed_size_list(t):
+            child = self._build(i + 1, group)
+            return ab.fixed_size_list_array(t, child, nl.count, nl.valid)
         kids = []
         for k in range(t.num_fields):
             sub = [g for g in group if g[0].child_index[i + 1] == k]

@@ -126,17 +126,15 @@ class FullZipPage:
             stride = self.cw + self.fixed
             byte_ranges = [(self.data_off + a * stride, self.data_off + b * stride) for a, b in ranges]
         else:
+            # one request part per run: the index entries of rows a..b inclusive
             w = self.index_width
-            entry_ranges = []
-            for a, b in ranges:
-                entry_ranges.append((self.index_off + a * w, self.index_off + (a + 1) * w))
-                entry_ranges.append((self.index_off + b * w, self.index_off + (b + 1) * w))
+            entry_ranges = [(self.index_off + a * w, self.index_off + (b + 1) * w) for a, b in ranges]
             entries = await self.ctx.read(entry_ranges, priority=prio)
             dt = np.dtype(f"<u{w}")
             byte_ranges = []
-            for k in range(len(ranges)):
-                s = int(np.frombuffer(entries[2 * k], dtype=dt)[0])
-                e = int(np.frombuffer(entries[2 * k + 1], dtype=dt)[0])
+            for (a, b), ent in zip(ranges, entries):
+                e_arr = np.frombuffer(ent, dtype=dt)
+                s, e = int(e_arr[0]), int(e_arr[-1])
                 if s > e or e > self.data_size:
                     raise CorruptFileError(
                         f"repetition index entries [{s}, {e}) outside the data buffer ({self.data_size})", path=self.ctx.path

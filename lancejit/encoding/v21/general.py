@@ -43,9 +43,11 @@ def _lz4(buf: bytes, path: str) -> bytes:
 
 
 def _is_bare_zstd(buf: bytes) -> bool:
-    return len(buf) >= 8 and buf[:4] == _ZSTD_MAGIC and (buf[4] & 0x10) == 0 or (
-        4 <= len(buf) < 8 and buf[:4] == _ZSTD_MAGIC
-    )
+    """A buffer starting with the zstd magic whose frame descriptor has the reserved bit clear
+    is a bare frame; otherwise the first 8 bytes are a size prefix that merely looks like it."""
+    if buf[:4] != _ZSTD_MAGIC:
+        return False
+    return len(buf) < 8 or (buf[4] & 0x10) == 0
 
 
 def _zstd(buf: bytes, path: str) -> bytes:

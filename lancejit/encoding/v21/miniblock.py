@@ -28,8 +28,9 @@ from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext
 from lancejit.encoding.v21.leaf import take_dictionary, values_to_arrow
-from lancejit.encoding.v21.levels import LeafRows, concat_rows, count_visible, extract_row_ranges
-from lancejit.encoding.v21.repdef import translate_def
+from lancejit.encoding.v21.batch import concat_values, fast_values, parse_chunk_headers
+from lancejit.encoding.v21.levels import LeafRows, concat_rows, extract_row_ranges
+from lancejit.encoding.v21.repdef import max_visible_canonical, translate_def
 
 MINIBLOCK_ALIGN = 8
 
@@ -219,18 +220,24 @@ class MiniBlockPage:
                 runs[-1][2].append(k)
             else:
                 runs.append([c0, c1, [k]])
-        chunk_ids = [c for c0, c1, _ in runs for c in range(c0, c1)]
+        # one byte range per run of consecutive chunks (they are adjacent in buffer 1)
         base = self.page.buffer_offsets[1]
-        byte_ranges = [(base + int(t.offsets[c]), base + int(t.offsets[c] + t.sizes[c])) for c in chunk_ids]
+        byte_ranges = [
+            (base + int(t.offsets[c0]), base + int(t.offsets[c1 - 1] + t.sizes[c1 - 1])) for c0, c1, _ in runs
+        ]
         bufs = await self.ctx.read(byte_ranges, priority=self.page.priority + ranges[0][0])
         nbytes = sum(len(b) for b in bufs)
-        return await self.ctx.decode(nbytes, self._decode_runs, t, runs, chunk_ids, bufs, ranges)
+        return await self.ctx.decode(nbytes, self._decode_runs, t, runs, bufs, ranges)
 
-    def _decode_runs(self, t: ChunkTable, runs, chunk_ids, bufs, ranges) -> LeafRows:
-        by_chunk = dict(zip(chunk_ids, bufs))
+    def _decode_runs(self, t: ChunkTable, runs, bufs, ranges) -> LeafRows:
         out: list[LeafRows] = []
-        for c0, c1, members in runs:
-            decoded = concat_rows([self._decode_chunk(by_chunk[c], int(t.counts[c]), t) for c in range(c0, c1)], self.ctx.value_type)
+        for (c0, c1, members), buf in zip(runs, bufs):
+            try:
+                decoded = self._decode_run(t, c0, c1, buf)
+            except LanceJitError:
+                raise
+            except (ValueError, IndexError, TypeError, OverflowError) as exc:
+                raise CorruptFileError(f"bad mini-block chunk ({type(exc).__name__}: {exc})", path=self.ctx.path) from exc
             out.extend(
                 extract_row_ranges(
                     decoded,
@@ -243,67 +250,65 @@ class MiniBlockPage:
             )
         return concat_rows(out, self.ctx.value_type)
 
-    def decode_chunk_bytes(self, buf: memoryview, count: int) -> LeafRows:
-        """Decode one chunk (public for tests)."""
-        t = self._table
-        return self._decode_chunk(buf, count, t)
-
-    def _decode_chunk(self, buf: memoryview, count: int, t: ChunkTable) -> LeafRows:
+    def _decode_run(self, t: ChunkTable, c0: int, c1: int, buf: memoryview) -> LeafRows:
+        """Decode chunks ``[c0, c1)`` whose bytes are ``buf`` (contiguous)."""
         path = self.ctx.path
-        try:
-            return self._decode_chunk_unchecked(buf, count, t)
-        except LanceJitError:
-            raise
-        except (ValueError, IndexError, TypeError, OverflowError) as exc:
-            raise CorruptFileError(f"bad mini-block chunk ({type(exc).__name__}: {exc})", path=path) from exc
-
-    def _decode_chunk_unchecked(self, buf: memoryview, count: int, t: ChunkTable) -> LeafRows:
-        path = self.ctx.path
-        n = len(buf)
-        szw = 4 if self.large else 2
-        header = 2 + (2 if self.has_rep else 0) + (2 if self.has_def else 0) + szw * self.num_buffers
-        if header > n:
-            raise CorruptFileError(f"mini-block chunk of {n} bytes shorter than its header", path=path)
-        hdr = np.frombuffer(buf, dtype="<u2", count=(2 + (2 if self.has_rep else 0) + (2 if self.has_def else 0)) // 2)
-        num_levels = int(hdr[0])
-        pos = 2
-        rep_size = def_size = 0
-        k = 1
-        if self.has_rep:
-            rep_size = int(hdr[k]); k += 1; pos += 2
-        if self.has_def:
-            def_size = int(hdr[k]); k += 1; pos += 2
-        sizes = np.frombuffer(buf, dtype="<u4" if self.large else "<u2", count=self.num_buffers, offset=pos).astype(np.int64)
-        pos += szw * self.num_buffers
-        pos += _pad(pos)
-
-        def take(size: int) -> memoryview:
-            nonlocal pos
-            if pos + size > n:
-                raise CorruptFileError(f"mini-block buffer [{pos}, {pos + size}) past chunk end {n}", path=path)
-            out = buf[pos : pos + size]
-            pos += size
-            pos += _pad(pos)
-            return out
-
+        data = np.frombuffer(buf, dtype=np.uint8)
+        starts = t.offsets[c0:c1] - t.offsets[c0]
+        sizes = t.sizes[c0:c1]
+        counts = t.counts[c0:c1]
+        hdr = parse_chunk_headers(
+            data,
+            starts,
+            sizes,
+            has_rep=self.has_rep,
+            has_def=self.has_def,
+            num_buffers=self.num_buffers,
+            large=self.large,
+            path=path,
+        )
         rep = deff = None
-        rep_bytes = take(rep_size) if self.has_rep else None
-        def_bytes = take(def_size) if self.has_def else None
-        value_bufs = [take(int(s)) for s in sizes]
         if self.has_rep or self.has_def:
+            nl = hdr.num_levels
+            reps, defs = [], []
+            for k in range(c1 - c0):
+                n_k = int(nl[k])
+                if self.has_rep:
+                    o, z = int(hdr.rep[0][k]), int(hdr.rep[1][k])
+                    reps.append(cmp.decode_levels(self.layout.rep_compression, buf[o : o + z], n_k, path=path))
+                if self.has_def:
+                    o, z = int(hdr.def_[0][k]), int(hdr.def_[1][k])
+                    defs.append(cmp.decode_levels(self.layout.def_compression, buf[o : o + z], n_k, path=path))
             if self.has_rep:
-                rep = np.asarray(cmp.decode_levels(self.layout.rep_compression, rep_bytes, num_levels, path=path), dtype=np.uint16)
+                rep = np.concatenate(reps).astype(np.uint16, copy=False) if reps else np.zeros(0, np.uint16)
             if self.has_def:
-                deff = np.asarray(cmp.decode_levels(self.layout.def_compression, def_bytes, num_levels, path=path), dtype=np.uint16)
+                deff = np.concatenate(defs).astype(np.uint16, copy=False) if defs else np.zeros(0, np.uint16)
                 deff = translate_def(deff, self.def_table, path=path)
+            num_levels = int(nl.sum())
+            for arr in (rep, deff):
+                if arr is not None and arr.size != num_levels:
+                    raise CorruptFileError(f"decoded {arr.size} levels, chunk headers say {num_levels}", path=path)
+            if self.has_rep:
+                vis = visible_per_chunk(deff, self.ctx.canon, nl)
+                if not np.array_equal(vis, counts):
+                    raise CorruptFileError("chunk levels disagree with the chunk value counts", path=path)
         else:
-            num_levels = count
-        nvis = count_visible(rep, deff, self.ctx.canon, num_levels)
-        if nvis != count:
-            raise CorruptFileError(f"chunk levels show {nvis} values, chunk metadata says {count}", path=path)
-        dv = cmp.decode_miniblock(self.layout.value_compression, value_bufs, count, path=path)
-        if dv.num_values != count:
-            raise CorruptFileError(f"chunk decoded {dv.num_values} values, expected {count}", path=path)
+            num_levels = int(counts.sum())
+        if self.has_def and not self.has_rep and not np.array_equal(hdr.num_levels, counts):
+            raise CorruptFileError("chunk level counts disagree with the value counts", path=path)
+        total = int(counts.sum())
+        dv = fast_values(self.layout.value_compression, data, hdr, counts, path=path)
+        if dv is None:
+            parts = []
+            for k in range(c1 - c0):
+                vb = [buf[int(o[k]) : int(o[k]) + int(z[k])] for o, z in hdr.bufs]
+                part = cmp.decode_miniblock(self.layout.value_compression, vb, int(counts[k]), path=path)
+                if part.num_values != int(counts[k]):
+                    raise CorruptFileError(f"chunk decoded {part.num_values} values, expected {int(counts[k])}", path=path)
+                parts.append(part)
+            dv = concat_values(parts) if parts else None
+        if dv is None or dv.num_values != total:
+            raise CorruptFileError(f"chunks decoded {0 if dv is None else dv.num_values} values, expected {total}", path=path)
         if t.dictionary is not None:
             values = take_dictionary(t.dictionary, dv, path=path)
             if pa.types.is_dictionary(self.ctx.value_type):
@@ -311,6 +316,18 @@ class MiniBlockPage:
         else:
             values = values_to_arrow(dv, self.ctx.value_type, path=path)
         return LeafRows(rep, deff, values, num_levels)
+
+
+def visible_per_chunk(deff: np.ndarray | None, canon, num_levels: np.ndarray) -> np.ndarray:
+    """Stored values per chunk given the concatenated def levels and levels per chunk."""
+    if deff is None:
+        return num_levels.astype(np.int64)
+    vis = (deff <= max_visible_canonical(canon)).astype(np.int64)
+    bounds = np.zeros(num_levels.size + 1, dtype=np.int64)
+    np.cumsum(num_levels, out=bounds[1:])
+    cs = np.zeros(vis.size + 1, dtype=np.int64)
+    np.cumsum(vis, out=cs[1:])
+    return cs[bounds[1:]] - cs[bounds[:-1]]
 
 
 def _dict_value_type(t: pa.DataType) -> pa.DataType:

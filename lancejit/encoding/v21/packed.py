@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
+from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.gather import copy_slices
 from lancejit.encoding.kernels.varpacked import KIND_FIXED, KIND_LEN32, KIND_LEN64, scan_rows
 from lancejit.encoding.v21.values import DecodedValues, FixedWidth, StructValues, VariableWidth
@@ -73,20 +74,20 @@ def decode_variable_packed(
         else:
             raise CorruptFileError(f"packed field {i} has no layout", path=path)
     n = values.num_values
-    data = np.ascontiguousarray(values.data, dtype=np.uint8)
-    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+    data = readonly(values.data, np.uint8)
+    offsets = readonly(values.offsets, np.int64)
     starts = np.empty((n, len(fields)), dtype=np.int64)
     lengths = np.empty((n, len(fields)), dtype=np.int64)
-    bad = scan_rows(data, offsets, n, kinds, widths, starts, lengths)
+    bad = scan_rows(data, offsets, n, readonly(kinds), readonly(widths), starts, lengths)
     if bad >= 0:
         raise CorruptFileError(f"variable packed struct row {bad} is malformed", path=path)
     children = []
     for i, f in enumerate(fields):
-        lens = np.ascontiguousarray(lengths[:, i])
+        lens = readonly(lengths[:, i])
         out_offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lens, out=out_offsets[1:])
         out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
-        copy_slices(data, np.ascontiguousarray(starts[:, i]), lens, n, out_offsets, out)
+        copy_slices(data, readonly(starts[:, i]), lens, n, readonly(out_offsets), out)
         if kinds[i] == KIND_FIXED:
             children.append(decode_fixed(f.value, out, n, path=path))
         else:

@@ -24,6 +24,18 @@ from lancejit.core.errors import CorruptFileError
 
 ITEM = 0
 LIST = 1
+#: A fixed-size list of structs ("structural FSL"): one def level (null) like an ITEM, and each
+#: of its slots spans ``dimension`` consecutive child slots.  Encoded as ``FSL_BASE + dimension``.
+FSL_BASE = 1 << 20
+
+
+def fsl_kind(dimension: int) -> int:
+    """The node kind of a structural fixed-size list of ``dimension`` items."""
+    return FSL_BASE + dimension
+
+
+def is_fsl(kind: int) -> bool:
+    return kind >= FSL_BASE
 
 # lance.encodings21.RepDefLayer values
 UNSPECIFIED = 0
@@ -91,7 +103,7 @@ def def_translation(layers: tuple[int, ...], canon: CanonicalLevels, *, path: st
         kind = canon.kinds[i]
         if kind == LIST and layer not in _LIST_LAYERS:
             raise CorruptFileError(f"layer {j} is {layer}, a list layer was expected", path=path)
-        if kind == ITEM and layer not in _ITEM_LAYERS:
+        if kind != LIST and layer not in _ITEM_LAYERS:
             raise CorruptFileError(f"layer {j} is {layer}, an item layer was expected", path=path)
         if layer == NULLABLE_ITEM or layer == NULLABLE_LIST:
             table.append(canon.null_level[i])
@@ -166,6 +178,17 @@ def unravel(
             mask = starts if alive is None else (starts & alive)
         else:
             mask = alive
+        # a structural FSL at or below node i repeats each of node i's levels ``stride`` times
+        stride = 1
+        for k in canon.kinds[i:]:
+            if is_fsl(k):
+                stride *= k - FSL_BASE
+        if stride > 1:
+            pos = np.arange(num_levels) if mask is None else np.flatnonzero(mask)
+            if pos.size % stride:
+                raise CorruptFileError(f"{pos.size} level slots are not whole lists of {stride}", path=path)
+            mask = np.zeros(num_levels, dtype=bool)
+            mask[pos[::stride]] = True
         slot_masks.append(mask)
         if canon.kinds[i] == LIST:
             # children of this list live where def < its null level

@@ -92,3 +92,45 @@ def gather_slices(src, starts, lens, out):
             out[pos + j] = src[s + j]
         pos += ln
     return pos
+
+
+@njit(cache=True, nogil=True)
+def gather_variable_chunks(data, offs, sizes, counts, width, out_offsets, out_data):
+    """Join mini-block Variable buffers (one per chunk) into one offsets/data pair.
+
+    Chunk ``k``'s buffer is ``data[offs[k]:offs[k]+sizes[k]]`` and starts with ``counts[k]+1``
+    little-endian offsets of ``width`` (4 or 8) bytes that are positions inside that buffer.
+    Fills ``out_offsets`` (sum(counts)+1 entries, from 0) and ``out_data`` (capacity
+    sum(sizes)).  Returns ``(bytes_written, error)``; error 1 = offsets out of order/bounds.
+    """
+    pos = 0
+    vi = 0
+    out_offsets[0] = 0
+    for k in range(offs.shape[0]):
+        base = offs[k]
+        size = sizes[k]
+        c = counts[k]
+        if (c + 1) * width > size:
+            return pos, 1
+        prev = np.int64(-1)
+        first = np.int64(0)
+        for i in range(c + 1):
+            o = np.int64(0)
+            p = base + i * width
+            for b in range(width):
+                o |= np.int64(data[p + b]) << (8 * b)
+            if o < (c + 1) * width or o > size or (prev >= 0 and o < prev) or o < 0:
+                return pos, 1
+            if i == 0:
+                first = o
+            else:
+                out_offsets[vi + i] = pos + (o - first)
+            prev = o
+        ln = prev - first
+        if pos + ln > out_data.shape[0]:
+            return pos, 1
+        for j in range(ln):
+            out_data[pos + j] = data[base + first + j]
+        pos += ln
+        vi += c
+    return pos, 0

@@ -40,10 +40,12 @@ class FixedWidth:
 
 @dataclass(frozen=True, slots=True)
 class VariableWidth:
-    """``num_values`` variable-width values: value i is ``data[offsets[i]:offsets[i+1]]``.
+    """``num_values`` variable-width values: value i is ``data[offsets[i]:offsets[i+1]]``
+    (half-open, offsets index ``data`` directly).
 
-    ``offsets``: int64, ``num_values + 1`` entries, non-decreasing; ``offsets[0]`` may be nonzero
-    (callers subtract it when building Arrow offsets).  ``data``: uint8.
+    ``offsets``: int64, ``num_values + 1`` entries, non-decreasing, ``offsets[-1] <= len(data)``;
+    ``offsets[0]`` may be nonzero (bytes before it are unused; Arrow builders rebase).
+    ``data``: uint8.  The decoders in ``compression.py`` always return ``offsets[0] == 0``.
     """
 
     offsets: np.ndarray

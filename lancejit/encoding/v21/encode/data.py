@@ -69,7 +69,48 @@ class FslBlock:
         return (self.bits_per_value * self.num_values + 7) // 8
 
 
-Block = FixedBlock | VarBlock | FslBlock
+@dataclass
+class PackedBlock:
+    """A packed struct of fixed-width children: row-major ``rows`` (num_values x row bytes)."""
+
+    rows: np.ndarray
+    child_bits: list[int]
+    num_values: int
+
+    @property
+    def bits_per_value(self) -> int:
+        return sum(self.child_bits)
+
+    def nbytes(self) -> int:
+        return int(self.rows.size)
+
+
+Block = FixedBlock | VarBlock | FslBlock | PackedBlock
+
+
+def packed_from_arrow(arr: pa.Array) -> PackedBlock:
+    """Row-major bytes of a struct whose children are all fixed-width and byte-aligned."""
+    t = arr.type
+    n = len(arr)
+    mats, bits = [], []
+    for i in range(t.num_fields):
+        child = arr.field(i)
+        b = block_from_arrow(child)
+        if isinstance(b, VarBlock) or isinstance(b, PackedBlock) or b.bits_per_value % 8:
+            raise NotSupportedError(
+                f"packed struct child {t.field(i).name!r} ({t.field(i).type}) is not fixed-width")
+        if isinstance(b, FslBlock):
+            inner = b
+            while isinstance(inner, FslBlock):
+                inner = inner.child
+            raw = inner.data.view(np.uint8)
+        else:
+            raw = b.data.view(np.uint8)
+        k = b.bits_per_value // 8
+        mats.append(raw[: n * k].reshape(n, k))
+        bits.append(b.bits_per_value)
+    rows = np.ascontiguousarray(np.concatenate(mats, axis=1)) if mats else np.zeros((n, 0), np.uint8)
+    return PackedBlock(rows, bits, n)
 
 
 def _fixed_width_bits(t: pa.DataType) -> int | None:

@@ -80,8 +80,15 @@ def _fixed_value_bytes(block) -> tuple[np.ndarray, int, pbutil.CE]:
     return vals, block.bits_per_value, pbutil.flat(block.bits_per_value)
 
 
-def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: int | None = None) -> EncodedPage:
-    """Zip control words and values.  ``per_value``: general scheme applied to each value."""
+def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: int | None = None,
+                   fsst: bool = False) -> EncodedPage:
+    """Zip control words and values.  ``per_value``: general scheme applied to each value;
+    ``fsst``: FSST-compress the (variable-width) values with one page symbol table."""
+    fsst_table = None
+    if fsst and isinstance(block, VarBlock):
+        from .fsst import fsst_compress
+
+        block, fsst_table = fsst_compress(block)
     ctrl, bits_rep, bits_def, width = _control(levels)
     n_slots = levels.num_slots
     layout = pb21.PageLayout()
@@ -112,6 +119,9 @@ def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: i
                         for i in range(block.num_values)]
             lens = np.array([len(p) for p in payloads], dtype=np.int64)
             enc = pbutil.general(per_value, level, enc)
+        elif fsst_table is not None:
+            enc = pbutil.fsst(fsst_table, enc)
+            payloads = None  # type: ignore[assignment]
         else:
             payloads = None  # type: ignore[assignment]
         fz.bits_per_offset = width_off * 8

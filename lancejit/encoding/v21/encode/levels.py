@@ -312,7 +312,7 @@ def concat_slots(parts: list[LeafSlots]) -> LeafSlots:
     if len(parts) == 1:
         return parts[0]
     rep = None if parts[0].rep is None else np.concatenate([p.rep for p in parts])
-    values = pa.concat_arrays([p.values for p in parts])
+    values = concat_arrays([p.values for p in parts])
     return LeafSlots(
         rep,
         np.concatenate([p.code for p in parts]),
@@ -321,3 +321,15 @@ def concat_slots(parts: list[LeafSlots]) -> LeafSlots:
         parts[0].kinds,
         sum(p.num_rows for p in parts),
     )
+
+
+def concat_arrays(arrays: list[pa.Array]) -> pa.Array:
+    """Concatenate arrays of one type (dictionary arrays with different dictionaries are unified)."""
+    if len(arrays) == 1:
+        return arrays[0]
+    try:
+        return pa.concat_arrays(arrays)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if pa.types.is_dictionary(arrays[0].type):
+            return pa.chunked_array(arrays).unify_dictionaries().combine_chunks()
+        raise

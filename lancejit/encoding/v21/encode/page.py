@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from lancejit.pb import encodings_v2_1_pb2 as pb21
+from typing import Any, Callable
 
 
 @dataclass
 class EncodedPage:
     """``buffers``: page buffers written in order (each 64-byte aligned by the file writer).
-    ``num_rows``: top-level rows in the page.  ``layout``: the page's ``PageLayout``."""
+    ``num_rows``: top-level rows in the page.  ``layout``: the page's ``PageLayout`` (2.1+) or
+    ``ArrayEncoding`` (2.0).
+
+    ``external``: buffers the writer must write *before* the page (blob values); the writer then
+    calls ``finish(positions)`` with their absolute file offsets to get the final page.
+    """
 
     buffers: list[bytes]
-    layout: pb21.PageLayout
+    layout: Any
     num_rows: int
+    external: list[bytes] | None = None
+    finish: Callable[[list[int]], "EncodedPage"] | None = None

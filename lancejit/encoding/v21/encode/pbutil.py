@@ -71,3 +71,10 @@ def constant(value: bytes | None = None) -> CE:
     if value is not None:
         e.constant.value = value
     return e
+
+
+def fsst(symbol_table: bytes, inner: CE) -> CE:
+    e = CE()
+    e.fsst.symbol_table = symbol_table
+    e.fsst.values.CopyFrom(inner)
+    return e

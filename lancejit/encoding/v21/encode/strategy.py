@@ -10,10 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import InvalidInputError
+from lancejit.core.errors import InvalidInputError, NotSupportedError
 
-from . import allnull, blocks, general, values as V
-from .data import FixedBlock, FslBlock, VarBlock, block_from_arrow, uint_dtype
+from . import allnull, blocks, general, pbutil, values as V
+from .blob import encode_blob
+from .fsst import fsst_compress
+from .data import FixedBlock, FslBlock, VarBlock, block_from_arrow, packed_from_arrow, uint_dtype
 from .fullzip import encode_fullzip
 from .levels import Levels, LeafSlots, resolve
 from .miniblock import encode_miniblock
@@ -40,6 +42,7 @@ class FieldParams:
     dict_size_ratio: float = DICT_SIZE_RATIO
     general: str | None = None
     structural: str | None = None
+    blob: bool = False
 
     @classmethod
     def from_metadata(cls, md: dict[bytes, bytes] | None) -> "FieldParams":
@@ -69,6 +72,8 @@ class FieldParams:
             p.dict_size_ratio = float(g[pre + "dict-size-ratio"])
         if pre + "general" in g:
             p.general = g[pre + "general"].strip().lower()
+        if g.get(pre + "blob", "").strip().lower() in ("true", "1", "yes", "on"):
+            p.blob = True
         if pre + "structural-encoding" in g:
             v = g[pre + "structural-encoding"].strip().lower()
             if v not in ("miniblock", "fullzip"):
@@ -88,17 +93,18 @@ class FieldParams:
 
 
 def _bss_auto(block: FixedBlock) -> bool:
-    """Entropy heuristic: BSS helps floats whose high bytes are low-entropy."""
+    """The reference's heuristic: mean byte-position entropy of the first 64 values < 4 bits."""
     k = block.bits_per_value // 8
-    raw = block.data.view(np.uint8)[: block.num_values * k].reshape(block.num_values, k)
-    if block.num_values == 0:
+    m = min(block.num_values, 64)
+    if m == 0:
         return False
-    ent = []
+    raw = block.data.view(np.uint8)[: m * k].reshape(m, k)
+    total = 0.0
     for j in range(k):
-        c = np.bincount(raw[:, j], minlength=256).astype(np.float64)
-        p = c[c > 0] / block.num_values
-        ent.append(float(-(p * np.log2(p)).sum()))
-    return float(np.mean(ent)) < 7.0 and max(ent) - min(ent) > 1.0
+        c = np.bincount(raw[:, j], minlength=256)
+        p = c[c > 0] / m
+        total += int(float(-(p * np.log2(p)).sum()) * 1000.0)
+    return total / k / 1000.0 < 4.0
 
 
 def _fixed_value_chunks(block: FixedBlock, params: FieldParams, is_float: bool) -> V.MiniChunks:
@@ -108,7 +114,7 @@ def _fixed_value_chunks(block: FixedBlock, params: FieldParams, is_float: bool) 
     scheme = params.scheme
     base = None
     if scheme is not None and bits in (32, 64) and params.bss != "off":
-        if params.bss == "on" or (is_float and _bss_auto(block)):
+        if params.bss == "on" or _bss_auto(block):
             base = V.bss_chunks(block)
     if base is None and bits in (8, 16, 32, 64):
         words = block.data[: block.num_values]
@@ -127,8 +133,23 @@ def _fixed_value_chunks(block: FixedBlock, params: FieldParams, is_float: bool) 
     return base
 
 
+def _use_fsst(block: VarBlock, params: FieldParams) -> bool:
+    if params.compression == "none":
+        return False
+    if params.compression == "fsst":
+        return True
+    if params.scheme is not None:
+        return False  # pylance 14: general compression replaces FSST
+    return block.max_length() >= FSST_LEAST_INPUT_MAX_LENGTH and block.nbytes() >= FSST_LEAST_INPUT_SIZE
+
+
 def _variable_value_chunks(block: VarBlock, params: FieldParams) -> V.MiniChunks:
-    base = V.variable_chunks(block)
+    if _use_fsst(block, params):
+        comp, table = fsst_compress(block)
+        base = V.variable_chunks(comp)
+        base.encoding = pbutil.fsst(table, base.encoding)
+    else:
+        base = V.variable_chunks(block)
     scheme = params.scheme
     if scheme is not None and params.compression != "none":
         base = V.wrap_general(base, scheme, params.compression_level)
@@ -138,16 +159,39 @@ def _variable_value_chunks(block: VarBlock, params: FieldParams) -> V.MiniChunks
 # ----------------------------------------------------------------------------------- dictionary
 
 
-def _should_dict(block, params: FieldParams, version: tuple[int, int]) -> bool:
+def _non_null_block(block, nulls: np.ndarray | None):
+    """The block restricted to non-null values (statistics ignore null placeholders)."""
+    if nulls is None or not nulls.any():
+        return block
+    keep = np.flatnonzero(~nulls)
+    if isinstance(block, FixedBlock):
+        if block.bits_per_value in (8, 16, 32, 64):
+            return FixedBlock(block.data[: block.num_values][keep], block.bits_per_value, keep.size)
+        k = block.bits_per_value // 8
+        rows = block.data[: block.num_values * k].reshape(block.num_values, k)[keep]
+        return FixedBlock(rows.reshape(-1), block.bits_per_value, keep.size)
+    lens = block.lengths()[keep]
+    offs = np.concatenate([[0], np.cumsum(lens)]).astype(block.offsets.dtype)
+    starts = block.offsets[keep].astype(np.int64)
+    if lens.sum():
+        idx = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+        data = block.data[idx]
+    else:
+        data = np.zeros(0, np.uint8)
+    return VarBlock(offs, data, keep.size)
+
+
+def _should_dict(block, params: FieldParams, version: tuple[int, int],
+                 nulls: np.ndarray | None = None) -> bool:
+    """The reference's size estimate: dictionary + u32 indices < ratio x raw data (non-null values)."""
     if isinstance(block, FslBlock) or block.num_values < DICT_TOO_SMALL:
         return False
     if isinstance(block, FixedBlock):
         if block.bits_per_value < 8 or (version < (2, 2) and block.bits_per_value < 128):
             return False
-        data_size = block.nbytes()
-    else:
-        data_size = block.nbytes()
-    if data_size == 0:
+    block = _non_null_block(block, nulls)
+    data_size = block.nbytes()
+    if data_size == 0 or block.num_values == 0:
         return False
     card = cardinality(block)
     if params.dict_divisor is not None:
@@ -244,6 +288,24 @@ def _constant_page(block, levels: Levels, values: pa.Array) -> EncodedPage | Non
 # ----------------------------------------------------------------------------------- page
 
 
+def _arrow_dictionary_page(values: pa.DictionaryArray, levels: Levels, params: FieldParams,
+                           version: tuple[int, int]) -> EncodedPage:
+    """Arrow dictionary input: its dictionary as the page dictionary, its indices as values."""
+    idx = values.indices
+    if idx.null_count:
+        idx = idx.fill_null(0)
+    bits = idx.type.bit_width
+    raw = block_from_arrow(idx)
+    indices = FixedBlock(raw.data.view(uint_dtype(bits)), bits, raw.num_values)
+    dblock = block_from_arrow(values.dictionary)
+    if isinstance(dblock, FslBlock):
+        raise NotSupportedError("dictionaries of fixed-size lists are not supported")
+    dict_bytes, dict_enc = blocks.compress_dictionary(dblock, version)
+    chunks = _fixed_value_chunks(indices, FieldParams(rle_threshold=params.rle_threshold), False)
+    return encode_miniblock(chunks, levels, version, (dict_bytes, dict_enc, dblock.num_values))
+
+
+
 def _is_float(t: pa.DataType) -> bool:
     return pa.types.is_floating(t)
 
@@ -261,12 +323,19 @@ def encode_leaf_page(slots: LeafSlots, params: FieldParams, version: tuple[int, 
         if simple:
             return allnull.simple_all_null(levels.num_rows)
         return allnull.complex_all_null(levels, version)
+    if pa.types.is_dictionary(values.type):
+        return _arrow_dictionary_page(values, levels, params, version)
+    if pa.types.is_struct(values.type):
+        block = packed_from_arrow(values)
+        return encode_miniblock(V.packed_chunks(block), levels, version)
     block = block_from_arrow(values)
+    if params.blob and isinstance(block, VarBlock) and levels.rep is None:
+        return encode_blob(block, levels, version)
     if version >= (2, 2):
         page = _constant_page(block, levels, values)
         if page is not None:
             return page
-    if params.structural != "fullzip" and _should_dict(block, params, version):
+    if params.structural != "fullzip" and _should_dict(block, params, version, levels.value_nulls):
         indices, dblock = _dictionary_encode(block)
         dict_bytes, dict_enc = blocks.compress_dictionary(dblock, version)
         chunks = _fixed_value_chunks(indices, FieldParams(rle_threshold=params.rle_threshold), False)
@@ -286,7 +355,12 @@ def encode_leaf_page(slots: LeafSlots, params: FieldParams, version: tuple[int, 
         requested = params.scheme is not None
         if (block.max_length() > PER_VALUE_GENERAL_MIN_LEN or requested) and block.nbytes() >= FSST_LEAST_INPUT_SIZE:
             per_value = params.scheme or "zstd"
-    return encode_fullzip(block, levels, per_value, params.compression_level)
+        if per_value is None and _use_fsst(block, params):
+            return encode_fullzip(block, levels, None, None, fsst=True)
+    level = params.compression_level
+    if per_value is not None and params.scheme is None:
+        level = 0  # the reference's default per-value zstd (level 0 = library default)
+    return encode_fullzip(block, levels, per_value, level)
 
 
 __all__ = ["FieldParams", "encode_leaf_page", "uint_dtype"]

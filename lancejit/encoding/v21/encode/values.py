@@ -3,7 +3,7 @@
 Each compressor returns :class:`MiniChunks`: per chunk a list of value buffers (bytes) and the
 number of values, plus the ``CompressiveEncoding`` describing them.  Chunk sizing follows the
 reference: flat picks the largest power of two with < 8186 bytes and <= 4096 values, inline
-bit-packing uses 1024 values, RLE <= 2048, variable doubles while offsets+bytes <= 4 KiB.
+bit-packing uses 1024 values, RLE <= 4096, variable doubles while offsets+bytes <= 4 KiB.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from lancejit.encoding.kernels.bitpack import pack_blocks
 from lancejit.encoding.kernels.enc_rle import rle_encode_chunks
 
 from . import general, pbutil
-from .data import FixedBlock, FslBlock, VarBlock, uint_dtype
+from .data import FixedBlock, FslBlock, PackedBlock, VarBlock, uint_dtype
 from .stats import bit_widths
 
 MAX_MINIBLOCK_BYTES = 8 * 1024 - 6
@@ -151,7 +151,7 @@ def rle_chunks(block: FixedBlock) -> MiniChunks:
     out_l = np.empty(n, dtype=np.uint8)
     cv = np.empty(n, dtype=np.int64)
     cr = np.empty(n, dtype=np.int64)
-    nchunks = rle_encode_chunks(words, 2048, MAX_MINIBLOCK_BYTES, out_v, out_l, cv, cr)
+    nchunks = rle_encode_chunks(words, 4096, MAX_MINIBLOCK_BYTES, out_v, out_l, cv, cr)
     bufs, counts = [], []
     r0 = 0
     for i in range(nchunks):
@@ -250,3 +250,22 @@ def wrap_general(chunks: MiniChunks, scheme: str, level: int | None) -> MiniChun
     if ctotal >= total:
         return chunks
     return MiniChunks(new, chunks.counts, pbutil.general(scheme, level, chunks.encoding))
+
+
+def packed_chunks(block: PackedBlock) -> MiniChunks:
+    """Packed struct (fixed-width children): row-major rows chunked like flat values."""
+    k = block.rows.shape[1]
+    per = _log_vals_per_chunk(k, 1)
+    raw = block.rows.reshape(-1)
+    n = block.num_values
+    bufs, counts = [], []
+    pos = 0
+    while pos < n:
+        m = min(per, n - pos)
+        bufs.append([raw[pos * k : (pos + m) * k].tobytes()])
+        counts.append(m)
+        pos += m
+    enc = pbutil.CE()
+    enc.packed_struct.bits_per_value.extend(block.child_bits)
+    enc.packed_struct.values.CopyFrom(pbutil.flat(block.bits_per_value))
+    return MiniChunks(bufs, counts, enc)

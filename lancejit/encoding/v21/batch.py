@@ -1,0 +1,243 @@
+"""Decoding many mini-block chunks at once.
+
+* :func:`parse_chunk_headers` reads every chunk header of a contiguous run of chunks with
+  NumPy (no per-chunk Python), checking every size against the chunk's length.
+* :func:`fast_values` decodes the values of all chunks in one kernel call when the value
+  encoding is plain (flat whole bytes, fixed-size lists of those, uncompressed variable).
+* :func:`concat_values` joins per-chunk :mod:`values` results (the general path).
+
+Offsets and sizes are bytes relative to the run buffer; ranges are half-open.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from lancejit.core.errors import CorruptFileError
+from lancejit.encoding.v21.repdef_kernels import gather_slices, gather_variable_chunks
+from lancejit.encoding.v21.values import (
+    DecodedValues,
+    FixedSizeListValues,
+    FixedWidth,
+    StructValues,
+    VariableWidth,
+)
+
+ALIGN = 8
+
+
+def _align(a: np.ndarray) -> np.ndarray:
+    return (a + (ALIGN - 1)) & ~np.int64(ALIGN - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkHeaders:
+    """Per-chunk layout of a run of chunks (arrays indexed by chunk).
+
+    ``rep``/``def_``: ``(offset, size)`` arrays or None; ``bufs``: list over value buffers of
+    ``(offset, size)`` arrays.
+    """
+
+    num_levels: np.ndarray
+    rep: tuple[np.ndarray, np.ndarray] | None
+    def_: tuple[np.ndarray, np.ndarray] | None
+    bufs: list[tuple[np.ndarray, np.ndarray]]
+
+
+def _read_uint(data: np.ndarray, offs: np.ndarray, width: int) -> np.ndarray:
+    out = np.zeros(offs.size, dtype=np.int64)
+    for b in range(width):
+        out |= data[offs + b].astype(np.int64) << (8 * b)
+    return out
+
+
+def parse_chunk_headers(
+    data: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    *,
+    has_rep: bool,
+    has_def: bool,
+    num_buffers: int,
+    large: bool,
+    path: str,
+) -> ChunkHeaders:
+    """Parse the headers of chunks at ``starts`` (``sizes`` bytes each) inside ``data``."""
+    szw = 4 if large else 2
+    header = 2 + 2 * has_rep + 2 * has_def + szw * num_buffers
+    if starts.size and (np.any(sizes < header) or int((starts + sizes).max()) > data.size):
+        raise CorruptFileError("mini-block chunk shorter than its header", path=path)
+    num_levels = _read_uint(data, starts, 2)
+    pos = 2
+    rep_size = def_size = None
+    if has_rep:
+        rep_size = _read_uint(data, starts + pos, 2)
+        pos += 2
+    if has_def:
+        def_size = _read_uint(data, starts + pos, 2)
+        pos += 2
+    buf_sizes = []
+    for _ in range(num_buffers):
+        buf_sizes.append(_read_uint(data, starts + pos, szw))
+        pos += szw
+    cur = starts + ((pos + ALIGN - 1) // ALIGN) * ALIGN
+    ends = starts + sizes
+    rep = def_ = None
+
+    def take(size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        nonlocal cur
+        off = cur
+        end = off + size
+        if np.any(end > ends):
+            raise CorruptFileError("mini-block buffer runs past its chunk", path=path)
+        cur = _align(end)
+        return off, size
+
+    if has_rep:
+        rep = take(rep_size)
+    if has_def:
+        def_ = take(def_size)
+    bufs = [take(s) for s in buf_sizes]
+    return ChunkHeaders(num_levels, rep, def_, bufs)
+
+
+def plain_width_bits(enc: Any) -> int | None:
+    """Bits per value when ``enc`` is plain fixed width (flat whole bytes or bools without
+    buffer compression, or fixed-size lists of those without validity); else None."""
+    mult = 1
+    while enc is not None and enc.WhichOneof("compression") == "fixed_size_list":
+        fsl = enc.fixed_size_list
+        if fsl.has_validity:
+            return None
+        mult *= int(fsl.items_per_value)
+        enc = fsl.values
+    if enc is None or enc.WhichOneof("compression") != "flat":
+        return None
+    flat = enc.flat
+    if flat.HasField("data") and flat.data.scheme:
+        return None
+    bits = int(flat.bits_per_value)
+    if bits == 1 and mult == 1:
+        return 1
+    if bits <= 0 or bits % 8:
+        return None
+    return bits * mult
+
+
+def plain_variable_width(enc: Any) -> int | None:
+    """Offset width in bytes when ``enc`` is an uncompressed mini-block Variable, else None."""
+    if enc is None or enc.WhichOneof("compression") != "variable":
+        return None
+    var = enc.variable
+    if var.HasField("values") and var.values.scheme:
+        return None
+    off = var.offsets
+    if off.WhichOneof("compression") != "flat" or (off.flat.HasField("data") and off.flat.data.scheme):
+        return None
+    bits = int(off.flat.bits_per_value)
+    return bits // 8 if bits in (32, 64) else None
+
+
+def _wrap_plain(enc: Any, data: np.ndarray, bits: int, n: int) -> DecodedValues:
+    """Plain bytes -> FixedWidth, or nested FixedSizeListValues mirroring ``enc``."""
+    dims = []
+    e = enc
+    while e.WhichOneof("compression") == "fixed_size_list":
+        dims.append(int(e.fixed_size_list.items_per_value))
+        e = e.fixed_size_list.values
+    inner_bits = int(e.flat.bits_per_value)
+    total = n
+    for d in dims:
+        total *= d
+    out: DecodedValues = FixedWidth(data, inner_bits, total)
+    counts = [n]
+    for d in dims[:-1]:
+        counts.append(counts[-1] * d)
+    for d, c in zip(reversed(dims), reversed(counts)):
+        out = FixedSizeListValues(out, d, None, c)
+    return out
+
+
+def fast_values(
+    enc: Any, data: np.ndarray, hdr: ChunkHeaders, counts: np.ndarray, *, path: str
+) -> DecodedValues | None:
+    """All chunks' values in one call for plain encodings; None when no fast path applies."""
+    if len(hdr.bufs) != 1:
+        return None
+    offs, sizes = hdr.bufs[0]
+    n = int(counts.sum())
+    bits = plain_width_bits(enc)
+    if bits is not None:
+        if bits == 1:
+            if counts.size > 1 and np.any(counts[:-1] % 8):
+                return None
+            lens = (counts + 7) // 8
+        else:
+            lens = counts * (bits // 8)
+        if np.any(lens > sizes):
+            raise CorruptFileError("flat chunk buffer shorter than its values", path=path)
+        out = np.empty(int(lens.sum()), dtype=np.uint8)
+        gather_slices(data, offs.astype(np.int64), lens.astype(np.int64), out)
+        if bits == 1:
+            return FixedWidth(out, 1, n)
+        return _wrap_plain(enc, out, bits, n)
+    width = plain_variable_width(enc)
+    if width is not None:
+        out_offsets = np.empty(n + 1, dtype=np.int64)
+        out_data = np.empty(int(sizes.sum()), dtype=np.uint8)
+        total, err = gather_variable_chunks(
+            data, offs.astype(np.int64), sizes.astype(np.int64), counts.astype(np.int64), width, out_offsets, out_data
+        )
+        if err:
+            raise CorruptFileError("variable chunk offsets out of order or out of bounds", path=path)
+        return VariableWidth(out_offsets, out_data[:total], n)
+    return None
+
+
+def concat_values(parts: Sequence[DecodedValues]) -> DecodedValues:
+    """Concatenate decoded values of the same shape, in order."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    n = sum(p.num_values for p in parts)
+    if isinstance(first, FixedWidth):
+        bits = first.bits_per_value
+        if any(not isinstance(p, FixedWidth) or p.bits_per_value != bits for p in parts):
+            raise CorruptFileError("chunks decoded to different value widths")
+        if bits == 1:
+            bools = np.concatenate(
+                [np.unpackbits(p.data, bitorder="little")[: p.num_values] for p in parts]
+            )
+            return FixedWidth(np.packbits(bools, bitorder="little"), 1, n)
+        w = bits // 8
+        return FixedWidth(np.concatenate([p.data[: p.num_values * w] for p in parts]), bits, n)
+    if isinstance(first, VariableWidth):
+        datas, offs, base = [], [np.zeros(1, np.int64)], 0
+        for p in parts:
+            if not isinstance(p, VariableWidth):
+                raise CorruptFileError("chunks decoded to different value kinds")
+            o = np.asarray(p.offsets, dtype=np.int64)
+            datas.append(p.data[o[0] : o[-1]])
+            offs.append(o[1:] - o[0] + base)
+            base += int(o[-1] - o[0])
+        return VariableWidth(np.concatenate(offs), np.concatenate(datas) if datas else np.zeros(0, np.uint8), n)
+    if isinstance(first, FixedSizeListValues):
+        items = concat_values([p.items for p in parts])
+        validity = None
+        if any(p.validity is not None for p in parts):
+            bits = []
+            for p in parts:
+                m = p.num_values * p.dimension
+                if p.validity is None:
+                    bits.append(np.ones(m, dtype=np.uint8))
+                else:
+                    bits.append(np.unpackbits(p.validity, bitorder="little")[:m])
+            validity = np.packbits(np.concatenate(bits), bitorder="little")
+        return FixedSizeListValues(items, first.dimension, validity, n)
+    if isinstance(first, StructValues):
+        kids = tuple(concat_values([p.children[i] for p in parts]) for i in range(len(first.children)))
+        return StructValues(kids, n)
+    raise CorruptFileError(f"cannot concatenate {type(first).__name__}")

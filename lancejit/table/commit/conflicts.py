@@ -1,0 +1,168 @@
+"""Whether a transaction can still commit after others committed since its read version.
+
+The rules are the reference's (``conflict_resolver.rs``, FORMAT_NOTES 5.6).  "mine" is checked
+against each committed "theirs", oldest first; the outcome for each pair is one of
+
+* compatible -- rebuild the manifest on top of the latest version and commit;
+* rebase -- both deleted rows in the same fragments without touching its data files: merge the
+  deletion vectors (possible only when the committer knows the rows "mine" deleted);
+* retryable -- the caller must re-read the dataset and redo its work
+  (:class:`~lancejit.core.errors.RetryableCommitError`);
+* incompatible -- :class:`~lancejit.core.errors.CommitConflictError`.
+
+A committed version without a readable transaction is treated as incompatible (be conservative).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from lancejit.core.errors import CommitConflictError, RetryableCommitError
+
+from .operations import (
+    Append,
+    Delete,
+    Merge,
+    Operation,
+    OtherOperation,
+    Overwrite,
+    Project,
+    ReserveFragments,
+    Restore,
+    Transaction,
+    Update,
+    UpdateConfig,
+    modified_fragment_ids,
+)
+from .operations import Fragment
+
+
+def _kind(op: Operation | None) -> str:
+    if op is None:
+        return "Missing"
+    return op.name
+
+
+def _retryable(mine: Transaction, theirs: Transaction | None, version: int) -> RetryableCommitError:
+    return RetryableCommitError(
+        f"this {_kind(mine.operation)} transaction (read version {mine.read_version}) was preempted by "
+        f"concurrent {_kind(theirs.operation if theirs else None)} at version {version}; re-read and retry"
+    )
+
+
+def _incompatible(mine: Transaction, theirs: Transaction | None, version: int) -> CommitConflictError:
+    return CommitConflictError(
+        f"this {_kind(mine.operation)} transaction (read version {mine.read_version}) is incompatible "
+        f"with concurrent {_kind(theirs.operation if theirs else None)} committed at version {version}"
+    )
+
+
+def _upsert_keys(op: Operation) -> set[str]:
+    if isinstance(op, Overwrite):
+        return set(op.config_upsert_values)
+    if isinstance(op, UpdateConfig):
+        return set(op.upsert_values) | set(op.delete_keys)
+    return set()
+
+
+@dataclass
+class ConflictChecker:
+    """Checks one pending transaction against the transactions committed after its read version.
+
+    ``initial_fragments``: the fragments "mine" modifies as they were at its read version (only
+    needed for Delete/Update).  ``rows_known``: True when the committer knows which rows "mine"
+    deleted per fragment, so overlapping deletions can be rebased.  After the checks,
+    ``needs_merge`` holds the fragment ids whose deletion vectors must be merged.
+    """
+
+    mine: Transaction
+    initial_fragments: Mapping[int, Fragment] = field(default_factory=dict)
+    rows_known: bool = False
+    needs_merge: set[int] = field(default_factory=set)
+
+    @property
+    def modified_ids(self) -> set[int]:
+        return modified_fragment_ids(self.mine.operation)
+
+    def check(self, theirs: Transaction | None, version: int) -> None:
+        """Raise if ``theirs`` (committed as ``version``) rules "mine" out; record rebase needs."""
+        mine = self.mine.operation
+        other = theirs.operation if theirs is not None else None
+        if other is None:
+            raise _incompatible(self.mine, theirs, version)
+        okind = other.kind if isinstance(other, OtherOperation) else other.name
+        if isinstance(mine, (Delete, Update)):
+            self._check_delete_update(theirs, okind, version)
+        elif isinstance(mine, Append):
+            if okind in ("Overwrite", "Restore", "UpdateMemWalState", "update_mem_wal_state"):
+                raise _incompatible(self.mine, theirs, version)
+        elif isinstance(mine, Overwrite):
+            if okind in ("Overwrite", "UpdateConfig") and _upsert_keys(mine) & _upsert_keys(other):
+                raise _incompatible(self.mine, theirs, version)
+            if okind == "update_mem_wal_state":
+                raise _incompatible(self.mine, theirs, version)
+        elif isinstance(mine, Merge):
+            if okind in ("Update", "Append", "Delete", "rewrite", "Merge", "data_replacement"):
+                raise _retryable(self.mine, theirs, version)
+            if okind in ("Overwrite", "Restore", "Project", "update_mem_wal_state"):
+                raise _incompatible(self.mine, theirs, version)
+        elif isinstance(mine, Project):
+            if okind in ("Merge", "Project"):
+                raise _retryable(self.mine, theirs, version)
+            if okind in ("Overwrite", "Restore", "update_mem_wal_state"):
+                raise _incompatible(self.mine, theirs, version)
+        elif isinstance(mine, Restore):
+            if okind == "update_mem_wal_state":
+                raise _incompatible(self.mine, theirs, version)
+        elif isinstance(mine, ReserveFragments):
+            if okind in ("Overwrite", "Restore"):
+                raise _incompatible(self.mine, theirs, version)
+        elif isinstance(mine, UpdateConfig):
+            if okind in ("Overwrite", "UpdateConfig") and _upsert_keys(mine) & _upsert_keys(other):
+                raise _incompatible(self.mine, theirs, version)
+        else:
+            # Operations lancejit only carries: be conservative.
+            if okind not in ("Append", "UpdateConfig", "ReserveFragments"):
+                raise _retryable(self.mine, theirs, version)
+
+    def _check_delete_update(self, theirs: Transaction, okind: str, version: int) -> None:
+        other = theirs.operation
+        mods = self.modified_ids
+        if okind in ("create_index", "ReserveFragments", "clone", "Project", "Append", "UpdateConfig",
+                     "update_bases"):
+            return
+        if okind in ("rewrite", "data_replacement"):
+            if modified_fragment_ids(other) & mods:
+                raise _retryable(self.mine, theirs, version)
+            return
+        if okind in ("Delete", "Update"):
+            if isinstance(other, Delete):
+                updated, removed = other.updated_fragments, other.deleted_fragment_ids
+            else:
+                updated, removed = other.updated_fragments, other.removed_fragment_ids
+            if not ({f.id for f in updated} | set(removed)) & mods:
+                return
+            if not self.rows_known:
+                raise _retryable(self.mine, theirs, version)
+            for frag in updated:
+                initial = self.initial_fragments.get(frag.id)
+                if initial is None:
+                    continue
+                if list(initial.files) != list(frag.files):
+                    raise _retryable(self.mine, theirs, version)
+                if initial.deletion_file != frag.deletion_file:
+                    self.needs_merge.add(frag.id)
+            for fid in removed:
+                if fid in self.initial_fragments:
+                    raise _retryable(self.mine, theirs, version)
+            return
+        if okind == "Merge":
+            raise _retryable(self.mine, theirs, version)
+        if okind in ("Overwrite", "Restore"):
+            raise _incompatible(self.mine, theirs, version)
+        if okind == "update_mem_wal_state" and isinstance(self.mine.operation, Delete):
+            raise _incompatible(self.mine, theirs, version)
+
+
+__all__ = ["ConflictChecker"]

@@ -1,0 +1,91 @@
+"""A moto S3 server on 127.0.0.1 that counts the HTTP requests it serves.
+
+Used by the perf scripts to count the reference's and lancejit's requests the same way,
+server-side, independent of either library's own counters.  GET requests with a Range
+header are range reads; their response bytes are summed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+import requests
+
+
+@dataclass
+class RequestLog:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    counts: Counter = field(default_factory=Counter)
+    bytes_out: int = 0
+
+    def reset(self) -> None:
+        with self.lock:
+            self.counts.clear()
+            self.bytes_out = 0
+
+    def snapshot(self) -> dict:
+        with self.lock:
+            return {"requests": dict(self.counts), "get": self.counts.get("GET", 0),
+                    "bytes": self.bytes_out}
+
+
+class _CountingApp:
+    def __init__(self, app, log: RequestLog) -> None:
+        self.app, self.log = app, log
+
+    def __call__(self, environ, start_response):
+        method = environ.get("REQUEST_METHOD", "?")
+        path = environ.get("PATH_INFO", "")
+        counted = not path.startswith("/moto-api")
+        body = self.app(environ, start_response)
+        if not counted:
+            return body
+        chunks = list(body)
+        with self.log.lock:
+            self.log.counts[method] += 1
+            if method == "GET":
+                self.log.bytes_out += sum(len(c) for c in chunks)
+        return chunks
+
+
+class CountingS3:
+    """``with CountingS3() as s3:`` gives ``s3.endpoint``, ``s3.log`` and storage options."""
+
+    def __init__(self, bucket: str = "perf") -> None:
+        self.bucket = bucket
+        self.log = RequestLog()
+
+    def __enter__(self) -> "CountingS3":
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server.start()
+        self._server._server.app = _CountingApp(self._server._server.app, self.log)
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        requests.put(f"{self.endpoint}/{self.bucket}")
+        self.log.reset()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.stop()
+
+    @property
+    def reference_options(self) -> dict[str, str]:
+        """storage_options for pylance (object_store keys)."""
+        return {"aws_endpoint": self.endpoint, "aws_access_key_id": "x",
+                "aws_secret_access_key": "x", "aws_region": "us-east-1", "allow_http": "true"}
+
+    @property
+    def lancejit_options(self) -> dict[str, str]:
+        return dict(self.reference_options)
+
+    def upload(self, local_path: str, key: str) -> str:
+        with open(local_path, "rb") as f:
+            requests.put(f"{self.endpoint}/{self.bucket}/{key}", data=f.read())
+        self.log.reset()
+        return f"s3://{self.bucket}/{key}"

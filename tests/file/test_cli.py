@@ -1,0 +1,109 @@
+"""``lancejit inspect`` reports what pylance reports (issue 2, acceptance 1)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import lance
+import pytest
+
+from lancejit.cli import main
+
+KEYS = [(v, n) for n in ("flat", "nested", "many", "bigmeta") for v in ("2.0", "2.1", "2.2")]
+
+
+def _inspect_json(capsys, *args) -> dict:
+    assert main(["inspect", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: f"{k[1]}-{k[0]}")
+def test_inspect_json_matches_pylance(capsys, samples, key):
+    path = samples[key]
+    out = _inspect_json(capsys, str(path))
+    ref = lance.file.LanceFileReader(str(path)).metadata()
+    assert out["version"] == key[0]
+    assert out["num_rows"] == ref.num_rows
+    assert out["num_columns"] == len(ref.columns) == len(out["columns"])
+    assert out["num_global_buffers"] == len(ref.global_buffers)
+    assert [c["num_pages"] for c in out["columns"]] == [len(c.pages) for c in ref.columns]
+    assert out["num_pages"] == sum(len(c.pages) for c in ref.columns)
+    assert [f["name"] for f in out["schema"]["fields"]] == ref.schema.names
+    assert [f["type"] for f in out["schema"]["fields"]] == [str(f.type) for f in ref.schema]
+    assert out["schema_text"] == ref.schema.to_string(show_schema_metadata=False)
+    for col, ref_col in zip(out["columns"], ref.columns):
+        for page, ref_page in zip(col["pages"], ref_col.pages):
+            assert page["num_bytes"] == sum(b.size for b in ref_page.buffers)
+            assert page["layout"] and page["encoding"]
+        assert col["num_bytes"] == sum(sum(b.size for b in p.buffers) for p in ref_col.pages) + sum(
+            b.size for b in ref_col.column_buffers
+        )
+
+
+def test_inspect_text(capsys, samples):
+    assert main(["inspect", str(samples[("2.2", "flat")])]) == 0
+    text = capsys.readouterr().out
+    assert "version: 2.2" in text
+    assert "rows: 3000" in text
+    assert "i32: int32 not null" in text
+    assert "mini_block(inline_bitpacking)" in text
+    assert "origin: lancejit-tests" in text
+
+
+def test_inspect_text_limits_pages(capsys, samples):
+    assert main(["inspect", str(samples[("2.2", "bigmeta")])]) == 0
+    text = capsys.readouterr().out
+    assert "more pages (--all-pages to list them)" in text
+    assert main(["inspect", str(samples[("2.2", "bigmeta")]), "--all-pages"]) == 0
+    assert "more pages" not in capsys.readouterr().out
+
+
+def test_inspect_errors(capsys, tmp_path):
+    assert main(["inspect", str(tmp_path / "missing.lance")]) == 1
+    err = capsys.readouterr().err
+    assert "lancejit: error:" in err and "missing.lance" in err
+    bad = tmp_path / "bad.lance"
+    bad.write_bytes(b"hello world, not lance")
+    assert main(["inspect", str(bad)]) == 1
+    assert "not a Lance file" in capsys.readouterr().err
+    assert main(["inspect", str(bad), "--storage-option", "novalue"]) == 1
+    assert "KEY=VALUE" in capsys.readouterr().err
+
+
+@pytest.mark.s3
+def test_inspect_s3_with_storage_options(capsys, s3_endpoint, samples):
+    from lancejit.io import open_store, run_sync
+
+    root = s3_endpoint.new_root()
+    uri = root.join("flat.lance")
+    store, path = open_store(uri, root.storage_options)
+    run_sync(store.put(path, samples[("2.1", "flat")].read_bytes()))
+    opts = [x for k, v in root.storage_options.items() for x in ("--storage-option", f"{k}={v}")]
+    out = _inspect_json(capsys, uri, *opts)
+    assert out["num_rows"] == 3000 and out["version"] == "2.1"
+
+
+def test_console_script(samples):
+    """The installed ``lancejit`` entry point runs (fresh interpreter)."""
+    exe = Path(sys.executable).with_name("lancejit")
+    proc = subprocess.run(
+        [str(exe), "inspect", "--json", str(samples[("2.0", "nested")])],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["num_columns"] == 16
+
+
+def test_inspect_legacy(capsys, samples):
+    pytest.importorskip("lancejit.file.legacy")
+    path = samples[("0.1", "flat")]
+    ds = lance.dataset(str(path.parent.parent))
+    out = _inspect_json(capsys, str(path))
+    assert out["version"] == "0.1"
+    assert out["num_rows"] == ds.count_rows()
+    assert [f["name"] for f in out["schema"]["fields"]] == ds.schema.names
+    assert out["num_columns"] == len(ds.schema.names)  # flat: one column per field
+    assert out["num_pages"] == len(ds.schema.names) * 6  # 512-row batches: 6 per field

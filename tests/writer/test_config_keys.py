@@ -1,0 +1,133 @@
+"""Each ``lance-encoding:*`` key produces the encoding it names; pylance reads the file exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from writer_inspect import parse_file
+
+lance_file = pytest.importorskip("lance.file")
+
+from lancejit.core.errors import InvalidInputError  # noqa: E402
+from lancejit.file.writer import LanceFileWriter  # noqa: E402
+
+N = 20000
+
+
+def _data(kind: str, seed: int) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    if kind == "ints":
+        return pa.array(rng.integers(0, 1000, N).astype(np.int32))
+    if kind == "floats":
+        return pa.array(rng.random(N).astype(np.float32))
+    if kind == "runs":
+        return pa.array((np.arange(N) // 100).astype(np.int64))
+    if kind == "strings":
+        return pa.array([f"name{i % 300}_{i}" for i in range(N)])
+    if kind == "lowcard":
+        return pa.array([f"s{i % 3000}" for i in range(N)])
+    if kind == "wide":
+        return pa.array([rng.bytes(300) for _ in range(300)])
+    if kind == "struct":
+        return pa.StructArray.from_arrays(
+            [pa.array(rng.integers(0, 100, N).astype(np.int32)), pa.array(rng.random(N))],
+            names=["x", "y"], mask=pa.array(rng.random(N) < 0.1))
+    if kind == "blob":
+        return pa.array([None if i % 7 == 0 else (b"" if i % 5 == 0 else rng.bytes(int(rng.integers(1, 5000))))
+                         for i in range(60)], pa.large_binary())
+    raise ValueError(kind)
+
+
+def _layout(path):
+    pf = parse_file(str(path))
+    return pf.page_layouts(0)[0]
+
+
+def _kinds(enc) -> list[str]:
+    out = []
+    while enc is not None and enc.WhichOneof("compression"):
+        k = enc.WhichOneof("compression")
+        out.append(k)
+        inner = getattr(enc, k)
+        enc = inner.values if k in ("general", "fsst", "byte_stream_split", "fixed_size_list") else None
+    return out
+
+
+def _write_read(tmp_path, arr, md, version):
+    f = pa.field("a", arr.type, True, metadata=md)
+    t = pa.table([arr], schema=pa.schema([f]))
+    p = tmp_path / "k.lance"
+    with LanceFileWriter(str(p), t.schema, version=version) as w:
+        w.write_batch(t)
+    got = lance_file.LanceFileReader(str(p)).read_all().to_table()
+    assert got.column(0).combine_chunks().equals(arr)
+    return _layout(p)
+
+
+CASES = [
+    # (data kind, metadata, check(layout) -> bool, description)
+    ("ints", {"lance-encoding:compression": "lz4"},
+     lambda l: _kinds(l.mini_block_layout.value_compression)[0] == "general"
+     and l.mini_block_layout.value_compression.general.compression.scheme == 1, "lz4 general"),
+    ("ints", {"lance-encoding:compression": "zstd", "lance-encoding:compression-level": "9"},
+     lambda l: l.mini_block_layout.value_compression.general.compression.scheme == 2
+     and l.mini_block_layout.value_compression.general.compression.level == 9, "zstd level 9"),
+    ("ints", {"lance-encoding:compression": "none"},
+     lambda l: _kinds(l.mini_block_layout.value_compression) == ["flat"], "none -> flat"),
+    ("floats", {"lance-encoding:compression": "zstd", "lance-encoding:bss": "on"},
+     lambda l: _kinds(l.mini_block_layout.value_compression)[:2] == ["general", "byte_stream_split"], "bss on"),
+    ("floats", {"lance-encoding:compression": "zstd", "lance-encoding:bss": "off"},
+     lambda l: "byte_stream_split" not in _kinds(l.mini_block_layout.value_compression), "bss off"),
+    ("strings", {"lance-encoding:compression": "fsst"},
+     lambda l: _kinds(l.mini_block_layout.value_compression)[0] == "fsst", "fsst"),
+    ("strings", {"lance-encoding:compression": "none"},
+     lambda l: _kinds(l.mini_block_layout.value_compression) == ["variable"], "strings none"),
+    ("strings", {"lance-encoding:compression": "lz4"},
+     lambda l: _kinds(l.mini_block_layout.value_compression)[0] == "general", "strings lz4"),
+    ("runs", {"lance-encoding:rle-threshold": "0.0"},
+     lambda l: "rle" not in _kinds(l.mini_block_layout.value_compression), "rle never"),
+    ("ints", {"lance-encoding:rle-threshold": "1.0"},
+     lambda l: _kinds(l.mini_block_layout.value_compression) == ["rle"], "rle always"),
+    ("ints", {"lance-encoding:structural-encoding": "fullzip"},
+     lambda l: l.WhichOneof("layout") == "full_zip_layout", "force fullzip"),
+    ("wide", {"lance-encoding:structural-encoding": "miniblock"},
+     lambda l: l.WhichOneof("layout") == "mini_block_layout", "force miniblock"),
+    ("lowcard", {"lance-encoding:dict-divisor": "2"},
+     lambda l: l.mini_block_layout.num_dictionary_items > 0, "dict-divisor 2 -> dictionary"),
+    ("lowcard", {"lance-encoding:dict-divisor": "100000"},
+     lambda l: l.mini_block_layout.num_dictionary_items == 0, "dict-divisor huge -> none"),
+    ("ints", {"lance-encoding:general": "on"},
+     lambda l: _kinds(l.mini_block_layout.value_compression)[0] == "general", "general on"),
+    ("struct", {"lance-encoding:packed": "true"},
+     lambda l: _kinds(l.mini_block_layout.value_compression) == ["packed_struct"], "packed"),
+    ("blob", {"lance-encoding:blob": "true"},
+     lambda l: l.WhichOneof("layout") == "blob_layout", "blob"),
+]
+
+
+@pytest.mark.parametrize("version", ["2.2", "2.1"])
+@pytest.mark.parametrize("kind,md,check,desc", CASES, ids=[c[3] for c in CASES])
+def test_config_key(tmp_path, version, kind, md, check, desc):
+    layout = _write_read(tmp_path, _data(kind, 1), md, version)
+    assert check(layout), layout
+
+
+def test_packed_struct_is_one_column(tmp_path):
+    arr = _data("struct", 2)
+    f = pa.field("a", arr.type, True, metadata={"lance-encoding:packed": "true"})
+    p = tmp_path / "p.lance"
+    with LanceFileWriter(str(p), pa.schema([f])) as w:
+        w.write_batch(pa.table([arr], schema=pa.schema([f])))
+    assert len(parse_file(str(p)).columns) == 1
+
+
+def test_bad_key_values_raise(tmp_path):
+    arr = _data("ints", 0)
+    for md in ({"lance-encoding:compression": "brotli"}, {"lance-encoding:structural-encoding": "zigzag"}):
+        f = pa.field("a", arr.type, True, metadata=md)
+        with pytest.raises(InvalidInputError):
+            with LanceFileWriter(str(tmp_path / "bad.lance"), pa.schema([f])) as w:
+                w.write_batch(pa.table([arr], schema=pa.schema([f])))
+        assert not (tmp_path / "bad.lance").exists()

@@ -1,0 +1,102 @@
+"""Writer-side Numba kernels against plain NumPy/Python versions (property tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lancejit.encoding.kernels.enc_fsst import build_lookup, compress_bulk
+from lancejit.encoding.kernels.enc_rle import count_runs, rle_encode_chunks
+
+
+def _np_runs(words: np.ndarray) -> int:
+    if words.size == 0:
+        return 0
+    return int((words[1:] != words[:-1]).sum()) + 1
+
+
+def _np_rle(words: np.ndarray, start: int, end: int) -> tuple[list[int], list[int]]:
+    vals, lens = [], []
+    i = start
+    while i < end:
+        j = i
+        while j < end and words[j] == words[i] and j - i < 255:
+            j += 1
+        vals.append(int(words[i]))
+        lens.append(j - i)
+        i = j
+    return vals, lens
+
+
+words_st = st.sampled_from([np.uint8, np.uint16, np.uint32, np.uint64]).flatmap(
+    lambda dt: st.lists(st.integers(0, 3), min_size=0, max_size=3000).map(
+        lambda xs: np.repeat(np.array(xs, dtype=dt), 7)[: len(xs) * 3]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(words_st, st.sampled_from([64, 256, 4096]), st.sampled_from([40, 300, 8186]))
+def test_rle_encode_chunks_matches_numpy(words, max_values, max_bytes):
+    n = words.shape[0]
+    cap = max(n, 1)
+    ov, ol = np.empty(cap, words.dtype), np.empty(cap, np.uint8)
+    cv, cr = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    nch = rle_encode_chunks(words, max_values, max_bytes, ov, ol, cv, cr)
+    assert int(cv[:nch].sum()) == n
+    pos = r = 0
+    item = words.dtype.itemsize
+    for c in range(nch):
+        m = int(cv[c])
+        if c < nch - 1:
+            assert m & (m - 1) == 0 and m <= max_values  # power of two
+        vals, lens = _np_rle(words, pos, pos + m)
+        assert int(cr[c]) == len(vals)
+        assert ov[r : r + len(vals)].tolist() == vals
+        assert ol[r : r + len(vals)].tolist() == lens
+        assert m == 1 or len(vals) * (item + 1) <= max_bytes
+        pos += m
+        r += len(vals)
+    assert count_runs(words) == _np_runs(words)
+
+
+def _py_fsst(data: bytes, offsets, symbols: list[bytes]) -> tuple[bytes, list[int]]:
+    """Greedy longest match, escapes as (255, byte)."""
+    code_of = {s: i for i, s in enumerate(symbols)}
+    out = bytearray()
+    outo = [0]
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        i = a
+        while i < b:
+            for ln in range(min(8, b - i), 0, -1):
+                c = code_of.get(data[i : i + ln])
+                if c is not None:
+                    out.append(c)
+                    i += ln
+                    break
+            else:
+                out += bytes([255, data[i]])
+                i += 1
+        outo.append(len(out))
+    return bytes(out), outo
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abcde", min_size=0, max_size=30).map(str.encode), min_size=1, max_size=40),
+    st.lists(st.text(alphabet="abcd", min_size=1, max_size=8).map(str.encode), min_size=0, max_size=60, unique=True),
+)
+def test_fsst_compress_bulk_matches_python(values, symbols):
+    data = b"".join(values)
+    offsets = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
+    vals = np.array([int.from_bytes(s, "little") for s in symbols], dtype=np.uint64)
+    lens = np.array([len(s) for s in symbols], dtype=np.int64)
+    tv, tl, tc = np.zeros(2048, np.uint64), np.zeros(2048, np.int64), np.zeros(2048, np.int64)
+    bc, pm = np.full(256, -1, np.int64), np.zeros(65536, np.int64)
+    build_lookup(vals, lens, len(symbols), tv, tl, tc, bc, pm)
+    arr = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
+    out = np.empty(2 * len(data) + 8, np.uint8)
+    outo = np.empty(len(offsets), np.int64)
+    n = compress_bulk(arr, offsets, tv, tl, tc, bc, pm, out, outo)
+    exp, expo = _py_fsst(data, offsets.tolist(), symbols)
+    assert out[:n].tobytes() == exp
+    assert outo.tolist() == expo
