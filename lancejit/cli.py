@@ -2,7 +2,8 @@
 
 ``lancejit inspect URI [--json] [--storage-option KEY=VALUE ...] [--all-pages]`` prints a Lance
 file's version, rows, schema and, per column, its pages with rows, bytes and layout/compression
-names.  Exit status: 0 on success, 1 when lancejit raises an error (message on stderr), 2 on
+names.  When ``URI`` is a dataset (a directory or prefix; ``--dataset-version N|TAG`` selects a
+version) it prints the dataset's versions, tags, schema and fragments instead.  Exit status: 0 on success, 1 when lancejit raises an error (message on stderr), 2 on
 bad usage.
 """
 
@@ -81,11 +82,74 @@ def format_summary(summary, *, all_pages: bool = False) -> str:
     return "\n".join(lines)
 
 
+def format_dataset(info: dict) -> str:
+    """Text rendering of a dataset description (``lancejit.table.describe``)."""
+    summary = info.get("summary", {})
+    lines = [
+        f"dataset: {info.get('uri')}",
+        f"version: {info.get('version')} (latest {info.get('latest_version')})",
+        f"data storage version: {info.get('data_storage_version')}",
+        f"writer: {info.get('writer')}",
+        f"rows: {summary.get('total_rows')} ({summary.get('total_deletion_file_rows')} deleted)",
+        f"fragments: {summary.get('total_fragments')}, data files: {summary.get('total_data_files')}, "
+        f"deletion files: {summary.get('total_deletion_files')}, bytes: {summary.get('total_files_size')}",
+        "schema:",
+    ]
+    lines.extend(f"  {field}" for field in info.get("schema", []))
+    versions = info.get("versions", [])
+    if versions:
+        lines.append(f"versions: {', '.join(str(v['version']) for v in versions)}")
+    tags = info.get("tags", [])
+    if tags:
+        lines.append("tags: " + ", ".join(f"{t['name']}={t['version']}" for t in tags))
+    for frag in info.get("fragments", []):
+        files = ", ".join(f"{f['path']} ({f['file_version']})" for f in frag.get("files", []))
+        deleted = f", {frag['deleted_rows']} deleted" if frag.get("deleted_rows") else ""
+        lines.append(f"  fragment {frag['id']}: {frag['physical_rows']} rows{deleted}: {files}")
+    return "\n".join(lines)
+
+
+def _describe_dataset(uri: str, version: str | None, options: dict[str, str] | None) -> dict | None:
+    """The description of the dataset at ``uri``, or ``None`` when there is no dataset there."""
+    from lancejit.core.errors import NotFoundError
+
+    try:
+        from lancejit.table import dataset, describe
+    except ImportError:  # datasets not in this build
+        return None
+    parsed: int | str | None = version
+    if version is not None and version.isdigit():
+        parsed = int(version)
+    try:
+        return describe(dataset(uri, parsed, options))
+    except NotFoundError:
+        if version is not None:
+            raise
+        return None
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from lancejit.core.errors import NotFoundError
     from lancejit.file.reader import LanceFileReader
 
-    reader = LanceFileReader(args.uri, _parse_storage_options(args.storage_option))
-    summary = reader.metadata()
+    options = _parse_storage_options(args.storage_option)
+    info = None
+    if args.dataset_version is not None:
+        info = _describe_dataset(args.uri, args.dataset_version, options)
+    else:
+        try:
+            summary = LanceFileReader(args.uri, options).metadata()
+        except (InvalidInputError, NotFoundError) as file_error:  # a directory/prefix: a dataset?
+            info = _describe_dataset(args.uri, None, options)
+            if info is None:
+                raise file_error from None
+    if info is not None:
+        if args.json:
+            json.dump(info, sys.stdout, indent=2 if args.pretty else None, default=str)
+            sys.stdout.write("\n")
+        else:
+            print(format_dataset(info))
+        return 0
     if args.json:
         json.dump(summary.to_dict(), sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
@@ -97,8 +161,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lancejit", description="Lance files and datasets with lancejit.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("inspect", help="describe a Lance file: version, rows, schema, pages")
+    p = sub.add_parser(
+        "inspect", help="describe a Lance file (version, rows, schema, pages) or dataset (versions, fragments)"
+    )
     p.add_argument("uri", help="path or URI (file://, memory://, s3://bucket/key, gs://bucket/key)")
+    p.add_argument(
+        "--dataset-version", metavar="N|TAG", help="inspect this version of a dataset (default: latest)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON for machines")
     p.add_argument("--pretty", action="store_true", help="indent the JSON output")
     p.add_argument("--all-pages", action="store_true", help="list every page in text output")

@@ -3,6 +3,8 @@
 See ``tests/emulators.py`` (module docstring) for the fixture API:
 ``s3_endpoint``, ``gcs_endpoint`` (session), ``any_store_root`` (parametrized over local, memory,
 s3, gcs), ``store_root`` / ``store_uri`` (parametrize indirectly with kinds).
+Tests that use an emulator (directly or through a kind) get the ``s3`` / ``gcs`` marker, so
+``-m "not s3 and not gcs"`` runs without starting any server.
 """
 
 from __future__ import annotations
@@ -91,12 +93,17 @@ def store_uri(request, tmp_path):
 
 
 def pytest_collection_modifyitems(config, items):
-    # Tests parametrized indirectly with "s3"/"gcs" kinds get the matching marker.
+    # Tests using an emulator, directly or through an indirect "s3"/"gcs" kind, get its marker.
     for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "s3_endpoint" in names:
+            item.add_marker(pytest.mark.s3)
+        if "gcs_endpoint" in names:
+            item.add_marker(pytest.mark.gcs)
         callspec = getattr(item, "callspec", None)
         if callspec is None:
             continue
         for name in ("store_root", "store_uri"):
             kind = callspec.params.get(name)
-            if kind in _KIND_MARKS:
+            if isinstance(kind, str) and kind in _KIND_MARKS:
                 item.add_marker(_KIND_MARKS[kind])

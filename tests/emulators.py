@@ -169,17 +169,6 @@ def create_gcs_bucket(url: str, bucket: str) -> None:
             raise
 
 
-def _die_with_parent() -> None:
-    """In the child: ask Linux to SIGTERM it if the test process dies without cleaning up."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 @contextlib.contextmanager
 def gcs_server(bucket: str = "lancejit-test") -> Iterator[Endpoint]:
     """Run fake-gcs-server (memory backend) on 127.0.0.1 for the duration of the ``with`` block."""
@@ -200,7 +189,6 @@ def gcs_server(bucket: str = "lancejit-test") -> Iterator[Endpoint]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")},
-        preexec_fn=_die_with_parent,
     )
     try:
         deadline = time.monotonic() + 20.0

@@ -74,10 +74,12 @@ def byte_width(arrow_type: pa.DataType) -> int | None:
 
 
 def fixed_width_array(
-    arrow_type: pa.DataType, data: np.ndarray, length: int, valid: np.ndarray | None = None
+    arrow_type: pa.DataType, data: np.ndarray, length: int, valid: np.ndarray | None = None, *, copy: bool = True
 ) -> pa.Array:
     """An array of a fixed-width type (ints, floats, float16, decimals, temporal,
-    fixed_size_binary) from ``length * width`` little-endian bytes in ``data`` (uint8)."""
+    fixed_size_binary) from ``length * width`` little-endian bytes in ``data`` (uint8).
+
+    ``copy=False`` lets the array share ``data`` (the caller must own it and not modify it)."""
     width = byte_width(arrow_type)
     if width is None:
         raise NotSupportedError(f"{arrow_type} is not a fixed-width type")
@@ -86,7 +88,8 @@ def fixed_width_array(
     if raw.size < need:
         raise CorruptFileError(f"{length} values of {width} bytes need {need} bytes, have {raw.size}")
     vbuf, nulls = _validity_buffer(valid, length)
-    return pa.Array.from_buffers(arrow_type, length, [vbuf, pa.py_buffer(raw[:need].copy())], null_count=nulls)
+    body = raw[:need].copy() if copy else raw[:need]
+    return pa.Array.from_buffers(arrow_type, length, [vbuf, pa.py_buffer(body)], null_count=nulls)
 
 
 def bool_array(bits: np.ndarray, length: int, valid: np.ndarray | None = None, bit_offset: int = 0) -> pa.Array:
@@ -106,9 +109,11 @@ def _is_large(arrow_type: pa.DataType) -> bool:
 
 
 def binary_array(
-    arrow_type: pa.DataType, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None
+    arrow_type: pa.DataType, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None, *, copy: bool = True
 ) -> pa.Array:
-    """A string/binary (or large) array; ``offsets`` (``n + 1`` entries) index into ``data``."""
+    """A string/binary (or large) array; ``offsets`` (``n + 1`` entries) index into ``data``.
+
+    ``copy=False`` lets the array share ``data`` (the caller must own it and not modify it)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     n = offsets.size - 1
     if n < 0:
@@ -124,10 +129,10 @@ def binary_array(
             raise NotSupportedError(f"{end - start} bytes do not fit 32-bit offsets of {arrow_type}")
         obuf = rebased.astype(np.int32)
     payload = np.ascontiguousarray(np.asarray(data, dtype=np.uint8)[start:end])
+    if copy:
+        payload = payload.copy()
     vbuf, nulls = _validity_buffer(valid, n)
-    return pa.Array.from_buffers(
-        arrow_type, n, [vbuf, pa.py_buffer(obuf), pa.py_buffer(payload.copy())], null_count=nulls
-    )
+    return pa.Array.from_buffers(arrow_type, n, [vbuf, pa.py_buffer(obuf), pa.py_buffer(payload)], null_count=nulls)
 
 
 def list_array(

@@ -1,13 +1,19 @@
 """The search cache: decoded file metadata and per-file decoder state, LRU-bounded in bytes.
 
-Keys.  Every open reads the file's last 64 KiB in one request anyway; the cache key of a file
-is ``(uri, file size, BLAKE2b digest of that tail)``.  The tail holds the footer, the offset
-tables and (in all but huge files) the schema and every column's page list, so a rewritten file
-whose metadata differs in any byte gets a new key and is never served stale metadata; a cache
-hit costs that one request and no parsing.  Decoder state (chunk words, dictionaries,
-repetition indexes) is stored under the same file key, so it is dropped together with the
-metadata it was derived from.  (Lance data files are write-once, named by UUID; the digest
-guards standalone files that are rewritten in place.)
+Keys.  Every open reads the file's last 64 KiB in one request anyway; the key of a file's
+contents is ``(uri, file size, BLAKE2b digest of that tail)``.  The tail holds the footer, both
+offset tables and - whenever the metadata fits, which is when a cached open saves anything but
+parsing - the schema and every column's page list.  So a rewritten file gets a new key (and is
+never served stale metadata) unless it keeps the same size *and* the same last 64 KiB; a cache
+hit costs that one request and no parsing, also for files whose metadata is larger than the
+tail (their second request is saved).  Decoder state (chunk words, dictionaries, repetition
+indexes) is stored under the same key, so it goes with the metadata it was derived from.
+
+Why not a version token (mtime, ETag, generation)?  None of them comes with the tail read on
+every store, and asking costs a request per open.  Lance data files are write-once (UUID
+names), so the digest only has to guard standalone files rewritten in place; a caller rewriting
+files in place with identical size and tail (only page bytes changed) should pass a fresh
+:class:`SearchCache` or call :meth:`SearchCache.clear`.
 
 Sizes are in bytes.  All methods are thread-safe.
 """
@@ -156,7 +162,8 @@ class FileCache:
     ) -> T:
         """The value for ``key``, awaiting ``loader()`` once if absent.
 
-        Concurrent callers on the same event loop share one load.  ``nbytes(value)`` gives the
+        Concurrent callers on the same event loop share one load (``loader`` must not return
+        ``None``, which reads as "absent").  ``nbytes(value)`` gives the
         value's footprint in bytes (estimated when omitted).
         """
         loop = asyncio.get_running_loop()

@@ -399,7 +399,12 @@ def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, 
             )
         pb = file2_pb2.ColumnMetadata()
         _parse_message(pb, region.slice(pos, pos + size, f"column {index} metadata"), path, f"column {index} metadata")
-        columns.append(_column_info(index, pb, version, file_size, path))
+        info = _column_info(index, pb, version, file_size, path)
+        if version != "2.0" and info.num_rows != num_rows:  # 2.0 list children count items
+            raise CorruptFileError(
+                f"column {index} pages hold {info.num_rows} rows but the file has {num_rows}", path=path
+            )
+        columns.append(info)
 
     num_gb_bytes = sum(size for _, size in gbo)
     return FileMetadata(

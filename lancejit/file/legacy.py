@@ -108,8 +108,13 @@ def _framed(region: _Region, pos: int, msg, what: str, path: str, limit: int):
     return msg, n + 4
 
 
-async def parse_legacy_metadata(reader: RangeReader, tail, file_size) -> LegacyMetadata:
-    """Parse a 0.1 file's metadata from its last bytes ``tail`` (see the module docstring)."""
+async def parse_legacy_metadata(reader: RangeReader, tail, file_size, *, schema: LanceSchema | None = None
+                                ) -> LegacyMetadata:
+    """Parse a 0.1 file's metadata from its last bytes ``tail`` (see the module docstring).
+
+    ``schema``: the fields stored in this file (ids as in the dataset manifest) for files that
+    do not embed their schema (``manifest_position`` 0); when given it replaces the embedded one.
+    """
     if isinstance(tail, int) and not isinstance(file_size, int):
         tail, file_size = file_size, tail
     path = reader.path
@@ -128,7 +133,7 @@ async def parse_legacy_metadata(reader: RangeReader, tail, file_size) -> LegacyM
     if not region.covers(meta_pos, footer_start):
         (buf,) = await reader.read_ranges([(meta_pos, footer_start)], priority=0)
         region = _Region(meta_pos, memoryview(buf))
-    md, md_len = _framed(region, meta_pos, file_pb2.Metadata(), "metadata", path, footer_start)
+    md, _ = _framed(region, meta_pos, file_pb2.Metadata(), "metadata", path, footer_start)
     mpos = int(md.manifest_position)
     ptpos = int(md.page_table_position)
     batch_offsets = np.asarray(list(md.batch_offsets), dtype=np.int64)
@@ -136,14 +141,18 @@ async def parse_legacy_metadata(reader: RangeReader, tail, file_size) -> LegacyM
         batch_offsets = np.zeros(1, dtype=np.int64)
     if batch_offsets[0] != 0 or np.any(np.diff(batch_offsets) < 0):
         raise CorruptFileError("batch offsets are not cumulative row counts from 0", path=path)
+    embedded = schema is None
+    if embedded and mpos == 0:
+        raise NotSupportedError(f"{path}: legacy file without an embedded schema (pass the dataset's)")
     if not (0 <= mpos < meta_pos) or not (0 <= ptpos <= meta_pos):
         raise CorruptFileError("manifest or page table position outside the file", path=path)
-    lo = min(mpos, ptpos)
+    lo = min(mpos, ptpos) if embedded else ptpos
     if not region.covers(lo, meta_pos):
         (buf,) = await reader.read_ranges([(lo, footer_start)], priority=0)
         region = _Region(lo, memoryview(buf))
-    manifest, man_len = _framed(region, mpos, table_pb2.Manifest(), "manifest", path, meta_pos)
-    schema = LanceSchema.from_pb(manifest.fields, dict(manifest.schema_metadata), path=path)
+    if embedded:
+        manifest, _ = _framed(region, mpos, table_pb2.Manifest(), "manifest", path, meta_pos)
+        schema = LanceSchema.from_pb(manifest.fields, dict(manifest.schema_metadata), path=path)
     ids = schema.field_ids()
     num_batches = len(batch_offsets) - 1
     if ids:

@@ -17,7 +17,6 @@ import functools
 import importlib
 import inspect
 import threading
-from collections import deque
 from dataclasses import replace
 from typing import Any, AsyncIterator, Iterator, Sequence
 
@@ -36,6 +35,7 @@ from lancejit.core.errors import (
 from lancejit.file.cache import SearchCache, default_cache, file_key
 from lancejit.file.container import FileMetadata, parse_file_metadata
 from lancejit.file.summary import FileSummary, summarize
+from lancejit.file.windows import Slicer, windows
 
 #: Take requests with at least this many indices sort/reorder on a worker thread.
 OFFLOAD_ROWS = 1 << 16
@@ -153,26 +153,48 @@ class AsyncLanceFileReader:
         store, path = store_and_path
         stats = IOStats()  # this reader's requests (the store's own stats count every reader)
         scheduler = FileScheduler(store, path, stats=stats)
+        return await cls.from_reader(scheduler, uri=uri, store=store, cache=cache, stats=stats)
+
+    @classmethod
+    async def from_reader(
+        cls,
+        reader: Any,
+        *,
+        uri: str | None = None,
+        store: Any = None,
+        cache: SearchCache | None = None,
+        stats: Any = None,
+    ) -> "AsyncLanceFileReader":
+        """Open a file through an existing :class:`~lancejit.core.ranges.RangeReader` (e.g. a
+        ``FileScheduler`` from a dataset scan's ``ScanScheduler``, sharing its stats).
+
+        ``store`` defaults to ``reader.store``; ``stats`` (what :meth:`io_stats` reports) to
+        ``reader.stats`` or the store's.
+        """
+        store = store if store is not None else getattr(reader, "store", None)
+        if stats is None:
+            stats = getattr(reader, "stats", None)
+        name = uri or getattr(reader, "uri", None) or reader.path
         try:
-            file_size, tail = await scheduler.read_tail(FOOTER_PREFETCH_BYTES)
+            file_size, tail = await reader.read_tail(FOOTER_PREFETCH_BYTES)
         except NotFoundError as exc:
-            raise NotFoundError(f"{uri}: no such Lance file") from exc
+            raise NotFoundError(f"{name}: no such Lance file") from exc
         except StoreError as exc:
             if isinstance(exc.__cause__, IsADirectoryError) or "directory" in str(exc):
-                raise InvalidInputError(f"{uri}: is a directory, not a Lance file") from exc
+                raise InvalidInputError(f"{name}: is a directory, not a Lance file") from exc
             raise
         except IsADirectoryError as exc:  # a store that did not translate it
-            raise InvalidInputError(f"{uri}: is a directory, not a Lance file") from exc
+            raise InvalidInputError(f"{name}: is a directory, not a Lance file") from exc
         except FileNotFoundError as exc:
-            raise NotFoundError(f"{uri}: no such Lance file") from exc
+            raise NotFoundError(f"{name}: no such Lance file") from exc
         cache = cache if cache is not None else default_cache()
-        key = file_key(_store_uri(store, path, uri), file_size, tail)
+        key = file_key(str(getattr(reader, "uri", None) or name), file_size, tail)
         metadata = cache.get_metadata(key)
         if metadata is None:
-            metadata = await parse_file_metadata(scheduler, file_size, tail)
+            metadata = await parse_file_metadata(reader, file_size, tail)
             metadata = replace(metadata, cache=cache.file(key))
             cache.put_metadata(key, metadata)
-        return cls(uri, store, path, scheduler, metadata, stats)
+        return cls(name, store, getattr(reader, "path", name), reader, metadata, stats)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -201,7 +223,11 @@ class AsyncLanceFileReader:
     def io_stats(self):
         """This reader's I/O counters (requests, bytes, latency; an ``IOStatsSnapshot``),
         opening included.  ``reader.store.stats`` counts every reader of the same store."""
-        stats = self._stats if self._stats is not None else self._store.stats
+        stats = self._stats
+        if stats is None and self._store is not None:
+            stats = self._store.stats
+        if stats is None:
+            raise NotSupportedError("this reader's RangeReader keeps no I/O statistics")
         return stats.snapshot()
 
     @property
@@ -244,9 +270,14 @@ class AsyncLanceFileReader:
 
     def _output_field(self, top: str, path: tuple[str, ...], name: str) -> pa.Field:
         field = self.schema.field(top)
+        if not path:
+            return field
+        nullable = field.nullable
         for part in path:
             field = field.type.field(part)
-        return field.with_name(name) if path else field
+            nullable = nullable or field.nullable
+        # a null parent struct makes its children null: nullable if any ancestor is
+        return field.with_name(name).with_nullable(nullable)
 
     async def _decoders_for(self, tops: Sequence[str]) -> dict[str, Any]:
         """The decoders of top-level fields ``tops``, created once per reader (thread-safe:
@@ -316,7 +347,7 @@ class AsyncLanceFileReader:
             if window >= num_rows:
                 array = await dec.read_range(start, end)
                 return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array], type=dec.field.type)
-            chunks = [a async for a in _windows(dec, start, end, window)]
+            chunks = [a async for a in windows(dec, start, end, window)]
             return pa.chunked_array(chunks, type=dec.field.type)
 
         arrays = await asyncio.gather(*(column(decoders[t]) for t in tops))
@@ -391,7 +422,7 @@ class AsyncLanceFileReader:
             return
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
-        streams = {t: _Slicer(_windows(decoders[t], start, end, self._window_rows(decoders[t], batch_size))) for t in tops}
+        streams = {t: Slicer(windows(decoders[t], start, end, self._window_rows(decoders[t], batch_size))) for t in tops}
         try:
             for s in range(start, end, batch_size):
                 n = min(batch_size, end - s)
@@ -402,62 +433,6 @@ class AsyncLanceFileReader:
         finally:
             for stream in streams.values():
                 await stream.aclose()
-
-
-class _Slicer:
-    """Cuts consecutive ``n``-row slices out of a stream of arrays."""
-
-    def __init__(self, windows: AsyncIterator[pa.Array]) -> None:
-        self._windows = windows
-        self._current: pa.Array | None = None
-        self._offset = 0
-
-    async def take(self, n: int) -> pa.Array:
-        pieces = []
-        while n > 0:
-            if self._current is None or self._offset >= len(self._current):
-                try:
-                    self._current = await self._windows.__anext__()
-                except StopAsyncIteration:
-                    raise LanceJitError("decoder returned fewer rows than requested") from None
-                self._offset = 0
-                continue
-            k = min(n, len(self._current) - self._offset)
-            pieces.append(self._current.slice(self._offset, k))
-            self._offset += k
-            n -= k
-        return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
-
-    async def aclose(self) -> None:
-        await self._windows.aclose()
-
-
-async def _windows(decoder: Any, start: int, end: int, window_rows: int) -> AsyncIterator[pa.Array]:
-    """Arrays of rows ``[start, end)`` in windows of ``window_rows``, one window read ahead."""
-    pos = start
-    pending: deque[asyncio.Future] = deque()
-
-    def launch() -> None:
-        nonlocal pos
-        s, e = pos, min(end, pos + window_rows)
-        pos = e
-        pending.append(asyncio.ensure_future(decoder.read_range(s, e)))
-
-    try:
-        if pos < end:
-            launch()
-        while pending:
-            if pos < end and len(pending) < 2:
-                launch()
-            array = await pending.popleft()
-            if isinstance(array, pa.ChunkedArray):
-                array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-            yield array
-    finally:
-        for fut in pending:
-            fut.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _struct_child(array: pa.Array, name: str) -> pa.Array:
@@ -473,13 +448,6 @@ def _empty_projection(num_rows: int) -> pa.Table:
 
 def _empty_projection_batch(num_rows: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_struct_array(pa.array([{}] * num_rows, type=pa.struct([])))
-
-
-def _store_uri(store: Any, path: str, fallback: str) -> str:
-    try:
-        return str(store.uri(path))
-    except Exception:  # noqa: BLE001 - naming only, any store
-        return fallback
 
 
 # ---------------------------------------------------------------------- synchronous face

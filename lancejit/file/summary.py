@@ -173,8 +173,9 @@ def column_names(meta: FileMetadata) -> list[str]:
         path = f"{prefix}.{lf.name}" if prefix else lf.name
         if meta.version == "2.0":
             names.append(path)
-            for child in lf.children:
-                visit(child, path)
+            if not _is_packed(lf):  # a packed struct is one column
+                for child in lf.children:
+                    visit(child, path)
             return
         if not lf.children or _is_packed(lf) or lf.is_blob:
             names.append(path)

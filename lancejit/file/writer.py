@@ -18,11 +18,11 @@ import pyarrow as pa
 from google.protobuf import any_pb2
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError, SchemaMismatchError
-from lancejit.core.schema import LanceSchema
 from lancejit.io.store import AsyncWriter
 from lancejit.io.sync import run_sync
 from lancejit.pb import file2_pb2, file_pb2
 
+from .writer_schema import file_schema_pb, is_structural_fsl
 from .writer_sink import open_sink
 
 ALIGN = 64
@@ -113,7 +113,7 @@ class AsyncLanceFileWriter:
     # ------------------------------------------------------------------------------ setup
     def _initialize(self, schema: pa.Schema) -> None:
         self.schema = schema
-        self._lance_schema = LanceSchema.from_arrow(schema)
+        self._schema_pb = file_schema_pb(schema)
         first = 0
         encs = []
         for f in schema:
@@ -234,8 +234,12 @@ class AsyncLanceFileWriter:
             col_enc = _column_encoding_bytes()
             for cm in self._columns:
                 cm.encoding.direct.encoding = col_enc
+            for enc in self._encoders:
+                for col, msg in getattr(enc, "column_encodings", dict)().items():
+                    self._columns[col].encoding.direct.encoding = _pack_any(
+                        msg, "/lance.encodings.ColumnEncoding")
             fd = file_pb2.FileDescriptor()
-            fd.schema.CopyFrom(self._lance_schema.to_pb_schema())
+            fd.schema.CopyFrom(self._schema_pb)
             for k, v in self._extra_metadata.items():
                 fd.schema.metadata[k] = v
             fd.length = self._rows

@@ -59,8 +59,16 @@ __all__ = [
 
 def __getattr__(name: str):
     # S3Store / GCSStore import s3fs/gcsfs lazily (slow imports) on first access.
-    if name in ("S3Store", "GCSStore", "FsspecStore"):
-        from lancejit.io import fsspec_store
+    if name == "S3Store":
+        from lancejit.io.s3_store import S3Store
 
-        return getattr(fsspec_store, name)
+        return S3Store
+    if name == "GCSStore":
+        from lancejit.io.gcs_store import GCSStore
+
+        return GCSStore
+    if name == "FsspecStore":
+        from lancejit.io.fsspec_store import FsspecStore
+
+        return FsspecStore
     raise AttributeError(f"module 'lancejit.io' has no attribute {name!r}")

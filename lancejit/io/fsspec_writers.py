@@ -16,7 +16,8 @@ from lancejit.io._tasks import drain
 from lancejit.io.store import AsyncWriter, Buffer
 
 if TYPE_CHECKING:
-    from lancejit.io.fsspec_store import GCSStore, S3Store
+    from lancejit.io.gcs_store import GCSStore
+    from lancejit.io.s3_store import S3Store
 
 #: S3 parts uploaded concurrently by one writer.
 S3_PARTS_IN_FLIGHT = 4

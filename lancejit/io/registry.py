@@ -133,7 +133,7 @@ def _make_memory(name: str, options: Mapping[str, Any]) -> ObjectStore:
 
 
 def _make_s3(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
-    from lancejit.io.fsspec_store import S3Store
+    from lancejit.io.s3_store import S3Store
 
     opts, config = _split_options(options, _S3_KEYS, "s3")
     endpoint = opts.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT")
@@ -157,7 +157,7 @@ def _make_s3(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
 
 
 def _make_gcs(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
-    from lancejit.io.fsspec_store import GCSStore
+    from lancejit.io.gcs_store import GCSStore
 
     opts, config = _split_options(options, _GCS_KEYS, "gs")
     token = opts.get("token")

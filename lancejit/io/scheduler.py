@@ -200,7 +200,7 @@ class FileScheduler:
         if self._size is not None:
             for start, end in ranges:
                 if end > self._size:
-                    raise past_eof(self.uri, start, end, self._size)
+                    raise past_eof(self.path, start, end, self._size)
         plan = plan_reads(ranges, self.config.block_size, self.config.max_request_size)
         if not plan.reads:
             return assemble(plan, [])

@@ -17,6 +17,8 @@ from typing import Any, Awaitable, Callable, Hashable, Iterator
 import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, LanceJitError
+from lancejit.io.scheduler import FileScheduler
+from lancejit.io.stats import IOStats
 from lancejit.io.store import ObjectStore, join_path
 
 from .fields import TopField
@@ -61,6 +63,8 @@ class SharedCaches:
     row_ids: AsyncLRU = field(default_factory=lambda: AsyncLRU(4096))
     files: AsyncLRU = field(default_factory=lambda: AsyncLRU(512))
     row_id_index: AsyncLRU = field(default_factory=lambda: AsyncLRU(8))
+    #: Requests made on behalf of this dataset (all its checkouts), for ``Dataset.io_stats()``.
+    stats: IOStats = field(default_factory=IOStats)
 
 
 @dataclass(slots=True)
@@ -111,6 +115,14 @@ class DatasetContext:
             return self.store, join_path(self.root, rel)
         store, root, _ = self.base_location(deletion.base_id)
         return store, join_path(root, rel)
+
+    @property
+    def stats(self) -> IOStats:
+        return self.caches.stats
+
+    def reader(self, store: ObjectStore, path: str, size: int | None = None) -> FileScheduler:
+        """A scheduled reader of ``path`` whose requests count in this dataset's stats."""
+        return FileScheduler(store, path, stats=self.caches.stats, size=size)
 
     def path(self, relative: str) -> str:
         return join_path(self.root, relative)

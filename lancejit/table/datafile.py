@@ -22,41 +22,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import DatasetContext
 
 
-class _StoreRangeReader:
-    """A :class:`lancejit.core.ranges.RangeReader` straight over an ObjectStore (no coalescing);
-    used only when ``lancejit.io.FileScheduler`` is unavailable."""
-
-    def __init__(self, store: Any, path: str) -> None:
-        self._store = store
-        self._path = path
-        self._size: int | None = None
-
-    @property
-    def path(self) -> str:
-        return self._store.uri(self._path)
-
-    async def size(self) -> int:
-        if self._size is None:
-            self._size = await self._store.size(self._path)
-        return self._size
-
-    async def read_ranges(self, ranges, *, priority: int = 0):
-        return await self._store.read_ranges(self._path, list(ranges))
-
-    async def read_tail(self, nbytes: int):
-        size, data = await self._store.read_tail(self._path, nbytes)
-        self._size = size
-        return size, data
-
-
-def _scheduler(store: Any, path: str, size: int | None) -> Any:
-    try:
-        from lancejit.io import FileScheduler  # type: ignore[attr-defined]
-    except ImportError:
-        return _StoreRangeReader(store, path)
-    return FileScheduler(store, path, size=size)
-
-
 class DataFileHandle:
     """An opened data file: reads dataset fields by Lance field id."""
 
@@ -113,7 +78,7 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
         from lancejit.file.reader import AsyncLanceFileReader
 
         with ctx.errors(path, store):
-            scheduler = _scheduler(store, path, data_file.file_size_bytes)
+            scheduler = ctx.reader(store, path, data_file.file_size_bytes)
             try:
                 file_size, tail = await scheduler.read_tail(FOOTER_PREFETCH_BYTES)
             except NotFoundError:

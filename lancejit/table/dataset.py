@@ -6,6 +6,7 @@ them on lancejit's I/O loop via :func:`lancejit.io.sync.run_sync`.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 from typing import Any, AsyncIterator, Iterator, Sequence
@@ -15,6 +16,7 @@ import pyarrow.compute as pc
 
 from lancejit.core.errors import InvalidInputError, LanceJitError, NotFoundError
 from lancejit.core.schema import LanceSchema
+from lancejit.io import open_store
 from lancejit.io.sync import run_sync
 
 from . import scan as _scan
@@ -39,42 +41,32 @@ from .versions import (
 
 
 async def _open_store(uri: str, storage_options: dict[str, str] | None) -> tuple[Any, str]:
-    try:
-        from lancejit.io import open_store  # type: ignore[attr-defined]
-    except ImportError:
-        open_store = None
-    if open_store is not None:
-        res = open_store(uri, storage_options)
-        if inspect.isawaitable(res):
-            res = await res
-        store, path = res
-        return store, path.rstrip("/")
-    if "://" in uri and not uri.startswith("file://"):
-        raise InvalidInputError(f"no store for {uri!r} yet (lancejit.io.open_store unavailable)")
-    from lancejit.io.local import LocalStore
-
-    path = uri[len("file://"):] if uri.startswith("file://") else uri
-    return LocalStore(), os.path.abspath(os.path.expanduser(path)).rstrip("/")
+    """The store holding the dataset and the dataset root's path in it (no trailing slash)."""
+    res = open_store(uri, storage_options)
+    if inspect.isawaitable(res):
+        res = await res
+    store, path = res
+    return store, path.rstrip("/")
 
 
 async def _load_manifest(
-    store: Any, root: str, uri: str, version: int | str | None
+    store: Any, root: str, uri: str, version: int | str | None, stats: Any = None
 ) -> tuple[Manifest, str]:
     """Resolve ``version`` (None = latest, int, or tag name) and read its manifest."""
     if isinstance(version, str):
-        tag = await read_tag(store, root, version)
+        tag = await read_tag(store, root, version, stats)
         version = tag.version
     if version is None:
-        loc = await latest_location(store, root)
+        loc = await latest_location(store, root, stats)
         try:
-            manifest, _, _ = await read_manifest_at(store, loc.path)
+            manifest, _, _ = await read_manifest_at(store, loc.path, stats)
         except LanceJitError as exc:
             raise with_context(exc, f"dataset {uri} version {loc.version} file {store.uri(loc.path)}") from exc
         return manifest, loc.path
     if isinstance(version, bool) or not isinstance(version, int):
         raise InvalidInputError(f"version must be an int or a tag name, got {version!r}")
     try:
-        manifest, loc = await read_version(store, root, version)
+        manifest, loc = await read_version(store, root, version, stats)
     except NotFoundError as exc:
         raise NotFoundError(f"dataset {uri} has no version {version}") from exc
     except LanceJitError as exc:
@@ -211,12 +203,13 @@ class Dataset:
     ) -> "Dataset":
         uri = os.fspath(uri) if not isinstance(uri, str) else uri
         store, root = await _open_store(uri, storage_options)
-        manifest, mpath = await _load_manifest(store, root, uri, version)
-        return cls(_make_context(uri, store, root, manifest, mpath, SharedCaches(), storage_options))
+        caches = SharedCaches()
+        manifest, mpath = await _load_manifest(store, root, uri, version, caches.stats)
+        return cls(_make_context(uri, store, root, manifest, mpath, caches, storage_options))
 
     async def checkout_version_async(self, version: int | str) -> "Dataset":
         c = self._ctx
-        manifest, mpath = await _load_manifest(c.store, c.root, c.uri, version)
+        manifest, mpath = await _load_manifest(c.store, c.root, c.uri, version, c.stats)
         return Dataset(_make_context(c.uri, c.store, c.root, manifest, mpath, c.caches, c.storage_options))
 
     def checkout_version(self, version: int | str) -> "Dataset":
@@ -225,7 +218,7 @@ class Dataset:
 
     async def latest_async(self) -> "Dataset":
         c = self._ctx
-        manifest, mpath = await _load_manifest(c.store, c.root, c.uri, None)
+        manifest, mpath = await _load_manifest(c.store, c.root, c.uri, None, c.stats)
         return Dataset(_make_context(c.uri, c.store, c.root, manifest, mpath, c.caches, c.storage_options))
 
     # ------------------------------------------------------------------ metadata
@@ -263,12 +256,11 @@ class Dataset:
 
     async def versions_async(self) -> list[dict[str, Any]]:
         c = self._ctx
-        locs = await list_manifests(c.store, c.root)
-        import asyncio
+        locs = await list_manifests(c.store, c.root, c.stats)
 
         async def one(loc: ManifestLocation) -> dict[str, Any]:
             try:
-                m, _, _ = await read_manifest_at(c.store, loc.path)
+                m, _, _ = await read_manifest_at(c.store, loc.path, c.stats)
             except LanceJitError as exc:
                 raise with_context(exc, f"dataset {c.uri} version {loc.version} file {c.store.uri(loc.path)}") from exc
             return {
@@ -278,7 +270,7 @@ class Dataset:
             }
 
         out = list(await asyncio.gather(*(one(l) for l in locs)))
-        tags = await list_tags(c.store, c.root)
+        tags = await list_tags(c.store, c.root, c.stats)
         by_version: dict[int, list[str]] = {}
         for t in tags:
             by_version.setdefault(t.version, []).append(t.name)
@@ -292,7 +284,7 @@ class Dataset:
         return run_sync(self.versions_async())
 
     async def tags_async(self) -> list[Tag]:
-        return await list_tags(self._ctx.store, self._ctx.root)
+        return await list_tags(self._ctx.store, self._ctx.root, self._ctx.stats)
 
     @property
     def tags(self) -> list[Tag]:
@@ -315,8 +307,11 @@ class Dataset:
         ]
 
     def io_stats(self) -> Any:
-        """Requests and bytes (``read_iops``, ``read_bytes``...) since the previous call."""
-        return self._ctx.store.stats.incremental()
+        """Requests and bytes this dataset made (``read_iops``, ``read_bytes``, ``list_iops``...)
+        since the previous call, across all versions checked out from it (an
+        :class:`lancejit.io.IOStatsSnapshot`; compare with the reference's
+        ``io_stats_incremental()``)."""
+        return self._ctx.stats.incremental()
 
     # ------------------------------------------------------------------ projection helpers
     def _spec(

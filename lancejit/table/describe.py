@@ -16,9 +16,9 @@ async def describe_async(ds: Any) -> dict[str, Any]:
 
     ctx = ds.context
     m = ctx.manifest
-    locs = await list_manifests(ctx.store, ctx.root)
-    tags = await list_tags(ctx.store, ctx.root)
-    hint = await read_version_hint(ctx.store, ctx.root)
+    locs = await list_manifests(ctx.store, ctx.root, ctx.stats)
+    tags = await list_tags(ctx.store, ctx.root, ctx.stats)
+    hint = await read_version_hint(ctx.store, ctx.root, ctx.stats)
     fragments = []
     for f in m.fragments:
         d = f.deletion_file

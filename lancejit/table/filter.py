@@ -147,9 +147,8 @@ class _Compiler:
         for cls, fn in binary.items():
             if type(node) is cls:
                 return fn(v(node.this), v(node.expression))
-        if isinstance(node, exp.Mod):
-            a, b = v(node.this), v(node.expression)
-            return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
+        if isinstance(node, exp.Mod):  # SQL %: the sign follows the dividend (truncated division)
+            return pc.remainder(v(node.this), v(node.expression))
         if isinstance(node, exp.Between):
             x = v(node.this)
             return (x >= v(node.args["low"])) & (x <= v(node.args["high"]))

@@ -27,9 +27,6 @@ from .rowids import decode_row_id_sequence, row_addresses
 ROWID = "_rowid"
 ROWADDR = "_rowaddr"
 
-RowSel = "tuple[int, int] | np.ndarray"
-
-
 def sel_len(rows: tuple[int, int] | np.ndarray) -> int:
     return rows[1] - rows[0] if isinstance(rows, tuple) else len(rows)
 
@@ -64,7 +61,7 @@ class FragmentReader:
         async def load() -> np.ndarray:
             with self.ctx.errors(path, store):
                 try:
-                    data = await store.read_all(path)
+                    _, data = await self.ctx.reader(store, path).read_tail(1 << 62)
                 except NotFoundError:
                     raise NotFoundError("deletion file is missing") from None
                 return decode_deletion_file(data, d, self.physical_rows, store.uri(path))
@@ -94,7 +91,7 @@ class FragmentReader:
             if isinstance(src, ExternalFile):
                 path = self.ctx.path(src.path)
                 with self.ctx.errors(path):
-                    (data,) = await self.ctx.store.read_ranges(path, [(src.offset, src.offset + src.size)])
+                    (data,) = await self.ctx.reader(self.ctx.store, path).read_ranges([(src.offset, src.offset + src.size)])
                     ids = decode_row_id_sequence(data, self.ctx.store.uri(path))
             else:
                 with self.ctx.errors(self.ctx.manifest_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
-from typing import AsyncIterator, Awaitable, Iterator
+from typing import AsyncIterator, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +25,8 @@ from .fragment import ROWADDR, ROWID, FragmentReader
 
 #: Target encoded bytes per unit (bounds batch memory).
 UNIT_TARGET_BYTES = 16 * 1024 * 1024
+#: Most physical rows per unit (units are decoded at once, then cut into ``batch_size`` batches).
+MAX_UNIT_ROWS = 1 << 17
 #: Fraction of a unit's rows below which rows are fetched by take rather than by range.
 TAKE_FRACTION = 0.25
 #: Units in flight at once.
@@ -143,11 +145,13 @@ def assemble_batch(
 
 
 def _rows_per_unit(frag: FragmentReader, batch_size: int) -> int:
+    """Physical rows per unit: about ``UNIT_TARGET_BYTES`` of the fragment's files, at least one
+    batch, at most ``MAX_UNIT_ROWS``."""
     total = sum(df.file_size_bytes or 0 for df in frag.fragment.files)
     rows = frag.physical_rows or 1
     bpr = total / rows if total else 0
-    cap = int(UNIT_TARGET_BYTES / bpr) if bpr > 0 else batch_size
-    return max(1, min(batch_size, cap))
+    by_bytes = int(UNIT_TARGET_BYTES / bpr) if bpr > 0 else MAX_UNIT_ROWS
+    return max(1, min(MAX_UNIT_ROWS, max(batch_size, by_bytes)))
 
 
 async def _read_rows(
@@ -279,23 +283,32 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
             fill()
             if batch is None or batch.num_rows == 0:
                 continue
-            if to_skip > 0:
-                if batch.num_rows <= to_skip:
-                    to_skip -= batch.num_rows
-                    continue
-                batch = batch.slice(to_skip)
-                to_skip = 0
-            if remaining is not None:
-                if batch.num_rows >= remaining:
-                    yield batch.slice(0, remaining)
-                    return
-                remaining -= batch.num_rows
-            yield batch
+            for piece in _split(batch, spec.batch_size):
+                if to_skip > 0:
+                    if piece.num_rows <= to_skip:
+                        to_skip -= piece.num_rows
+                        continue
+                    piece = piece.slice(to_skip)
+                    to_skip = 0
+                if remaining is not None:
+                    if piece.num_rows >= remaining:
+                        yield piece.slice(0, remaining)
+                        return
+                    remaining -= piece.num_rows
+                yield piece
     finally:
         for fut in pending:
             fut.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _split(batch: pa.RecordBatch, size: int) -> Iterator[pa.RecordBatch]:
+    if batch.num_rows <= size:
+        yield batch
+        return
+    for start in range(0, batch.num_rows, size):
+        yield batch.slice(start, size)
 
 
 async def count_rows(ctx: DatasetContext, filter: CompiledFilter | None, readahead: int = DEFAULT_READAHEAD) -> int:
@@ -309,14 +322,3 @@ async def count_rows(ctx: DatasetContext, filter: CompiledFilter | None, readahe
     async for batch in scan(ctx, spec):
         total += batch.num_rows
     return total
-
-
-async def gather_bounded(aws: list[Awaitable], limit: int) -> list:
-    """``asyncio.gather`` with at most ``limit`` awaitables running at once."""
-    sem = asyncio.Semaphore(limit)
-
-    async def run(a: Awaitable):
-        async with sem:
-            return await a
-
-    return await asyncio.gather(*(run(a) for a in aws))

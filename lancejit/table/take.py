@@ -152,7 +152,8 @@ async def take_rows(ctx: DatasetContext, row_ids: Any, spec: ScanSpec, stable: b
     frag_ids, offsets = split_addresses(addrs)
     by_id = {f.id: FragmentReader(ctx, f) for f in ctx.manifest.fragments}
     keep = np.ones(len(addrs), dtype=bool)
-    for fid in sorted(set(frag_ids.tolist())):
+    touched = sorted(set(frag_ids.tolist()))
+    for fid in touched:
         frag = by_id.get(fid)
         sel = frag_ids == fid
         if frag is None:
@@ -164,8 +165,10 @@ async def take_rows(ctx: DatasetContext, row_ids: Any, spec: ScanSpec, stable: b
                 f"dataset {ctx.uri} version {ctx.version}: row offset {int(offsets[sel].max())} "
                 f"is past the {frag.physical_rows} rows of fragment {fid}"
             )
-        deleted = await frag.deleted()
+    deletions = await asyncio.gather(*(by_id[fid].deleted() for fid in touched))
+    for fid, deleted in zip(touched, deletions):
         if deleted is not None and len(deleted):
+            sel = frag_ids == fid
             keep[sel] = ~np.isin(offsets[sel], deleted.astype(np.int64))
     frag_ids, offsets = frag_ids[keep], offsets[keep]
     frags = {fid: by_id[fid] for fid in set(frag_ids.tolist())}

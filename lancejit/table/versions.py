@@ -8,12 +8,15 @@ name is tried first, then the V1 name.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotFoundError
+from lancejit.io.scheduler import FileScheduler
+from lancejit.io.stats import IOStats
 from lancejit.io.store import ObjectStore, join_path
 
 from .manifest import MANIFEST_PREFETCH_BYTES, Manifest, decode_manifest, manifest_position
@@ -26,7 +29,23 @@ from .naming import (
 )
 
 HINT_NAME = "latest_version_hint.json"
+#: Read size meaning "the whole object" for ``read_tail``.
+WHOLE = 1 << 62
 TAGS_DIR = "_refs/tags"
+
+
+async def read_object(store: ObjectStore, path: str, stats: IOStats | None = None) -> memoryview:
+    """A whole object in one request (counted in ``stats`` too when given)."""
+    _, data = await FileScheduler(store, path, stats=stats).read_tail(WHOLE)
+    return data
+
+
+async def list_dir(store: ObjectStore, path: str, stats: IOStats | None = None) -> list:
+    """Objects directly inside ``path`` (one listing, counted in ``stats`` too when given)."""
+    infos = await store.list(path, recursive=False)
+    if stats is not None:
+        stats.record_list()
+    return infos
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +76,13 @@ class Tag:
         return {"version": self.version, "manifest_size": self.manifest_size, "branch": self.branch}
 
 
-async def list_manifests(store: ObjectStore, root: str) -> list[ManifestLocation]:
+async def list_manifests(store: ObjectStore, root: str, stats: IOStats | None = None) -> list[ManifestLocation]:
     """All attached versions' manifests, sorted by version, from one listing of ``_versions/``.
 
     Raises :class:`CorruptFileError` if the directory mixes the V1 and V2 naming schemes.
     """
     vdir = join_path(root, VERSIONS_DIR)
-    infos = await store.list(vdir, recursive=False)
+    infos = await list_dir(store, vdir, stats)
     names = [info.path.rsplit("/", 1)[-1] for info in infos]
     check_single_scheme(names, store.uri(vdir))
     out = []
@@ -76,32 +95,37 @@ async def list_manifests(store: ObjectStore, root: str) -> list[ManifestLocation
     return out
 
 
-async def latest_location(store: ObjectStore, root: str) -> ManifestLocation:
+async def latest_location(store: ObjectStore, root: str, stats: IOStats | None = None) -> ManifestLocation:
     """The newest version's manifest; :class:`NotFoundError` when there is none."""
-    locs = await list_manifests(store, root)
+    locs = await list_manifests(store, root, stats)
     if not locs:
         raise NotFoundError(f"dataset {store.uri(root)} not found: no manifests in {VERSIONS_DIR}/")
     return locs[-1]
 
 
-async def read_manifest_at(store: ObjectStore, path: str) -> tuple[Manifest, memoryview, int]:
+async def read_manifest_at(
+    store: ObjectStore, path: str, stats: IOStats | None = None
+) -> tuple[Manifest, memoryview, int]:
     """Read and decode the manifest at ``path``: one 64 KiB tail request, at most one more.
 
     Returns ``(manifest, tail_bytes, file_size)``.
     """
-    size, tail = await store.read_tail(path, MANIFEST_PREFETCH_BYTES)
+    reader = FileScheduler(store, path, stats=stats)
+    size, tail = await reader.read_tail(MANIFEST_PREFETCH_BYTES)
     uri = store.uri(path)
     pos = manifest_position(tail, size, uri)
     tail_start = size - len(tail)
     if pos >= tail_start:
         section = tail[pos - tail_start :]
     else:
-        (head,) = await store.read_ranges(path, [(pos, tail_start)])
+        (head,) = await reader.read_ranges([(pos, tail_start)])
         section = memoryview(bytes(head) + bytes(tail))
     return decode_manifest(section, size, uri), tail, size
 
 
-async def read_version(store: ObjectStore, root: str, version: int) -> tuple[Manifest, ManifestLocation]:
+async def read_version(
+    store: ObjectStore, root: str, version: int, stats: IOStats | None = None
+) -> tuple[Manifest, ManifestLocation]:
     """Open ``version`` by name (V2 first, then V1) without listing."""
     if version < 0:
         raise InvalidInputError(f"version must be >= 0, got {version}")
@@ -110,7 +134,7 @@ async def read_version(store: ObjectStore, root: str, version: int) -> tuple[Man
     for scheme in (NamingScheme.V2, NamingScheme.V1):
         path = join_path(vdir, manifest_name(version, scheme))
         try:
-            manifest, _, size = await read_manifest_at(store, path)
+            manifest, _, size = await read_manifest_at(store, path, stats)
         except NotFoundError as exc:
             last_missing = exc
             continue
@@ -118,10 +142,10 @@ async def read_version(store: ObjectStore, root: str, version: int) -> tuple[Man
     raise NotFoundError(f"dataset {store.uri(root)} has no version {version}") from last_missing
 
 
-async def read_version_hint(store: ObjectStore, root: str) -> int | None:
+async def read_version_hint(store: ObjectStore, root: str, stats: IOStats | None = None) -> int | None:
     """The version ``_versions/latest_version_hint.json`` claims is latest (None if absent/garbled)."""
     try:
-        data = await store.read_all(join_path(root, VERSIONS_DIR, HINT_NAME))
+        data = await read_object(store, join_path(root, VERSIONS_DIR, HINT_NAME), stats)
         value = json.loads(bytes(data))
         version = value.get("version") if isinstance(value, dict) else None
         return version if isinstance(version, int) and version >= 0 else None
@@ -161,28 +185,26 @@ def parse_tag(name: str, data: bytes | memoryview, path: str) -> Tag:
     )
 
 
-async def read_tag(store: ObjectStore, root: str, name: str) -> Tag:
+async def read_tag(store: ObjectStore, root: str, name: str, stats: IOStats | None = None) -> Tag:
     """The tag ``name``; :class:`NotFoundError` if it does not exist."""
     _check_tag_name(name)
     path = join_path(root, TAGS_DIR, f"{name}.json")
     try:
-        data = await store.read_all(path)
+        data = await read_object(store, path, stats)
     except NotFoundError:
         raise NotFoundError(f"dataset {store.uri(root)} has no tag {name!r}") from None
     return parse_tag(name, data, store.uri(path))
 
 
-async def list_tags(store: ObjectStore, root: str) -> list[Tag]:
+async def list_tags(store: ObjectStore, root: str, stats: IOStats | None = None) -> list[Tag]:
     """All tags, sorted by name (one listing plus one read per tag)."""
-    import asyncio
-
-    infos = await store.list(join_path(root, TAGS_DIR), recursive=False)
+    infos = await list_dir(store, join_path(root, TAGS_DIR), stats)
     names = []
     for info in infos:
         base = info.path.rsplit("/", 1)[-1]
         if base.endswith(".json"):
             names.append(base[: -len(".json")])
-    tags = await asyncio.gather(*(read_tag(store, root, n) for n in names))
+    tags = await asyncio.gather(*(read_tag(store, root, n, stats) for n in names))
     return sorted(tags, key=lambda t: t.name)
 
 

@@ -225,3 +225,22 @@ async def test_corrupt_object_on_stores(store_root, samples):
     with pytest.raises(CorruptFileError) as info:
         await AsyncLanceFileReader.open(uri, store_root.storage_options or None, cache=SearchCache())
     assert "cut.lance" in str(info.value)
+
+
+def test_page_rows_must_add_up(samples, bytes_reader):
+    """A 2.1+ file whose descriptor claims another row count than its pages hold."""
+    from lancejit.pb import file_pb2
+
+    data = bytearray(samples[("2.2", "flat")].read_bytes())
+    n = len(data)
+    gbo = struct.unpack_from("<Q", data, n - FOOTER_LEN + 16)[0]
+    pos, size = struct.unpack_from("<QQ", data, gbo)
+    fd = file_pb2.FileDescriptor()
+    fd.ParseFromString(bytes(data[pos : pos + size]))
+    assert fd.length == 3000
+    fd.length = 2999  # same varint width: the buffer keeps its size
+    new = fd.SerializeToString()
+    assert len(new) == size
+    data[pos : pos + size] = new
+    with pytest.raises(CorruptFileError, match="column 0 pages hold 3000 rows but the file has 2999"):
+        _parse(bytes_reader, bytes(data))

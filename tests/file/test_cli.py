@@ -107,3 +107,26 @@ def test_inspect_legacy(capsys, samples):
     assert [f["name"] for f in out["schema"]["fields"]] == ds.schema.names
     assert out["num_columns"] == len(ds.schema.names)  # flat: one column per field
     assert out["num_pages"] == len(ds.schema.names) * 6  # 512-row batches: 6 per field
+
+
+def test_inspect_dataset(capsys, tmp_path):
+    """A dataset directory is described (versions, fragments); ``--dataset-version`` picks one."""
+    import pyarrow as pa
+
+    uri = str(tmp_path / "ds.lance")
+    lance.write_dataset(pa.table({"a": list(range(10))}), uri)
+    lance.write_dataset(pa.table({"a": list(range(5))}), uri, mode="append")
+    ds = lance.dataset(uri)
+    out = _inspect_json(capsys, uri)
+    assert out["version"] == ds.version == 2
+    assert int(out["summary"]["total_rows"]) == ds.count_rows() == 15
+    assert len(out["fragments"]) == len(ds.get_fragments()) == 2
+    old = _inspect_json(capsys, uri, "--dataset-version", "1")
+    assert old["version"] == 1 and int(old["summary"]["total_rows"]) == 10
+    assert main(["inspect", uri]) == 0
+    assert "fragment 1: 5 rows" in capsys.readouterr().out
+
+
+def test_inspect_plain_directory_is_an_error(capsys, tmp_path):
+    assert main(["inspect", str(tmp_path)]) == 1
+    assert "directory" in capsys.readouterr().err

@@ -179,3 +179,72 @@ def test_short_tails_read_the_rest_in_few_requests(samples, bytes_reader, versio
         assert meta.arrow_schema == full.arrow_schema
         assert meta.columns == full.columns
         assert meta.num_rows == full.num_rows and meta.global_buffers == full.global_buffers
+
+
+def _varied_table(n: int = 3000) -> pa.Table:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    table = pa.table(
+        {
+            "fsst": pa.array([f"https://example.com/some/long/path/{i}/{rng.integers(1e9)}" for i in range(n)]),
+            "dict": pa.array([f"cat{i % 10}" for i in range(n)]),
+            "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 128).astype(np.float32)), 128),
+            "blob": pa.array([b"x" * 100 for _ in range(n)], pa.large_binary()),
+            "runs": pa.array(np.arange(n) // 100),
+            "packed": pa.array(
+                [{"a": i, "b": float(i)} for i in range(n)], pa.struct([("a", pa.int32()), ("b", pa.float64())])
+            ),
+            "nulls": pa.array([None] * n, pa.int64()),
+            "comp": pa.array(rng.integers(0, 1000, n)),
+        }
+    )
+    schema = table.schema
+    for name, key, value in [
+        ("blob", "lance-encoding:blob", "true"),
+        ("packed", "lance-encoding:packed", "true"),
+        ("comp", "lance-encoding:compression", "zstd"),
+    ]:
+        i = schema.get_field_index(name)
+        schema = schema.set(i, schema.field(name).with_metadata({key: value}))
+    return table.cast(schema)
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_varied_encodings(tmp_path, version):
+    """Blob, packed struct, FSST, dictionary, full-zip, all-null, zstd: same metadata as pylance,
+    one named column per physical column, a name for every page."""
+    path = tmp_path / f"varied_{version}.lance"
+    with lance.file.LanceFileWriter(str(path), version=version) as w:
+        w.write_batch(_varied_table())
+    summary = LanceFileReader(str(path), cache=SearchCache()).metadata()
+    assert_summary_matches(summary, reference_metadata(path))
+    names = [c.name for c in summary.columns]
+    assert names == ["fsst", "dict", "vec", "blob", "runs", "packed", "nulls", "comp"]
+    encodings = {c.name: c.pages[0].encoding for c in summary.columns}
+    if version == "2.0":
+        assert encodings["packed"].startswith("packed_struct(")
+        assert encodings["nulls"] == "nullable(all_null)"
+        assert summary.columns[3].encoding == "blob"  # column-level blob encoding
+    else:
+        assert encodings["blob"].startswith("blob(")
+        assert encodings["vec"].startswith("full_zip(")
+        assert encodings["nulls"] == "all_null"
+        assert "fsst(" in encodings["fsst"]
+        assert "dict=" in encodings["dict"]
+        assert "zstd(" in encodings["comp"]
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_zero_row_file(tmp_path, version):
+    schema = pa.schema([("a", pa.int64()), ("s", pa.string()), ("st", pa.struct([("x", pa.int32())]))])
+    path = tmp_path / "empty.lance"
+    with lance.file.LanceFileWriter(str(path), schema=schema, version=version):
+        pass
+    reader = LanceFileReader(str(path), cache=SearchCache())
+    assert_summary_matches(reader.metadata(), reference_metadata(path))
+    assert reader.num_rows == 0
+    table = reader.read_all()
+    assert table.num_rows == 0 and table.schema == schema
+    assert list(reader.to_batches()) == []
+    assert reader.take_rows([]).schema == schema

@@ -9,7 +9,8 @@ import pytest
 from lancejit.core.config import CLOUD_IO, LOCAL_IO
 from lancejit.core.errors import InvalidInputError
 from lancejit.io import LocalStore, MemoryStore, open_store, parse_uri, run_sync
-from lancejit.io.fsspec_store import GCSStore, S3Store
+from lancejit.io.gcs_store import GCSStore
+from lancejit.io.s3_store import S3Store
 
 
 def test_parse_uri(tmp_path):

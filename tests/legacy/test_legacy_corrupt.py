@@ -116,3 +116,16 @@ async def test_metadata_larger_than_the_tail(tmp_path):
     expected = lance.dataset(uri).to_table()
     for d in make_field_decoders(reader, md, None):
         assert arrays_equal(expected[d.field.name], await d.read_range(0, n))
+
+
+async def test_schema_supplied_by_the_caller(good):
+    """Files read with the dataset's schema (as the table layer does) decode the same."""
+    from lancejit.core.schema import LanceSchema
+
+    path, data = good
+    reader = BytesReader(data, path)
+    size, tail = await reader.read_tail(1 << 16)
+    embedded = await parse_legacy_metadata(reader, tail, size)
+    given = await parse_legacy_metadata(reader, tail, size, schema=LanceSchema(embedded.schema.fields))
+    assert given.page_table.tolist() == embedded.page_table.tolist()
+    assert given.arrow_schema.equals(embedded.arrow_schema)

@@ -112,3 +112,20 @@ async def test_take_requests(written):
         reader.reset()
         await d.take(idx)
         assert 1 <= reader.calls <= steps[d.field.name], d.field.name  # empty lists skip the item step
+
+
+async def test_many_fields_share_each_step(written):
+    from lancejit.encoding.legacy import run_plans
+
+    uri, path, data, seed, _ = written
+    ds = lance.dataset(uri)
+    n = ds.count_rows()
+    idx = random_sorted_indices(np.random.default_rng(seed), n, 60)
+    names = ["c_int32", "c_str", "c_list", "c_struct"]
+    reader, _, decs = await _open(path, data, names)
+    reader.reset()
+    arrays = await run_plans(reader, [d.take_steps(idx) for d in decs])
+    assert reader.calls <= 2
+    expected = ds.take(idx, columns=names)
+    for name, arr in zip(names, arrays):
+        assert arrays_equal(expected[name], arr), name

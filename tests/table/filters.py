@@ -23,6 +23,8 @@ FILTERS = [
     "a BETWEEN 100 AND 200",
     "a NOT BETWEEN 100 AND 900",
     "a % 5 = 0",
+    "(a - 500) % 7 = -3",
+    "f % 2 = 0.5",
     "a % 3 = 1 AND st.y != 'y1'",
     "a * 2 + 1 > 1500",
     "a / 3 = 100",

@@ -14,7 +14,6 @@ import tw_helpers as H
 import lance
 from lancejit.io.sync import run_sync
 from lancejit.table.commit import (
-    Append,
     Delete,
     Overwrite,
     Restore,
@@ -144,6 +143,12 @@ async def test_stable_row_ids_match_pylance(local_ds):
     got = lance.dataset(uri).to_table(with_row_id=True)
     assert np.array_equal(np.sort(got["_rowid"].to_numpy()), np.sort(got["a"].to_numpy().astype(np.uint64)))
     assert got.num_rows == 205 - 60
+    # lancejit's reader agrees with pylance on the row ids
+    from lancejit.table import dataset as lj_dataset
+
+    mine = lj_dataset(uri).to_table(with_row_id=True).sort_by("a")
+    theirs = got.sort_by("a")
+    assert mine["_rowid"].to_pylist() == theirs["_rowid"].to_pylist()
 
 
 async def test_alternating_with_pylance(local_ds):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 import tw_helpers as H
 
@@ -57,6 +56,7 @@ OPS = {
     "config_b": UpdateConfig({"b": "1"}),
     "overwrite_a": Overwrite((), (), config_upsert_values={"a": "2"}),
     "create_index": OtherOperation("create_index", transaction_pb2.Transaction.CreateIndex()),
+    "unknown": OtherOperation("unknown", None),
     "rewrite0": OtherOperation("rewrite", transaction_pb2.Transaction.Rewrite(old_fragments=[_frag(0)])),
 }
 
@@ -100,7 +100,21 @@ CASES = [
     ("config_a", "config_b", False, "ok"),
     ("config_a", "overwrite_a", False, "fail"),
     ("create_index", "overwrite", False, "retry"),
+    ("append", "unknown", False, "fail"),
+    ("delete0", "unknown", True, "fail"),
+    ("overwrite", "unknown", False, "fail"),
 ]
+
+
+def test_unknown_operation_parses_and_conflicts():
+    # a transaction whose operation field (115, newer than our proto) lancejit does not know
+    raw = Transaction(3, Append(())).to_pb()
+    raw.ClearField("append")
+    data = raw.SerializeToString() + b"\x9a\x07\x00"  # field 115, empty message
+    txn = Transaction.parse(data)
+    assert txn.operation.name == "unknown" and txn.read_version == 3
+    with pytest.raises(CommitConflictError):
+        ConflictChecker(Transaction(3, OPS["append"])).check(txn, 4)
 
 
 @pytest.mark.parametrize("mine,theirs,rows_known,outcome", CASES)

@@ -43,9 +43,9 @@ def encode_data_file(table: pa.Table, version: str = "2.2") -> bytes:
             return fh.read()
 
 
-async def write_data_file(store, root: str, table: pa.Table, version: str = "2.2"):
+async def write_data_file(store, root: str, table: pa.Table, version: str = "2.2", field_ids=None):
     """Put a data file for ``table`` under ``<root>/data/`` and return its ``DataFile`` (flat
-    schemas only: field i is column i)."""
+    schemas only: column i holds field ``field_ids[i]``, default i)."""
     from lancejit.io.store import join_path
     from lancejit.table.commit import data_file
 
@@ -54,33 +54,66 @@ async def write_data_file(store, root: str, table: pa.Table, version: str = "2.2
     await store.put(join_path(root, "data", name), data)
     major, minor = FILE_VERSIONS[version]
     n = table.num_columns
-    return data_file(name, list(range(n)), list(range(n)), file_major_version=major,
+    ids = list(field_ids) if field_ids is not None else list(range(n))
+    return data_file(name, ids, list(range(n)), file_major_version=major,
                      file_minor_version=minor, file_size_bytes=len(data))
 
 
-async def append_rows(store, root: str, table: pa.Table, *, max_attempts: int = 20) -> int:
+async def append_rows(store, root: str, table: pa.Table, *, max_attempts: int = 20, field_ids=None) -> int:
     """Append ``table`` as one fragment read at the latest version; returns the new version."""
     from lancejit.table.commit import Append, commit, latest_version, new_fragment
 
-    df = await write_data_file(store, root, table)
+    df = await write_data_file(store, root, table, field_ids=field_ids)
     rv = await latest_version(store, root)
     return await commit(store, root, Append((new_fragment([df], table.num_rows),)), rv,
                         max_attempts=max_attempts)
 
 
 # ------------------------------------------------------------------------ child processes
-def append_worker(uri: str, storage_options: dict, writer: int, batches: int, rows: int, out) -> None:
-    """Child: append ``batches`` fragments of ``rows`` rows each; report committed versions."""
+def append_worker(uri: str, storage_options: dict, writer: int, fragments: list, barrier, out) -> None:
+    """Child: wait for every worker, then append each serialized fragment (one commit each, read at
+    the latest version); report ``(writer, [(version, attempts)...])``."""
     from lancejit.io import open_store
     from lancejit.io.sync import run_sync
+    from lancejit.pb import table_pb2
+    from lancejit.table.commit import Append, Transaction, commit_transaction, latest_version
 
     store, root = open_store(uri, storage_options or None)
-    versions = []
-    for b in range(batches):
-        start = (writer * 1000 + b) * rows
-        versions.append(run_sync(append_rows(store, root, make_table(start, rows, writer=writer),
-                                             max_attempts=60)))
-    out.put((writer, versions))
+    barrier.wait()
+    done = []
+    for raw in fragments:
+        frag = table_pb2.DataFragment.FromString(raw)
+
+        async def one():
+            rv = await latest_version(store, root)
+            return await commit_transaction(store, root, Transaction(rv, Append((frag,))), max_attempts=60)
+
+        res = run_sync(one())
+        done.append((res.version, res.attempts))
+    out.put((writer, done))
+
+
+def delete_worker(uri: str, storage_options: dict, offsets: list, barrier, out) -> None:
+    """Child: wait for every worker, then delete the rows at ``offsets`` of fragment 0, one commit
+    per offset (deletion files written against the version read); report like append_worker."""
+    from lancejit.io import open_store
+    from lancejit.io.sync import run_sync
+    from lancejit.table.commit import Delete, Transaction, commit_transaction, delete_rows, load_manifest
+
+    store, root = open_store(uri, storage_options or None)
+    barrier.wait()
+    done = []
+    for off in offsets:
+        async def one():
+            lm = await load_manifest(store, root)
+            frag = next(f for f in lm.manifest.fragments if f.id == 0)
+            new = await delete_rows(store, root, frag, lm.manifest.version, np.array([off]))
+            txn = Transaction(lm.manifest.version, Delete((new,), (), f"offset = {off}"))
+            return await commit_transaction(store, root, txn, affected_rows={0: np.array([off])}, max_attempts=60)
+
+        res = run_sync(one())
+        done.append((res.version, res.attempts))
+    out.put(("deleter", done))
 
 
 class KillingStore:

@@ -77,3 +77,29 @@ async def test_take_request_counts(dataset, record_property):
     print("\ncolumn calls ranges physical(4KiB) reference_iops")
     for r in rows:
         print(*r)
+
+
+async def test_many_fields_share_each_step(dataset):
+    """``run_plans`` over several fields: one request per step for all of them."""
+    from lancejit.encoding.v20 import run_plans
+
+    (path,) = glob.glob(dataset + "/data/*.lance")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    idx = np.sort(np.random.default_rng(3).choice(N, 1000, replace=False)).astype(np.int64)
+    reader = CountingReader(data, path)
+    md = await open_file_metadata(reader)
+    names = list(STEPS)
+    decs = make_field_decoders(reader, md, names)
+    reader.reset()
+    arrays = await run_plans(reader, [d.take_steps(idx) for d in decs])
+    assert reader.calls == max(STEPS.values())
+    expected = lance.dataset(dataset).take(idx, columns=names)
+    for name, arr in zip(names, arrays):
+        assert arrays_equal(expected[name], arr), name
+    reader.reset()
+    arrays = await run_plans(reader, [d.range_steps(100, 5000) for d in decs[:3]])
+    assert reader.calls == 1
+    full = lance.dataset(dataset).to_table(columns=names[:3])
+    for name, arr in zip(names, arrays):
+        assert arrays_equal(full[name].slice(100, 4900), arr), name

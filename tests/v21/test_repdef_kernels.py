@@ -98,3 +98,86 @@ def test_gather_slices_matches_numpy(src, data):
     assert gather_slices(arr, starts_a, lens_a, out) == out.size
     expect = np.concatenate([arr[s : s + ln] for s, ln in zip(starts, lens)]) if k else np.empty(0, np.uint8)
     assert np.array_equal(out, expect)
+
+
+def _ref_gather_variable(chunks, width):
+    """Plain NumPy reference: each chunk = (count, offsets-as-positions, payload buffer)."""
+    offs, data, base = [0], [], 0
+    for buf, count in chunks:
+        o = np.frombuffer(buf[: (count + 1) * width], dtype=f"<u{width}").astype(np.int64)
+        data.append(np.frombuffer(buf[o[0] : o[-1]], dtype=np.uint8))
+        offs.extend((o[1:] - o[0] + base).tolist())
+        base += int(o[-1] - o[0])
+    return np.asarray(offs, np.int64), (np.concatenate(data) if data else np.zeros(0, np.uint8))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.binary(max_size=9), max_size=6), max_size=5), st.sampled_from([4, 8]))
+def test_gather_variable_chunks_matches_numpy(chunk_values, width):
+    from lancejit.encoding.v21.repdef_kernels import gather_variable_chunks
+
+    blob, starts, sizes, counts, chunks = bytearray(), [], [], [], []
+    for vals in chunk_values:
+        head = (len(vals) + 1) * width
+        pos = [head]
+        for v in vals:
+            pos.append(pos[-1] + len(v))
+        buf = b"".join(p.to_bytes(width, "little") for p in pos) + b"".join(vals)
+        buf += b"H" * ((-len(buf)) % 8)
+        starts.append(len(blob)); sizes.append(len(buf)); counts.append(len(vals))
+        chunks.append((buf, len(vals)))
+        blob += buf
+    data = np.frombuffer(bytes(blob), dtype=np.uint8)
+    n = sum(counts)
+    out_off = np.empty(n + 1, np.int64)
+    out_data = np.empty(max(len(blob), 1), np.uint8)
+    total, err = gather_variable_chunks(
+        data, np.asarray(starts, np.int64), np.asarray(sizes, np.int64), np.asarray(counts, np.int64), width, out_off, out_data
+    )
+    assert err == 0
+    ref_off, ref_data = _ref_gather_variable(chunks, width)
+    assert out_off.tolist() == ref_off.tolist()
+    assert out_data[:total].tolist() == ref_data.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_unpack_chunk_kernels_match_per_chunk_decoders(data):
+    """The batched bit-unpacking kernels equal the per-chunk decoders (which have their own
+    NumPy-reference tests) on random chunks."""
+    from lancejit.encoding.v21.bitpacking import pack_inline, unpack_out_of_line, word_dtype
+    from lancejit.encoding.kernels.bitpack import pack_blocks
+    from lancejit.encoding.v21.repdef_kernels import unpack_inline_chunks, unpack_ool_chunks
+
+    bits = data.draw(st.sampled_from([8, 16, 32, 64]))
+    dt = word_dtype(bits, path="t")
+    rng = np.random.default_rng(data.draw(st.integers(0, 10**6)))
+    nchunks = data.draw(st.integers(1, 4))
+    blob, starts, ends, counts, expect = b"", [], [], [], []
+    for _ in range(nchunks):
+        n = int(rng.integers(1, 1025))
+        w = int(rng.integers(0, bits + 1))
+        vals = (rng.integers(0, 2**63, size=n, dtype=np.uint64) & np.uint64((1 << w) - 1 if w < 64 else 2**64 - 1)).astype(dt)
+        packed = pack_inline(vals)
+        packed += b"\0" * ((-len(packed)) % 8)
+        starts.append(len(blob) // dt.itemsize); ends.append((len(blob) + len(packed)) // dt.itemsize); counts.append(n)
+        blob += packed
+        expect.append(vals)
+    words = np.frombuffer(blob, dtype=dt)
+    out = np.empty(sum(counts), dt)
+    assert unpack_inline_chunks(words, np.asarray(starts), np.asarray(ends), np.asarray(counts), out, np.empty(1024, dt)) == 0
+    assert np.array_equal(out, np.concatenate(expect))
+
+    # out-of-line, 16-bit levels: whole blocks + padded tail
+    w = data.draw(st.integers(0, 16))
+    n = data.draw(st.integers(1, 3000))
+    levels = (rng.integers(0, 1 << 16, size=n) & ((1 << w) - 1)).astype(np.uint16)
+    nblocks = -(-n // 1024)
+    padded = np.zeros(nblocks * 1024, np.uint16)
+    padded[:n] = levels
+    packed = np.zeros(nblocks * 64 * w, np.uint16)
+    pack_blocks(padded, w, nblocks, packed)
+    ref = unpack_out_of_line(packed.view(np.uint8), 16, w, n, path="t")
+    out = np.empty(n, np.uint16)
+    err = unpack_ool_chunks(packed, np.asarray([0]), np.asarray([packed.size]), np.asarray([n]), w, out, np.empty(1024, np.uint16))
+    assert err == 0 and np.array_equal(out, ref) and np.array_equal(out, levels)

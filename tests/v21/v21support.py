@@ -161,4 +161,22 @@ def check_file(path: Path, rng: np.random.Generator, n_takes: int = 2) -> Opened
         tables_equal(op.take(idx), full.take(pa.array(idx)))
         idx = np.sort(rng.choice(n, size=min(k, n), replace=False))
         tables_equal(op.take(idx), ref.take_rows(idx.tolist()).to_table())
+    check_public_reader(path, full, rng)
     return op
+
+
+def check_public_reader(path: Path, full: pa.Table, rng: np.random.Generator) -> None:
+    """The same comparisons through ``lancejit``'s own LanceFileReader (file layer + scheduler)."""
+    try:
+        from lancejit.file.reader import LanceFileReader
+    except ImportError:  # pragma: no cover - file layer not there yet
+        return
+    r = LanceFileReader(str(path))
+    n = full.num_rows
+    tables_equal(r.read_all(), full)
+    if n:
+        a = int(rng.integers(0, n))
+        b = int(rng.integers(a, n + 1))
+        tables_equal(r.read_range(a, b - a), full.slice(a, b - a))
+        idx = rng.integers(0, n, size=int(rng.integers(1, 40)))
+        tables_equal(r.take_rows(idx), full.take(pa.array(idx)))

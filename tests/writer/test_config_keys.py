@@ -131,3 +131,53 @@ def test_bad_key_values_raise(tmp_path):
             with LanceFileWriter(str(tmp_path / "bad.lance"), pa.schema([f])) as w:
                 w.write_batch(pa.table([arr], schema=pa.schema([f])))
         assert not (tmp_path / "bad.lance").exists()
+
+
+def _var_struct(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    return pa.StructArray.from_arrays(
+        [pa.array(rng.integers(0, 100, n).astype(np.int32)), pa.array([str(i) for i in range(n)]),
+         pa.array([rng.bytes(int(k)) for k in rng.integers(0, 5, n)], pa.large_binary())],
+        names=["x", "s", "b"], mask=pa.array(rng.random(n) < 0.1))
+
+
+def test_packed_struct_variable_children_v22(tmp_path):
+    arr = _var_struct()
+    layout = _write_read(tmp_path, arr, {"lance-encoding:packed": "true"}, "2.2")
+    assert layout.WhichOneof("layout") == "full_zip_layout"
+    fields = layout.full_zip_layout.value_compression.variable_packed_struct.fields
+    assert [f.WhichOneof("layout") for f in fields] == ["bits_per_value", "bits_per_length", "bits_per_length"]
+
+
+def test_packed_struct_variable_children_v21_rejected(tmp_path):
+    from lancejit.core.errors import NotSupportedError
+
+    arr = _var_struct(100)
+    f = pa.field("a", arr.type, True, metadata={"lance-encoding:packed": "true"})
+    with pytest.raises(NotSupportedError):
+        with LanceFileWriter(str(tmp_path / "v.lance"), pa.schema([f]), version="2.1") as w:
+            w.write_batch(pa.table([arr], schema=pa.schema([f])))
+    assert not (tmp_path / "v.lance").exists()
+
+
+V20_CASES = [
+    ("strings", {"lance-encoding:compression": "zstd", "lance-encoding:compression-level": "7"},
+     lambda l: l.binary.bytes.flat.compression.scheme == "zstd" and l.binary.bytes.flat.compression.level == 7),
+    ("strings", {"lance-encoding:compression": "lz4"},
+     lambda l: l.binary.bytes.flat.compression.scheme == "lz4"),
+    ("blob", {"lance-encoding:blob": "true"}, lambda l: len(l.packed_struct.inner) == 2),
+]
+
+
+@pytest.mark.parametrize("kind,md,check", V20_CASES, ids=["zstd", "lz4", "blob"])
+def test_config_key_v20(tmp_path, kind, md, check):
+    layout = _write_read(tmp_path, _data(kind, 3), md, "2.0")
+    assert check(layout), layout
+
+
+def test_packed_struct_v20(tmp_path):
+    rng = np.random.default_rng(4)
+    arr = pa.StructArray.from_arrays(
+        [pa.array(rng.integers(0, 100, 500).astype(np.int32)), pa.array(rng.random(500))], names=["x", "y"])
+    layout = _write_read(tmp_path, arr, {"lance-encoding:packed": "true"}, "2.0")
+    assert [i.nullable.no_nulls.values.flat.bits_per_value for i in layout.packed_struct.inner] == [32, 64]

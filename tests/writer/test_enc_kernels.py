@@ -90,13 +90,13 @@ def test_fsst_compress_bulk_matches_python(values, symbols):
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
     vals = np.array([int.from_bytes(s, "little") for s in symbols], dtype=np.uint64)
     lens = np.array([len(s) for s in symbols], dtype=np.int64)
-    tv, tl, tc = np.zeros(2048, np.uint64), np.zeros(2048, np.int64), np.zeros(2048, np.int64)
-    bc, pm = np.full(256, -1, np.int64), np.zeros(65536, np.int64)
-    build_lookup(vals, lens, len(symbols), tv, tl, tc, bc, pm)
+    bc, sc = np.full(256, -1, np.int64), np.full(65536, -1, np.int64)
+    bs, bsy = np.zeros(1025, np.int64), np.zeros(max(len(symbols), 1), np.int64)
+    build_lookup(vals, lens, len(symbols), bc, sc, bs, bsy)
     arr = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
     out = np.empty(2 * len(data) + 8, np.uint8)
     outo = np.empty(len(offsets), np.int64)
-    n = compress_bulk(arr, offsets, tv, tl, tc, bc, pm, out, outo)
+    n = compress_bulk(arr, offsets, vals, lens, bc, sc, bs, bsy, out, outo)
     exp, expo = _py_fsst(data, offsets.tolist(), symbols)
     assert out[:n].tobytes() == exp
     assert outo.tolist() == expo

@@ -2,13 +2,13 @@
 
 A symbol table holds up to 255 symbols of 1..8 bytes (``sym_val``: the bytes little-endian in a
 u64, ``sym_len``).  Codes ``0..255`` in the training counters are pseudo-symbols (one escaped
-byte); real symbol ``i`` has training code ``256 + i`` and output code ``i``.  Output: per input
-byte run, greedy longest-match codes; a byte without a symbol is written as ``255, byte``.
+byte); real symbol ``i`` has training code ``256 + i`` and output code ``i``.  Output: greedy
+longest match; a byte without a symbol is written as ``255, byte``.
 
-Lookup uses an open-addressing table (``tab_val``, ``tab_len``, ``tab_code``; size a power of
-two, ``tab_len == 0`` marks an empty slot) for symbols of 2..8 bytes plus ``byte_code[256]``
-(-1 when no single-byte symbol) and ``prefix_max[65536]``: the longest symbol starting with each
-2-byte prefix (0 when none).
+Lookup structures (filled by :func:`build_lookup`):
+``byte_code[256]`` / ``short_code[65536]``: symbol of length 1 / 2 for a byte / 2-byte prefix
+(-1 when none); ``bucket_start[BUCKETS + 1]`` and ``bucket_syms``: the symbols of length >= 3
+grouped by a hash of their first 3 bytes, longest first within a bucket.
 """
 
 from __future__ import annotations
@@ -16,76 +16,104 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-PRIME = np.uint64(2971215073)
+BUCKETS = 1024
 
 
 @njit(cache=True, nogil=True)
-def _hash(val, ln, mask):  # pragma: no cover - compiled
-    h = (val * np.uint64(2971215073)) ^ (val >> np.uint64(15)) ^ np.uint64(ln * 0x9E3779B1)
-    return np.int64(h & np.uint64(mask))
+def _bucket(prefix3):  # pragma: no cover - compiled
+    h = prefix3 * np.uint64(2971215073)
+    return np.int64((h ^ (h >> np.uint64(15))) & np.uint64(1023))
 
 
 @njit(cache=True, nogil=True)
-def build_lookup(sym_val, sym_len, n_sym, tab_val, tab_len, tab_code, byte_code, prefix_max):  # pragma: no cover
-    """Fill the lookup structures for ``n_sym`` symbols (tables must be zeroed / -1 beforehand)."""
-    mask = tab_val.shape[0] - 1
+def build_lookup(sym_val, sym_len, n_sym, byte_code, short_code, bucket_start, bucket_syms):  # pragma: no cover
+    """Fill the lookup structures for ``n_sym`` symbols.
+
+    ``byte_code`` / ``short_code`` must be -1 filled, ``bucket_start`` has 1025 entries,
+    ``bucket_syms`` at least ``n_sym`` entries.
+    """
+    counts = np.zeros(1024, dtype=np.int64)
     for i in range(n_sym):
         ln = sym_len[i]
         v = sym_val[i]
         if ln == 1:
             byte_code[np.int64(v & np.uint64(0xFF))] = i
-            continue
-        p = np.int64(v & np.uint64(0xFFFF))
-        if prefix_max[p] < ln:
-            prefix_max[p] = ln
-        h = _hash(v, ln, mask)
-        while tab_len[h] != 0:
-            if tab_len[h] == ln and tab_val[h] == v:
-                break
-            h = (h + 1) & mask
-        tab_val[h] = v
-        tab_len[h] = ln
-        tab_code[h] = i
+        elif ln == 2:
+            short_code[np.int64(v & np.uint64(0xFFFF))] = i
+        else:
+            counts[_bucket(v & np.uint64(0xFFFFFF))] += 1
+    bucket_start[0] = 0
+    for b in range(1024):
+        bucket_start[b + 1] = bucket_start[b] + counts[b]
+    fill = bucket_start[:1024].copy()
+    # insert longest first: iterate lengths 8..3
+    for ln in range(8, 2, -1):
+        for i in range(n_sym):
+            if sym_len[i] == ln:
+                b = _bucket(sym_val[i] & np.uint64(0xFFFFFF))
+                bucket_syms[fill[b]] = i
+                fill[b] += 1
+
+
+@njit(cache=True, nogil=True)
+def _match(word, avail, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms):  # pragma: no cover
+    """(code, length) of the longest symbol matching the ``avail`` (<= 8) bytes in ``word``;
+    code -1 = escape (length 1)."""
+    if avail >= 3:
+        b = _bucket(word & np.uint64(0xFFFFFF))
+        for j in range(bucket_start[b], bucket_start[b + 1]):
+            i = bucket_syms[j]
+            ln = sym_len[i]
+            if ln <= avail:
+                if ln == 8:
+                    m = word
+                else:
+                    m = word & ((np.uint64(1) << np.uint64(8 * ln)) - np.uint64(1))
+                if m == sym_val[i]:
+                    return i, ln
+    if avail >= 2:
+        c = short_code[np.int64(word & np.uint64(0xFFFF))]
+        if c >= 0:
+            return c, 2
+    return byte_code[np.int64(word & np.uint64(0xFF))], 1
 
 
 @njit(cache=True, nogil=True)
 def _load(data, pos, end):  # pragma: no cover - compiled
-    v = np.uint64(0)
-    n = end - pos
-    if n > 8:
-        n = 8
-    for k in range(n):
-        v |= np.uint64(data[pos + k]) << np.uint64(8 * k)
-    return v, n
+    """(little-endian u64 of the next <= 8 bytes, their count)."""
+    avail = end - pos
+    if avail > 8:
+        avail = 8
+    word = np.uint64(0)
+    for k in range(avail):
+        word |= np.uint64(data[pos + k]) << np.uint64(8 * k)
+    return word, avail
 
 
 @njit(cache=True, nogil=True)
-def _longest(data, pos, end, tab_val, tab_len, tab_code, byte_code, prefix_max):  # pragma: no cover
+def _advance(data, word, avail, cur, ln, end):  # pragma: no cover - compiled
+    """Slide the window ``ln`` bytes: returns (word, avail) for position ``cur + ln``."""
+    if ln >= 8:
+        return _load(data, cur + ln, end)
+    word = word >> np.uint64(8 * ln)
+    avail -= ln
+    nxt = cur + ln + avail  # first byte not yet in the window
+    while avail < 8 and nxt < end:
+        word |= np.uint64(data[nxt]) << np.uint64(8 * avail)
+        avail += 1
+        nxt += 1
+    return word, avail
+
+
+@njit(cache=True, nogil=True)
+def _longest(data, pos, end, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms):  # pragma: no cover
     """(code, length) of the longest symbol at ``pos``; code -1 = escape (length 1)."""
     word, avail = _load(data, pos, end)
-    mask = tab_val.shape[0] - 1
-    if avail >= 2:
-        maxl = prefix_max[np.int64(word & np.uint64(0xFFFF))]
-        if maxl > avail:
-            maxl = avail
-        ln = maxl
-        while ln >= 2:
-            if ln == 8:
-                v = word
-            else:
-                v = word & ((np.uint64(1) << np.uint64(8 * ln)) - np.uint64(1))
-            h = _hash(v, ln, mask)
-            while tab_len[h] != 0:
-                if tab_len[h] == ln and tab_val[h] == v:
-                    return tab_code[h], ln
-                h = (h + 1) & mask
-            ln -= 1
-    c = byte_code[np.int64(word & np.uint64(0xFF))]
-    return c, 1
+    return _match(word, avail, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms)
 
 
 @njit(cache=True, nogil=True)
-def compress_count(data, offsets, sym_len, tab_val, tab_len, tab_code, byte_code, prefix_max,
+def compress_count(data, offsets, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms,
                    count1, count2, count_pairs):  # pragma: no cover - compiled
     """Compress the sample, counting code (count1) and code-pair (count2) frequencies.
 
@@ -99,7 +127,7 @@ def compress_count(data, offsets, sym_len, tab_val, tab_len, tab_code, byte_code
         if start == end:
             continue
         cur = start
-        c, ln = _longest(data, cur, end, tab_val, tab_len, tab_code, byte_code, prefix_max)
+        c, ln = _longest(data, cur, end, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms)
         prev = np.int64(data[cur]) if c < 0 else 256 + c
         gain += ln - 1 - (1 if c < 0 else 0)
         cur += ln
@@ -108,7 +136,7 @@ def compress_count(data, offsets, sym_len, tab_val, tab_len, tab_code, byte_code
             plen = 1 if prev < 256 else sym_len[prev - 256]
             if plen != 1:
                 count1[np.int64(data[cur])] += 1
-            c, ln = _longest(data, cur, end, tab_val, tab_len, tab_code, byte_code, prefix_max)
+            c, ln = _longest(data, cur, end, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms)
             code = np.int64(data[cur]) if c < 0 else 256 + c
             gain += ln - 1 - (1 if c < 0 else 0)
             if count_pairs:
@@ -122,7 +150,7 @@ def compress_count(data, offsets, sym_len, tab_val, tab_len, tab_code, byte_code
 
 
 @njit(cache=True, nogil=True)
-def compress_bulk(data, offsets, tab_val, tab_len, tab_code, byte_code, prefix_max,
+def compress_bulk(data, offsets, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms,
                   out, out_offsets):  # pragma: no cover - compiled
     """Compress every value; ``out`` needs ``2 * len(data)`` bytes.  Returns bytes written."""
     n = offsets.shape[0] - 1
@@ -131,15 +159,17 @@ def compress_bulk(data, offsets, tab_val, tab_len, tab_code, byte_code, prefix_m
     for s in range(n):
         cur = offsets[s]
         end = offsets[s + 1]
+        word, avail = _load(data, cur, end)
         while cur < end:
-            c, ln = _longest(data, cur, end, tab_val, tab_len, tab_code, byte_code, prefix_max)
+            c, ln = _match(word, avail, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms)
             if c < 0:
                 out[o] = 255
-                out[o + 1] = data[cur]
+                out[o + 1] = np.uint8(word & np.uint64(0xFF))
                 o += 2
             else:
                 out[o] = c
                 o += 1
+            word, avail = _advance(data, word, avail, cur, ln, end)
             cur += ln
         out_offsets[s + 1] = o
     return o

@@ -3,5 +3,6 @@ structs.  Entry point: :func:`make_field_decoders` ``(reader, metadata, field_na
 file container is parsed by :mod:`lancejit.file.legacy` (``metadata.legacy``)."""
 
 from lancejit.encoding.legacy.fields import LegacyFieldDecoder, make_field_decoders
+from lancejit.encoding.v20.steps import run_plans
 
-__all__ = ["LegacyFieldDecoder", "make_field_decoders"]
+__all__ = ["LegacyFieldDecoder", "make_field_decoders", "run_plans"]

@@ -10,13 +10,12 @@ validity; strings/binaries of nullable fields read empty values as null.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import CorruptFileError, InvalidInputError, LanceJitError, NotSupportedError, RowIndexError
+from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError, RowIndexError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding import arrow_build as AB
 from lancejit.encoding.legacy.values import (
@@ -27,8 +26,8 @@ from lancejit.encoding.legacy.values import (
     read_plain,
     read_var_binary,
 )
-from lancejit.encoding.v20.rowranges import EMPTY, indices_to_ranges, merge_touching, total
-from lancejit.encoding.v20.steps import Steps, drive, gather
+from lancejit.encoding.v20.rowranges import EMPTY, indices_to_ranges, merge_touching, split_by_pages, total
+from lancejit.encoding.v20.steps import Steps, done, gather, run_plans
 
 #: Row ranges: ``(k, 2)`` int64 arrays of half-open ``[start, end)`` rows.
 Ranges = np.ndarray
@@ -221,8 +220,6 @@ class LegacyFieldDecoder:
         return max(total_bytes / max(self._num_rows, 1), 1.0)
 
     def _plan(self, ranges: Ranges) -> Steps:
-        from lancejit.encoding.v20.rowranges import split_by_pages
-
         parts = split_by_pages(ranges, self._offsets_arr)
         arrays = yield from gather([self._node.read(b, local) for b, local in parts])
         if not arrays:
@@ -231,34 +228,37 @@ class LegacyFieldDecoder:
             return arrays[0]
         return pa.concat_arrays(arrays)
 
-    async def _run(self, ranges: Ranges, priority: int) -> pa.Array:
-        try:
-            return await drive(self._reader, self._plan(ranges), priority=priority)
-        except (LanceJitError, asyncio.CancelledError, OSError, MemoryError):
-            raise
-        except Exception as exc:
-            raise CorruptFileError(
-                f"cannot decode field {self._field.name!r} ({type(exc).__name__}: {exc})", path=self._reader.path
-            ) from exc
-
-    async def read_range(self, start: int, end: int) -> pa.Array:
-        """Rows ``[start, end)``."""
+    def range_steps(self, start: int, end: int) -> Steps:
+        """Step generator reading rows ``[start, end)`` (see :func:`run_plans`)."""
         if not (0 <= start <= end <= self._num_rows):
             raise RowIndexError(f"row range [{start}, {end}) outside a file of {self._num_rows} rows")
         if start == end:
-            return pa.array([], type=self._field.type)
-        return await self._run(np.array([[start, end]], dtype=np.int64), start)
+            return done(pa.array([], type=self._field.type))
+        return self._plan(np.array([[start, end]], dtype=np.int64))
 
-    async def take(self, indices: np.ndarray) -> pa.Array:
-        """Rows at sorted unique ``indices``."""
+    def take_steps(self, indices: np.ndarray) -> Steps:
+        """Step generator reading the rows at sorted unique ``indices`` (see :func:`run_plans`)."""
         idx = np.asarray(indices, dtype=np.int64)
         if len(idx) == 0:
-            return pa.array([], type=self._field.type)
+            return done(pa.array([], type=self._field.type))
         if idx[0] < 0 or idx[-1] >= self._num_rows:
             raise RowIndexError(f"row index outside a file of {self._num_rows} rows")
         if len(idx) > 1 and np.any(np.diff(idx) <= 0):
             raise InvalidInputError("take indices must be sorted and unique")
-        return await self._run(indices_to_ranges(idx), int(idx[0]))
+        return self._plan(indices_to_ranges(idx))
+
+    async def read_range(self, start: int, end: int) -> pa.Array:
+        """Rows ``[start, end)``."""
+        (out,) = await run_plans(self._reader, [self.range_steps(start, end)], priority=start,
+                                 what=f"field {self._field.name!r}")
+        return out
+
+    async def take(self, indices: np.ndarray) -> pa.Array:
+        """Rows at sorted unique ``indices``."""
+        idx = np.asarray(indices, dtype=np.int64)
+        (out,) = await run_plans(self._reader, [self.take_steps(idx)], priority=int(idx[0]) if len(idx) else 0,
+                                 what=f"field {self._field.name!r}")
+        return out
 
 
 def make_field_decoders(reader: RangeReader, metadata, field_names: Sequence[str] | None) -> list[LegacyFieldDecoder]:

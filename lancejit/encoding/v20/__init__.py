@@ -7,6 +7,8 @@ Entry point: :func:`make_field_decoders` ``(reader, metadata, field_names)`` ret
 ``compression`` (zstd/lz4 buffers, FSST).
 """
 
-from lancejit.encoding.v20.field import V20FieldDecoder, indices_to_ranges, make_field_decoders
+from lancejit.encoding.v20.field import V20FieldDecoder, make_field_decoders
+from lancejit.encoding.v20.rowranges import indices_to_ranges
+from lancejit.encoding.v20.steps import run_plans
 
-__all__ = ["V20FieldDecoder", "indices_to_ranges", "make_field_decoders"]
+__all__ = ["V20FieldDecoder", "indices_to_ranges", "make_field_decoders", "run_plans"]

@@ -29,12 +29,16 @@ _PAGE, _COLUMN, _FILE = 0, 1, 2
 class PageContext:
     """Where the buffers of one page are: page buffers and column buffers as (position, size)."""
 
-    __slots__ = ("path", "page_buffers", "column_buffers")
+    __slots__ = ("path", "page_buffers", "column_buffers", "cache", "cache_key")
 
-    def __init__(self, path: str, page_buffers: Sequence[tuple[int, int]], column_buffers: Sequence[tuple[int, int]]) -> None:
+    def __init__(self, path: str, page_buffers: Sequence[tuple[int, int]], column_buffers: Sequence[tuple[int, int]],
+                 cache=None, cache_key=None) -> None:
         self.path = path
         self.page_buffers = list(page_buffers)
         self.column_buffers = list(column_buffers)
+        #: the file's ``FileCache`` (``get``/``put``) for decoded page state, and this page's key
+        self.cache = cache
+        self.cache_key = cache_key
 
     def buffer(self, buf) -> tuple[int, int]:
         """(position, size) of an ``encodings.Buffer`` reference."""
@@ -223,7 +227,8 @@ class DictionaryDecoder(ArrayDecoder):
 
     For a plain (non-dictionary) Arrow type the indices are 1-based with 0 = null and the result
     is the looked-up values; for an Arrow dictionary type indices and items are returned as a
-    ``DictionaryArray``.  The decoded items are kept after the first read of the page.
+    ``DictionaryArray``.  The decoded items are kept after the first read of the page (in the
+    file's cache when there is one, else on the decoder).
     """
 
     def __init__(self, enc, ctx: PageContext, typ: pa.DataType) -> None:
@@ -239,15 +244,30 @@ class DictionaryDecoder(ArrayDecoder):
         self.num_items = int(enc.num_dictionary_items)
         self._items: pa.Array | None = None
 
+    def _cached(self) -> pa.Array | None:
+        if self._items is not None:
+            return self._items
+        if self.ctx.cache is not None and self.ctx.cache_key is not None:
+            return self.ctx.cache.get(("v20-dictionary", self.ctx.cache_key))
+        return None
+
+    def _keep(self, items: pa.Array) -> None:
+        if self.ctx.cache is not None and self.ctx.cache_key is not None:
+            self.ctx.cache.put(("v20-dictionary", self.ctx.cache_key), items, items.nbytes + 64)
+        else:
+            self._items = items
+
     def decode(self, ranges: Ranges) -> Steps:
-        if self._items is None:
-            idx_block, items_block = yield from gather(
-                [self.indices.decode(ranges), self.items.decode(np.array([[0, self.num_items]], np.int64) if self.num_items else EMPTY)]
-            )
-            self._items = B.to_arrow(items_block, self.value_type, path=self.ctx.path)
+        items = self._cached()
+        if items is None:
+            whole = np.array([[0, self.num_items]], np.int64) if self.num_items else EMPTY
+            idx_block, items_block = yield from gather([self.indices.decode(ranges), self.items.decode(whole)])
+            items = B.to_arrow(items_block, self.value_type, path=self.ctx.path)
+            if len(items) != self.num_items:
+                raise self.ctx.corrupt("dictionary decoded to the wrong number of items")
+            self._keep(items)
         else:
             idx_block = yield from self.indices.decode(ranges)
-        items = self._items
         if self.is_arrow_dict:
             indices = B.to_arrow(idx_block, self.index_type, path=self.ctx.path)
             valid_idx = indices.drop_null().to_numpy(zero_copy_only=False)

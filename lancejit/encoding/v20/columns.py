@@ -8,8 +8,6 @@ item ranges of their child.  ``nbytes`` is the encoded size of the node's column
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import pyarrow as pa
 
@@ -49,9 +47,10 @@ def _column_bytes(col: ColumnInfo) -> int:
 class PagedColumn:
     """The pages of one column with their row bounds and lazily built page decoders."""
 
-    def __init__(self, col: ColumnInfo, path: str) -> None:
+    def __init__(self, col: ColumnInfo, path: str, cache=None) -> None:
         self.col = col
         self.path = path
+        self.cache = cache
         self.pages: list[PageInfo] = [p for p in col.pages if p.num_rows > 0]
         starts = [0]
         for p in self.pages:
@@ -66,7 +65,8 @@ class PagedColumn:
         p = self.pages[i]
         if len(p.buffer_offsets) != len(p.buffer_sizes):
             raise CorruptFileError("page buffer offsets and sizes differ in number", path=self.path)
-        return PageContext(self.path, list(zip(p.buffer_offsets, p.buffer_sizes)), self._column_buffers)
+        return PageContext(self.path, list(zip(p.buffer_offsets, p.buffer_sizes)), self._column_buffers,
+                           self.cache, (self.col.index, i))
 
     def check(self, ranges: Ranges) -> None:
         if len(ranges) and (ranges[0, 0] < 0 or ranges[-1, 1] > self.num_rows):
@@ -80,8 +80,8 @@ class PrimitiveNode(Node):
     """A field stored in one column of ``ArrayEncoding`` pages (primitives, strings, FSLs,
     dictionaries, packed structs)."""
 
-    def __init__(self, col: ColumnInfo, typ: pa.DataType, path: str) -> None:
-        self.paged = PagedColumn(col, path)
+    def __init__(self, col: ColumnInfo, typ: pa.DataType, path: str, cache=None) -> None:
+        self.paged = PagedColumn(col, path, cache)
         self.typ = typ
         self.num_rows = self.paged.num_rows
         self.nbytes = _column_bytes(col)

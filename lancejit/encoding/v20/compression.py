@@ -16,6 +16,8 @@ from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding.kernels.fsst import fsst_decode, fsst_decoded_lengths
 
 _ZSTD_MAGIC = 0xFD2FB528
+#: Largest decompressed page buffer accepted (bytes); larger length prefixes mean corruption.
+MAX_DECOMPRESSED_BYTES = 1 << 34
 _FSST_MAGIC = 0x46535354
 
 
@@ -38,6 +40,8 @@ def decompress_buffer(scheme: str, data: bytes | memoryview, *, path: str | None
                 out = dctx.decompressobj().decompress(raw)
             else:
                 size = int.from_bytes(raw[:8], "little")
+                if size > MAX_DECOMPRESSED_BYTES:
+                    raise CorruptFileError(f"zstd buffer claims {size} decompressed bytes", path=path)
                 out = dctx.decompress(raw[8:], max_output_size=size)
                 if len(out) != size:
                     raise CorruptFileError("zstd buffer decompressed to the wrong length", path=path)
@@ -47,9 +51,13 @@ def decompress_buffer(scheme: str, data: bytes | memoryview, *, path: str | None
 
             if len(raw) < 4:
                 raise CorruptFileError("lz4 buffer shorter than its length prefix", path=path)
+            if int.from_bytes(raw[:4], "little") > MAX_DECOMPRESSED_BYTES:
+                raise CorruptFileError("lz4 buffer claims too many decompressed bytes", path=path)
             return np.frombuffer(lz4.block.decompress(raw), dtype=np.uint8)
     except CorruptFileError:
         raise
+    except MemoryError as exc:
+        raise CorruptFileError(f"{scheme} buffer decompresses to more than memory holds", path=path) from exc
     except Exception as exc:  # zstd / lz4 errors
         raise CorruptFileError(f"cannot decompress {scheme} buffer: {exc}", path=path) from exc
     raise NotSupportedError(f"compression scheme {scheme!r}")

@@ -8,18 +8,22 @@ and blob fields (``lance-encoding:blob``) are a single column; their children ow
 
 from __future__ import annotations
 
-import asyncio
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import CorruptFileError, InvalidInputError, LanceJitError, RowIndexError
+from lancejit.core.errors import (
+    CorruptFileError,
+    InvalidInputError,
+    NotSupportedError,
+    RowIndexError,
+)
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding.pages import ColumnInfo
 from lancejit.encoding.v20.columns import BlobNode, ListNode, Node, PrimitiveNode, StructNode
 from lancejit.encoding.v20.rowranges import indices_to_ranges
-from lancejit.encoding.v20.steps import Steps, drive
+from lancejit.encoding.v20.steps import Steps, done, run_plans
 
 
 def is_packed_struct(field) -> bool:
@@ -44,7 +48,8 @@ def column_count(field) -> int:
     return 1
 
 
-def build_node(field, arrow_type: pa.DataType, columns: Sequence[ColumnInfo], first: int, path: str) -> Node:
+def build_node(field, arrow_type: pa.DataType, columns: Sequence[ColumnInfo], first: int, path: str,
+               cache=None) -> Node:
     """The reader of ``field`` whose first column is ``columns[first]``."""
     if first >= len(columns):
         raise CorruptFileError(f"field {field.name!r} needs column {first} but the file has {len(columns)}", path=path)
@@ -54,21 +59,19 @@ def build_node(field, arrow_type: pa.DataType, columns: Sequence[ColumnInfo], fi
         children = []
         nxt = first + 1
         for i, child in enumerate(field.children):
-            children.append(build_node(child, storage.field(i).type, columns, nxt, path))
+            children.append(build_node(child, storage.field(i).type, columns, nxt, path, cache))
             nxt += column_count(child)
         return StructNode(col, arrow_type, children, path)
     if field.is_list:
         if pa.types.is_map(storage):
-            from lancejit.core.errors import NotSupportedError
-
             raise NotSupportedError("map fields in 2.0 files")
-        child = build_node(field.children[0], storage.value_type, columns, first + 1, path)
+        child = build_node(field.children[0], storage.value_type, columns, first + 1, path, cache)
         return ListNode(col, arrow_type, child, path)
     if _is_blob(field) and (pa.types.is_large_binary(storage) or pa.types.is_binary(storage)):
         enc = col.encoding
         if enc is None or enc.WhichOneof("column_encoding") == "blob" or _has_packed_pages(col):
             return BlobNode(col, arrow_type, path)
-    return PrimitiveNode(col, arrow_type, path)
+    return PrimitiveNode(col, arrow_type, path, cache)
 
 
 def _has_packed_pages(col: ColumnInfo) -> bool:
@@ -95,35 +98,37 @@ class V20FieldDecoder:
     def estimated_bytes_per_row(self) -> float:
         return self._node.nbytes / max(self._num_rows, 1)
 
-    async def _run(self, gen: Steps, priority: int) -> pa.Array:
-        try:
-            return await drive(self._reader, gen, priority=priority)
-        except (LanceJitError, asyncio.CancelledError, OSError, MemoryError):
-            raise
-        except Exception as exc:  # malformed bytes surfacing as numpy/pyarrow/protobuf errors
-            raise CorruptFileError(
-                f"cannot decode field {self._field.name!r} ({type(exc).__name__}: {exc})",
-                path=self._reader.path,
-            ) from exc
-
-    async def read_range(self, start: int, end: int) -> pa.Array:
-        """Rows ``[start, end)``."""
+    def range_steps(self, start: int, end: int) -> Steps:
+        """Step generator reading rows ``[start, end)`` (see :func:`run_plans`)."""
         if not (0 <= start <= end <= self._num_rows):
             raise RowIndexError(f"row range [{start}, {end}) outside a file of {self._num_rows} rows")
         if start == end:
-            return pa.array([], type=self._field.type)
-        return await self._run(self._node.read(np.array([[start, end]], dtype=np.int64)), start)
+            return done(pa.array([], type=self._field.type))
+        return self._node.read(np.array([[start, end]], dtype=np.int64))
 
-    async def take(self, indices: np.ndarray) -> pa.Array:
-        """Rows at sorted unique ``indices``."""
+    def take_steps(self, indices: np.ndarray) -> Steps:
+        """Step generator reading the rows at sorted unique ``indices`` (see :func:`run_plans`)."""
         idx = np.asarray(indices, dtype=np.int64)
         if len(idx) == 0:
-            return pa.array([], type=self._field.type)
+            return done(pa.array([], type=self._field.type))
         if idx[0] < 0 or idx[-1] >= self._num_rows:
             raise RowIndexError(f"row index outside a file of {self._num_rows} rows")
         if len(idx) > 1 and np.any(np.diff(idx) <= 0):
             raise InvalidInputError("take indices must be sorted and unique")
-        return await self._run(self._node.read(indices_to_ranges(idx)), int(idx[0]))
+        return self._node.read(indices_to_ranges(idx))
+
+    async def read_range(self, start: int, end: int) -> pa.Array:
+        """Rows ``[start, end)``."""
+        (out,) = await run_plans(self._reader, [self.range_steps(start, end)], priority=start,
+                                 what=f"field {self._field.name!r}")
+        return out
+
+    async def take(self, indices: np.ndarray) -> pa.Array:
+        """Rows at sorted unique ``indices``."""
+        idx = np.asarray(indices, dtype=np.int64)
+        (out,) = await run_plans(self._reader, [self.take_steps(idx)], priority=int(idx[0]) if len(idx) else 0,
+                                 what=f"field {self._field.name!r}")
+        return out
 
 
 def _top_level_arrow(metadata) -> pa.Schema:
@@ -153,7 +158,7 @@ def make_field_decoders(reader: RangeReader, metadata, field_names: Sequence[str
             raise InvalidInputError(f"no field {name!r} in {path}")
         first, lf = firsts[name]
         af = arrow.field(name)
-        node = build_node(lf, af.type, columns, first, path)
+        node = build_node(lf, af.type, columns, first, path, getattr(metadata, "cache", None))
         num_rows = int(getattr(metadata, "num_rows", node.num_rows))
         if node.num_rows != num_rows:
             raise CorruptFileError(f"field {name!r} has {node.num_rows} rows, the file {num_rows}", path=path)

@@ -111,11 +111,16 @@ def bits_from_ranges(data: np.ndarray, byte_starts: np.ndarray, bit_offsets: np.
         return np.zeros(0, dtype=np.bool_)
     bits = np.unpackbits(data, bitorder="little")
     first = byte_starts * 8 + bit_offsets
+    if len(counts) == 1:
+        a = int(first[0])
+        if a + n > len(bits):
+            raise IndexError("bit range past the data")
+        return bits[a : a + n].view(np.bool_)
     out_start = np.cumsum(counts) - counts
     pos = np.repeat(first - out_start, counts) + np.arange(n)
     if pos.max() >= len(bits):
         raise IndexError("bit range past the data")
-    return bits[pos].astype(np.bool_)
+    return bits[pos].view(np.bool_)
 
 
 def pairs_of(ranges: Sequence[tuple[int, int]] | np.ndarray) -> np.ndarray:

@@ -18,10 +18,10 @@ from typing import Any, Generator, Sequence
 
 from lancejit.core.ranges import RangeReader
 
-Ranges = list[tuple[int, int]]
+ByteRanges = list[tuple[int, int]]
 Buffers = list[memoryview]
 #: A step generator returning a value of type ``Any``.
-Steps = Generator[Ranges, Buffers, Any]
+Steps = Generator[ByteRanges, Buffers, Any]
 
 
 def done(value: Any) -> Steps:
@@ -30,7 +30,7 @@ def done(value: Any) -> Steps:
     yield  # pragma: no cover - makes this a generator
 
 
-def read_once(ranges: Ranges) -> Steps:
+def read_once(ranges: ByteRanges) -> Steps:
     """One step reading ``ranges``; returns the buffers (no step when ``ranges`` is empty)."""
     if not ranges:
         return []
@@ -45,7 +45,7 @@ def gather(gens: Sequence[Steps]) -> Steps:
     generator still running.
     """
     results: list[Any] = [None] * len(gens)
-    pending: dict[int, Ranges] = {}
+    pending: dict[int, ByteRanges] = {}
     for i, g in enumerate(gens):
         try:
             pending[i] = next(g)
@@ -53,7 +53,7 @@ def gather(gens: Sequence[Steps]) -> Steps:
             results[i] = stop.value
     while pending:
         order = list(pending.items())
-        merged: Ranges = []
+        merged: ByteRanges = []
         for _, req in order:
             merged.extend(req)
         bufs = (yield merged) if merged else []
@@ -78,3 +78,24 @@ async def drive(reader: RangeReader, gen: Steps, *, priority: int = 0) -> Any:
             req = gen.send(list(bufs))
     except StopIteration as stop:
         return stop.value
+
+
+async def run_plans(reader: RangeReader, plans: Sequence[Steps], *, priority: int = 0, what: str = "") -> list[Any]:
+    """Run several step generators together: one ``read_ranges`` call per step for all of them.
+
+    This is how a caller reads many fields of one file with the fewest requests: pass each
+    decoder's ``take_steps(indices)`` / ``range_steps(start, end)``.  Errors other than
+    lancejit's own (malformed bytes surfacing as NumPy/pyarrow errors) become
+    :class:`~lancejit.core.errors.CorruptFileError` naming the file.
+    """
+    import asyncio
+
+    from lancejit.core.errors import CorruptFileError, LanceJitError
+
+    try:
+        return await drive(reader, gather(plans), priority=priority)
+    except (LanceJitError, asyncio.CancelledError, OSError, MemoryError):
+        raise
+    except Exception as exc:
+        detail = f" {what}" if what else ""
+        raise CorruptFileError(f"cannot decode{detail} ({type(exc).__name__}: {exc})", path=reader.path) from exc

@@ -17,7 +17,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from lancejit.core.errors import CorruptFileError
-from lancejit.encoding.v21.repdef_kernels import gather_slices, gather_variable_chunks
+from lancejit.encoding.v21 import fsst as _fsst
+from lancejit.encoding.v21.repdef_kernels import (
+    gather_slices,
+    gather_variable_chunks,
+    unpack_inline_chunks,
+    unpack_ool_chunks,
+)
 from lancejit.encoding.v21.values import (
     DecodedValues,
     FixedSizeListValues,
@@ -184,17 +190,60 @@ def fast_values(
         if bits == 1:
             return FixedWidth(out, 1, n)
         return _wrap_plain(enc, out, bits, n)
-    width = plain_variable_width(enc)
-    if width is not None:
-        out_offsets = np.empty(n + 1, dtype=np.int64)
-        out_data = np.empty(int(sizes.sum()), dtype=np.uint8)
-        total, err = gather_variable_chunks(
-            data, offs.astype(np.int64), sizes.astype(np.int64), counts.astype(np.int64), width, out_offsets, out_data
-        )
-        if err:
-            raise CorruptFileError("variable chunk offsets out of order or out of bounds", path=path)
-        return VariableWidth(out_offsets, out_data[:total], n)
+    var = _plain_variable(enc, data, offs, sizes, counts, n, path)
+    if var is not None:
+        return var
+    kind = enc.WhichOneof("compression")
+    if kind == "inline_bitpacking":
+        return _inline_bitpacked(enc, data, offs, sizes, counts, n, path)
+    if kind == "fsst":
+        inner = _plain_variable(enc.fsst.values, data, offs, sizes, counts, n, path)
+        if inner is None:
+            return None
+        table = _fsst.parse_symbol_table(enc.fsst.symbol_table, path=path)
+        return _fsst.decode_values(table, inner, path=path)
     return None
+
+
+def _plain_variable(enc, data, offs, sizes, counts, n, path) -> VariableWidth | None:
+    width = plain_variable_width(enc)
+    if width is None:
+        return None
+    out_offsets = np.empty(n + 1, dtype=np.int64)
+    out_data = np.empty(int(sizes.sum()), dtype=np.uint8)
+    total, err = gather_variable_chunks(
+        data, offs.astype(np.int64), sizes.astype(np.int64), counts.astype(np.int64), width, out_offsets, out_data
+    )
+    if err:
+        raise CorruptFileError("variable chunk offsets out of order or out of bounds", path=path)
+    return VariableWidth(out_offsets, out_data[:total], n)
+
+
+_WORD_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _inline_bitpacked(enc, data, offs, sizes, counts, n, path) -> FixedWidth | None:
+    ib = enc.inline_bitpacking
+    if ib.HasField("values") and ib.values.scheme:
+        return None
+    bits = int(ib.uncompressed_bits_per_value)
+    dt = _WORD_DTYPES.get(bits)
+    if dt is None:
+        return None
+    ws = bits // 8
+    if np.any(offs % ws) or np.any(counts > 1024):
+        return None
+    if data.ctypes.data % 8:
+        data = data.copy()
+    words = data[: data.size - data.size % ws].view(dt)
+    out = np.empty(n, dtype=dt)
+    tmp = np.empty(1024, dtype=dt)
+    err = unpack_inline_chunks(
+        words, (offs // ws).astype(np.int64), ((offs + sizes) // ws).astype(np.int64), counts.astype(np.int64), out, tmp
+    )
+    if err:
+        raise CorruptFileError("inline bit-packed chunk has an invalid width or size", path=path)
+    return FixedWidth(out.view(np.uint8), bits, n)
 
 
 def concat_values(parts: Sequence[DecodedValues]) -> DecodedValues:
@@ -241,3 +290,39 @@ def concat_values(parts: Sequence[DecodedValues]) -> DecodedValues:
         kids = tuple(concat_values([p.children[i] for p in parts]) for i in range(len(first.children)))
         return StructValues(kids, n)
     raise CorruptFileError(f"cannot concatenate {type(first).__name__}")
+
+
+def batch_levels(enc: Any, data: np.ndarray, offs: np.ndarray, sizes: np.ndarray, counts: np.ndarray, *, path: str) -> np.ndarray | None:
+    """Rep or def levels of all chunks (uint16, concatenated) in one kernel call when ``enc`` is
+    16-bit out-of-line or inline bit-packing without buffer compression; else None."""
+    kind = enc.WhichOneof("compression")
+    n = int(counts.sum())
+    if kind == "out_of_line_bitpacking":
+        ool = enc.out_of_line_bitpacking
+        if int(ool.uncompressed_bits_per_value) != 16:
+            return None
+        v = ool.values
+        if v.WhichOneof("compression") != "flat" or (v.flat.HasField("data") and v.flat.data.scheme):
+            return None
+        width = int(v.flat.bits_per_value)
+        if width < 0 or width > 16:
+            raise CorruptFileError(f"out-of-line level width {width}", path=path)
+        if np.any(offs % 2) or np.any(sizes % 2):
+            return None
+        if data.ctypes.data % 8:
+            data = data.copy()
+        words = data[: data.size - data.size % 2].view(np.uint16)
+        out = np.empty(n, dtype=np.uint16)
+        tmp = np.empty(1024, dtype=np.uint16)
+        err = unpack_ool_chunks(
+            words, (offs // 2).astype(np.int64), ((offs + sizes) // 2).astype(np.int64), counts.astype(np.int64), width, out, tmp
+        )
+        if err:
+            raise CorruptFileError("out-of-line bit-packed levels truncated", path=path)
+        return out
+    if kind == "inline_bitpacking":
+        if int(enc.inline_bitpacking.uncompressed_bits_per_value) != 16:
+            return None
+        fw = _inline_bitpacked(enc, data, offs, sizes, counts, n, path)
+        return None if fw is None else fw.data.view(np.uint16)
+    return None

@@ -69,20 +69,25 @@ class LeafColumn:
             ranges = [(a * self.row_scale, b * self.row_scale) for a, b in ranges]
         per_page: dict[int, list[tuple[int, int]]] = {}
         order: list[int] = []
-        for a, b in ranges:
-            p = int(np.searchsorted(self.page_starts, a, side="right")) - 1
-            while a < b:
-                if p >= len(self.pages):
-                    raise RowIndexError(f"row {a // self.row_scale} outside column of {self.num_rows} rows")
+        if not ranges:
+            return concat_rows([], self.ctx.value_type)
+        ra = np.fromiter((r[0] for r in ranges), dtype=np.int64, count=len(ranges))
+        rb = np.fromiter((r[1] for r in ranges), dtype=np.int64, count=len(ranges))
+        if ra.min() < 0 or rb.max() > self.page_starts[-1]:
+            raise RowIndexError(f"rows outside column of {self.num_rows} rows")
+        pa_ = np.searchsorted(self.page_starts, ra, side="right") - 1
+        pb_ = np.searchsorted(self.page_starts, rb - 1, side="right") - 1
+        for k in range(ra.size):
+            a, b, p0, p1 = int(ra[k]), int(rb[k]), int(pa_[k]), int(pb_[k])
+            for p in range(p0, p1 + 1):
                 ps, pe = int(self.page_starts[p]), int(self.page_starts[p + 1])
-                e = min(b, pe)
-                if e > a:
-                    if p not in per_page:
-                        per_page[p] = []
-                        order.append(p)
-                    per_page[p].append((a - ps, e - ps))
-                a = e
-                p += 1
+                lo, hi = max(a, ps), min(b, pe)
+                if hi <= lo:
+                    continue
+                if p not in per_page:
+                    per_page[p] = []
+                    order.append(p)
+                per_page[p].append((lo - ps, hi - ps))
         results = await asyncio.gather(*(self.pages[p].read(per_page[p]) for p in order))
         return concat_rows(list(results), self.ctx.value_type)
 

@@ -22,7 +22,7 @@ from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext
 from lancejit.encoding.v21.leaf import values_to_arrow
-from lancejit.encoding.v21.levels import LeafRows, concat_rows
+from lancejit.encoding.v21.levels import LeafRows
 from lancejit.encoding.v21.repdef import (
     ALL_VALID_LIST,
     EMPTYABLE_LIST,
@@ -126,36 +126,56 @@ class FullZipPage:
             stride = self.cw + self.fixed
             byte_ranges = [(self.data_off + a * stride, self.data_off + b * stride) for a, b in ranges]
         else:
-            # one request part per run: the index entries of rows a..b inclusive
+            # The index entries of each run's first row and of the row after it.  A whole page
+            # needs none (the data buffer is the page); short runs read entries a..b as one
+            # part, long runs two single entries.  All parts go in one request.
             w = self.index_width
-            entry_ranges = [(self.index_off + a * w, self.index_off + (b + 1) * w) for a, b in ranges]
-            entries = await self.ctx.read(entry_ranges, priority=prio)
-            dt = np.dtype(f"<u{w}")
-            byte_ranges = []
-            for (a, b), ent in zip(ranges, entries):
-                e_arr = np.frombuffer(ent, dtype=dt)
-                s, e = int(e_arr[0]), int(e_arr[-1])
-                if s > e or e > self.data_size:
-                    raise CorruptFileError(
-                        f"repetition index entries [{s}, {e}) outside the data buffer ({self.data_size})", path=self.ctx.path
-                    )
-                byte_ranges.append((self.data_off + s, self.data_off + e))
+            if len(ranges) == 1 and ranges[0] == (0, self.num_rows):
+                byte_ranges = [(self.data_off, self.data_off + self.data_size)]
+            else:
+                entry_ranges: list[tuple[int, int]] = []
+                shape: list[int] = []
+                for a, b in ranges:
+                    if b - a <= 64:
+                        entry_ranges.append((self.index_off + a * w, self.index_off + (b + 1) * w))
+                        shape.append(1)
+                    else:
+                        entry_ranges.append((self.index_off + a * w, self.index_off + (a + 1) * w))
+                        entry_ranges.append((self.index_off + b * w, self.index_off + (b + 1) * w))
+                        shape.append(2)
+                entries = await self.ctx.read(entry_ranges, priority=prio)
+                dt = np.dtype(f"<u{w}")
+                byte_ranges = []
+                k = 0
+                for parts in shape:
+                    first = np.frombuffer(entries[k], dtype=dt)
+                    last = np.frombuffer(entries[k + parts - 1], dtype=dt)
+                    k += parts
+                    s, e = int(first[0]), int(last[-1])
+                    if s > e or e > self.data_size:
+                        raise CorruptFileError(
+                            f"repetition index entries [{s}, {e}) outside the data buffer ({self.data_size})",
+                            path=self.ctx.path,
+                        )
+                    byte_ranges.append((self.data_off + s, self.data_off + e))
         bufs = await self.ctx.read(byte_ranges, priority=prio)
         nbytes = sum(len(b) for b in bufs)
         return await self.ctx.decode(nbytes, self._decode_all, bufs, ranges)
 
     def _decode_all(self, bufs, ranges) -> LeafRows:
+        # Whole rows concatenated are still valid zipped data: decode every range in one pass.
+        nrows = sum(b - a for a, b in ranges)
+        buf = bufs[0] if len(bufs) == 1 else np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in bufs])
         try:
-            parts = [self._decode_one(buf, b - a) for buf, (a, b) in zip(bufs, ranges)]
+            return self._decode_one(buf, nrows)
         except LanceJitError:
             raise
         except (ValueError, IndexError, TypeError, OverflowError) as exc:
             raise CorruptFileError(f"bad full-zip data ({type(exc).__name__}: {exc})", path=self.ctx.path) from exc
-        return concat_rows(parts, self.ctx.value_type)
 
     def _decode_one(self, buf: memoryview, nrows: int) -> LeafRows:
         path = self.ctx.path
-        data = np.frombuffer(buf, dtype=np.uint8)
+        data = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
         if not self.use_index:
             stride = self.cw + self.fixed
             if data.size != stride * nrows:
@@ -217,9 +237,23 @@ class FullZipPage:
         if self.fixed >= 0:
             dv = cmp.decode_fullzip_fixed(self.layout.value_compression, payload, nv, path=path)
         else:
-            offsets = np.zeros(nv + 1, dtype=np.int64)
-            np.cumsum(lens, out=offsets[1:])
-            dv = cmp.decode_fullzip_variable(self.layout.value_compression, VariableWidth(offsets, payload, nv), path=path)
+            # Only valid items (def == 0) carry a payload; visible null items are placeholders
+            # that are not handed to the value decoder, and come back as nulls.
+            vis_defs = out_def[:nl][out_def[:nl] <= self.max_visible]
+            has_payload = vis_defs == 0
+            nvalid = int(np.count_nonzero(has_payload))
+            vlens = lens[has_payload] if nvalid != nv else lens
+            offsets = np.zeros(nvalid + 1, dtype=np.int64)
+            np.cumsum(vlens, out=offsets[1:])
+            dv = cmp.decode_fullzip_variable(self.layout.value_compression, VariableWidth(offsets, payload, nvalid), path=path)
+            if nvalid != nv:
+                valid_vals = values_to_arrow(dv, self.ctx.value_type, path=path)
+                pos = np.cumsum(has_payload) - 1
+                idx = pa.array(np.where(has_payload, pos, 0), mask=~has_payload)
+                values = valid_vals.take(idx)
+                if deff is not None and not deff.any():
+                    deff = None
+                return LeafRows(rep, deff, values, nl)
         values = values_to_arrow(dv, self.ctx.value_type, path=path)
         if deff is not None and not deff.any():
             deff = None

@@ -51,7 +51,7 @@ def values_to_arrow(values: DecodedValues, arrow_type: pa.DataType, *, path: str
         if values.offsets.size != n + 1:
             raise CorruptFileError(f"{values.offsets.size} offsets for {n} values", path=path)
         try:
-            return ab.binary_array(t, values.offsets, values.data)
+            return ab.binary_array(t, values.offsets, values.data, copy=False)
         except CorruptFileError as exc:
             raise CorruptFileError(str(exc), path=path) from None
     width = ab.byte_width(t)
@@ -63,7 +63,7 @@ def values_to_arrow(values: DecodedValues, arrow_type: pa.DataType, *, path: str
         raise CorruptFileError(f"{t} needs {width * 8}-bit values, page has {values.bits_per_value}", path=path)
     if values.data.size < n * width:
         raise CorruptFileError(f"{n} values need {n * width} bytes, have {values.data.size}", path=path)
-    return ab.fixed_width_array(t, values.data, n)
+    return ab.fixed_width_array(t, values.data, n, copy=False)
 
 
 def _fsl(values: DecodedValues, t: pa.DataType, *, path: str) -> pa.Array:
@@ -91,7 +91,7 @@ def _fsl(values: DecodedValues, t: pa.DataType, *, path: str) -> pa.Array:
         elif pa.types.is_boolean(inner):
             items = ab.bool_array(values.data, total)
         else:
-            items = ab.fixed_width_array(inner, values.data, total)
+            items = ab.fixed_width_array(inner, values.data, total, copy=False)
         return ab.fixed_size_list_array(t, items, n)
     raise CorruptFileError(f"vector column decoded as {_describe(values)}", path=path)
 

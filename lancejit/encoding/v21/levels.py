@@ -123,3 +123,91 @@ def count_visible(rep: np.ndarray | None, deff: np.ndarray | None, canon: Canoni
     if deff is None or canon.max_rep == 0:
         return num_levels
     return int(np.count_nonzero(deff <= max_visible_canonical(canon)))
+
+
+def ranges_to_index(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(p0[i], p1[i])`` for all i (int64)."""
+    lens = p1 - p0
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lens)
+    return np.arange(total, dtype=np.int64) + np.repeat(p0 - (ends - lens), lens)
+
+
+def extract_runs(
+    decoded: LeafRows,
+    canon: CanonicalLevels,
+    run_l0: np.ndarray,
+    run_l1: np.ndarray,
+    run_first_row: np.ndarray,
+    run_preamble: np.ndarray,
+    run_of: np.ndarray,
+    ra: np.ndarray,
+    rb: np.ndarray,
+    *,
+    path: str,
+) -> LeafRows:
+    """Rows ``[ra[k], rb[k])`` from decoded runs of levels, concatenated in order.
+
+    Run ``r`` spans levels ``[run_l0[r], run_l1[r])`` of ``decoded``; its first row start is
+    row ``run_first_row[r]`` (levels before it belong to an earlier row when
+    ``run_preamble[r]``); range ``k`` lies in run ``run_of[k]``.
+    """
+    r = run_of
+    if canon.max_rep == 0:
+        p0 = run_l0[r] + (ra - run_first_row[r])
+        p1 = p0 + (rb - ra)
+        if np.any(p0 < run_l0[r]) or np.any(p1 > run_l1[r]):
+            raise CorruptFileError("requested rows fall outside the decoded chunks", path=path)
+        if len(decoded.values) != decoded.num_levels:
+            raise CorruptFileError(f"{len(decoded.values)} values for {decoded.num_levels} rows", path=path)
+        v0, v1 = p0, p1
+    else:
+        if decoded.rep is None:
+            raise CorruptFileError("list page without repetition levels", path=path)
+        starts = np.flatnonzero(decoded.rep == canon.max_rep)
+        i0 = np.searchsorted(starts, run_l0)
+        i1 = np.searchsorted(starts, run_l1)
+        ok = run_preamble | (i0 < i1) & (starts[np.minimum(i0, max(starts.size - 1, 0))] == run_l0 if starts.size else False)
+        if not np.all(ok | (run_l0 == run_l1)):
+            raise CorruptFileError("repetition levels do not start a row where the index says", path=path)
+        j0 = ra - run_first_row[r]
+        j1 = rb - run_first_row[r]
+        nrows = i1[r] - i0[r]
+        if np.any(j0 < 0) or np.any(j1 > nrows) or np.any(j1 <= j0):
+            raise CorruptFileError("rows not found in the decoded levels", path=path)
+        p0 = starts[i0[r] + j0]
+        k1 = i0[r] + j1
+        p1 = np.where(k1 < i1[r], starts[np.minimum(k1, starts.size - 1)], run_l1[r])
+        cs = visible_prefix(decoded, canon)
+        if cs is None:
+            v0, v1 = p0, p1
+        else:
+            v0, v1 = cs[p0], cs[p1]
+        if v1.size and int(v1.max()) > len(decoded.values):
+            raise CorruptFileError("levels need more values than were decoded", path=path)
+    if p0.size == 1 and p0[0] == 0 and p1[0] == decoded.num_levels:
+        return decoded
+    if p0.size == 1:
+        a, b = int(p0[0]), int(p1[0])
+        va, vb = int(v0[0]), int(v1[0])
+        return LeafRows(
+            None if decoded.rep is None else decoded.rep[a:b],
+            None if decoded.deff is None else decoded.deff[a:b],
+            decoded.values.slice(va, vb - va),
+            b - a,
+        )
+    lidx = ranges_to_index(p0, p1)
+    vidx = lidx if v0 is p0 else ranges_to_index(v0, v1)
+    values = decoded.values.take(pa.array(vidx)) if vidx.size != len(decoded.values) or not _is_identity(vidx) else decoded.values
+    return LeafRows(
+        None if decoded.rep is None else decoded.rep[lidx],
+        None if decoded.deff is None else decoded.deff[lidx],
+        values,
+        int(lidx.size),
+    )
+
+
+def _is_identity(idx: np.ndarray) -> bool:
+    return bool(idx.size == 0 or (idx[0] == 0 and idx[-1] == idx.size - 1 and np.all(np.diff(idx) == 1)))

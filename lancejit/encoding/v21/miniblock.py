@@ -28,8 +28,8 @@ from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext
 from lancejit.encoding.v21.leaf import take_dictionary, values_to_arrow
-from lancejit.encoding.v21.batch import concat_values, fast_values, parse_chunk_headers
-from lancejit.encoding.v21.levels import LeafRows, concat_rows, extract_row_ranges
+from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, parse_chunk_headers
+from lancejit.encoding.v21.levels import LeafRows, extract_runs
 from lancejit.encoding.v21.repdef import max_visible_canonical, translate_def
 
 MINIBLOCK_ALIGN = 8
@@ -203,60 +203,84 @@ class MiniBlockPage:
     async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
         """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
         t = await self.table()
-        spans = []
-        for a, b in ranges:
-            if a < 0 or b > self.num_rows or b <= a:
-                raise CorruptFileError(f"rows [{a}, {b}) outside page of {self.num_rows}", path=self.ctx.path)
-            c0 = int(np.searchsorted(t.row_hi, a, side="right"))
-            c1 = int(np.searchsorted(t.row_lo, b, side="left"))
-            if c1 <= c0:
-                raise CorruptFileError(f"no chunk holds rows [{a}, {b})", path=self.ctx.path)
-            spans.append((c0, c1))
-        # merge overlapping chunk spans into runs
-        runs: list[list] = []  # [c0, c1, [range indices]]
-        for k, (c0, c1) in enumerate(spans):
+        ra = np.fromiter((r[0] for r in ranges), dtype=np.int64, count=len(ranges))
+        rb = np.fromiter((r[1] for r in ranges), dtype=np.int64, count=len(ranges))
+        if ra.size and (ra.min() < 0 or rb.max() > self.num_rows or np.any(rb <= ra)):
+            raise CorruptFileError(f"row ranges outside page of {self.num_rows}", path=self.ctx.path)
+        c0s = np.searchsorted(t.row_hi, ra, side="right")
+        c1s = np.searchsorted(t.row_lo, rb, side="left")
+        if np.any(c1s <= c0s):
+            raise CorruptFileError("no chunk holds some requested rows", path=self.ctx.path)
+        # merge overlapping chunk spans into runs of consecutive chunks
+        runs: list[list[int]] = []  # [c0, c1]
+        run_of = np.empty(ra.size, dtype=np.int64)
+        for k in range(ra.size):
+            c0, c1 = int(c0s[k]), int(c1s[k])
             if runs and c0 < runs[-1][1]:
-                runs[-1][1] = max(runs[-1][1], c1)
-                runs[-1][2].append(k)
+                if c1 > runs[-1][1]:
+                    runs[-1][1] = c1
             else:
-                runs.append([c0, c1, [k]])
-        # one byte range per run of consecutive chunks (they are adjacent in buffer 1)
+                runs.append([c0, c1])
+            run_of[k] = len(runs) - 1
         base = self.page.buffer_offsets[1]
-        byte_ranges = [
-            (base + int(t.offsets[c0]), base + int(t.offsets[c1 - 1] + t.sizes[c1 - 1])) for c0, c1, _ in runs
-        ]
-        bufs = await self.ctx.read(byte_ranges, priority=self.page.priority + ranges[0][0])
+        byte_ranges = [(base + int(t.offsets[c0]), base + int(t.offsets[c1 - 1] + t.sizes[c1 - 1])) for c0, c1 in runs]
+        bufs = await self.ctx.read(byte_ranges, priority=self.page.priority + int(ra[0]))
         nbytes = sum(len(b) for b in bufs)
-        return await self.ctx.decode(nbytes, self._decode_runs, t, runs, bufs, ranges)
+        return await self.ctx.decode(nbytes, self._decode_all, t, runs, run_of, bufs, ra, rb)
 
-    def _decode_runs(self, t: ChunkTable, runs, bufs, ranges) -> LeafRows:
-        out: list[LeafRows] = []
-        for (c0, c1, members), buf in zip(runs, bufs):
-            try:
-                decoded = self._decode_run(t, c0, c1, buf)
-            except LanceJitError:
-                raise
-            except (ValueError, IndexError, TypeError, OverflowError) as exc:
-                raise CorruptFileError(f"bad mini-block chunk ({type(exc).__name__}: {exc})", path=self.ctx.path) from exc
-            out.extend(
-                extract_row_ranges(
-                    decoded,
-                    self.ctx.canon,
-                    int(t.first_row[c0]),
-                    bool(t.preamble[c0]),
-                    [ranges[k] for k in members],
-                    path=self.ctx.path,
-                )
-            )
-        return concat_rows(out, self.ctx.value_type)
-
-    def _decode_run(self, t: ChunkTable, c0: int, c1: int, buf: memoryview) -> LeafRows:
-        """Decode chunks ``[c0, c1)`` whose bytes are ``buf`` (contiguous)."""
+    def _decode_all(self, t: ChunkTable, runs, run_of, bufs, ra, rb) -> LeafRows:
         path = self.ctx.path
-        data = np.frombuffer(buf, dtype=np.uint8)
-        starts = t.offsets[c0:c1] - t.offsets[c0]
-        sizes = t.sizes[c0:c1]
-        counts = t.counts[c0:c1]
+        try:
+            if len(bufs) == 1:
+                data = np.frombuffer(bufs[0], dtype=np.uint8)
+            else:
+                data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in bufs])
+            ids = np.concatenate([np.arange(c0, c1, dtype=np.int64) for c0, c1 in runs])
+            run_len = np.asarray([c1 - c0 for c0, c1 in runs], dtype=np.int64)
+            run_bytes = np.asarray([len(b) for b in bufs], dtype=np.int64)
+            run_base = np.zeros(len(runs), dtype=np.int64)
+            np.cumsum(run_bytes[:-1], out=run_base[1:])
+            first_chunk = np.asarray([c0 for c0, _ in runs], dtype=np.int64)
+            starts = np.repeat(run_base - t.offsets[first_chunk], run_len) + t.offsets[ids]
+            decoded, levels_per_chunk = self._decode_chunks(t, ids, data, starts)
+        except LanceJitError:
+            raise
+        except (ValueError, IndexError, TypeError, OverflowError) as exc:
+            raise CorruptFileError(f"bad mini-block chunk ({type(exc).__name__}: {exc})", path=path) from exc
+        chunk_level_start = np.zeros(ids.size + 1, dtype=np.int64)
+        np.cumsum(levels_per_chunk, out=chunk_level_start[1:])
+        run_first_idx = np.zeros(len(runs) + 1, dtype=np.int64)
+        np.cumsum(run_len, out=run_first_idx[1:])
+        run_l0 = chunk_level_start[run_first_idx[:-1]]
+        run_l1 = chunk_level_start[run_first_idx[1:]]
+        return extract_runs(
+            decoded,
+            self.ctx.canon,
+            run_l0,
+            run_l1,
+            t.first_row[first_chunk],
+            t.preamble[first_chunk],
+            run_of,
+            ra,
+            rb,
+            path=path,
+        )
+
+    def _levels_per_chunk(self, enc, buf, where, nl) -> np.ndarray:
+        out = []
+        for k in range(nl.size):
+            o, z = int(where[0][k]), int(where[1][k])
+            out.append(cmp.decode_levels(enc, buf[o : o + z], int(nl[k]), path=self.ctx.path))
+        return np.concatenate(out).astype(np.uint16, copy=False) if out else np.zeros(0, np.uint16)
+
+    def _decode_chunks(self, t: ChunkTable, ids: np.ndarray, data: np.ndarray, starts: np.ndarray) -> tuple[LeafRows, np.ndarray]:
+        """Decode chunks ``ids`` whose bytes start at ``starts`` in ``data``; returns the
+        concatenated rows and the number of levels of each chunk."""
+        path = self.ctx.path
+        buf = data
+        sizes = t.sizes[ids]
+        counts = t.counts[ids]
+        nchunks = ids.size
         hdr = parse_chunk_headers(
             data,
             starts,
@@ -270,19 +294,14 @@ class MiniBlockPage:
         rep = deff = None
         if self.has_rep or self.has_def:
             nl = hdr.num_levels
-            reps, defs = [], []
-            for k in range(c1 - c0):
-                n_k = int(nl[k])
-                if self.has_rep:
-                    o, z = int(hdr.rep[0][k]), int(hdr.rep[1][k])
-                    reps.append(cmp.decode_levels(self.layout.rep_compression, buf[o : o + z], n_k, path=path))
-                if self.has_def:
-                    o, z = int(hdr.def_[0][k]), int(hdr.def_[1][k])
-                    defs.append(cmp.decode_levels(self.layout.def_compression, buf[o : o + z], n_k, path=path))
             if self.has_rep:
-                rep = np.concatenate(reps).astype(np.uint16, copy=False) if reps else np.zeros(0, np.uint16)
+                rep = batch_levels(self.layout.rep_compression, data, hdr.rep[0], hdr.rep[1], nl, path=path)
+                if rep is None:
+                    rep = self._levels_per_chunk(self.layout.rep_compression, buf, hdr.rep, nl)
             if self.has_def:
-                deff = np.concatenate(defs).astype(np.uint16, copy=False) if defs else np.zeros(0, np.uint16)
+                deff = batch_levels(self.layout.def_compression, data, hdr.def_[0], hdr.def_[1], nl, path=path)
+                if deff is None:
+                    deff = self._levels_per_chunk(self.layout.def_compression, buf, hdr.def_, nl)
                 deff = translate_def(deff, self.def_table, path=path)
             num_levels = int(nl.sum())
             for arr in (rep, deff):
@@ -294,13 +313,14 @@ class MiniBlockPage:
                     raise CorruptFileError("chunk levels disagree with the chunk value counts", path=path)
         else:
             num_levels = int(counts.sum())
+        levels_per_chunk = hdr.num_levels if (self.has_rep or self.has_def) else counts
         if self.has_def and not self.has_rep and not np.array_equal(hdr.num_levels, counts):
             raise CorruptFileError("chunk level counts disagree with the value counts", path=path)
         total = int(counts.sum())
         dv = fast_values(self.layout.value_compression, data, hdr, counts, path=path)
         if dv is None:
             parts = []
-            for k in range(c1 - c0):
+            for k in range(nchunks):
                 vb = [buf[int(o[k]) : int(o[k]) + int(z[k])] for o, z in hdr.bufs]
                 part = cmp.decode_miniblock(self.layout.value_compression, vb, int(counts[k]), path=path)
                 if part.num_values != int(counts[k]):
@@ -315,7 +335,7 @@ class MiniBlockPage:
                 values = values.dictionary_encode().cast(self.ctx.value_type) if len(values) else pa.array([], type=self.ctx.value_type)
         else:
             values = values_to_arrow(dv, self.ctx.value_type, path=path)
-        return LeafRows(rep, deff, values, num_levels)
+        return LeafRows(rep, deff, values, num_levels), np.asarray(levels_per_chunk, dtype=np.int64)
 
 
 def visible_per_chunk(deff: np.ndarray | None, canon, num_levels: np.ndarray) -> np.ndarray:

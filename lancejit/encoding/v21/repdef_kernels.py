@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lancejit.encoding.kernels.bitpack import unpack_blocks
+
 #: Error codes returned by :func:`fullzip_unzip` (0 = ok).
 UNZIP_OK = 0
 UNZIP_TRUNCATED = 1
@@ -88,8 +90,7 @@ def gather_slices(src, starts, lens, out):
     for i in range(starts.shape[0]):
         s = starts[i]
         ln = lens[i]
-        for j in range(ln):
-            out[pos + j] = src[s + j]
+        out[pos : pos + ln] = src[s : s + ln]
         pos += ln
     return pos
 
@@ -129,8 +130,77 @@ def gather_variable_chunks(data, offs, sizes, counts, width, out_offsets, out_da
         ln = prev - first
         if pos + ln > out_data.shape[0]:
             return pos, 1
-        for j in range(ln):
-            out_data[pos + j] = data[base + first + j]
+        out_data[pos : pos + ln] = data[base + first : base + first + ln]
         pos += ln
         vi += c
     return pos, 0
+
+
+@njit(cache=True, nogil=True)
+def unpack_inline_chunks(words, starts, ends, counts, out, tmp):
+    """Inline-bitpacked mini-block chunks -> values, all chunks in one call.
+
+    ``words``: the run's bytes viewed as T-bit words; chunk ``k``'s value buffer is
+    ``words[starts[k]:ends[k]]`` (word indices): one word holding the bit width W, then
+    ``(1024 // T) * W`` packed words.  ``counts[k]`` (<= 1024) values are written to ``out``
+    back to back; ``tmp`` holds 1024 words.  Returns 0, or 1 when a width or size is invalid.
+    """
+    t = words.itemsize * 8
+    lanes = 1024 // t
+    pos = 0
+    for k in range(starts.shape[0]):
+        s = starts[k]
+        if s >= ends[k] or counts[k] > 1024:
+            return 1
+        width = np.int64(words[s])
+        if width > t:
+            return 1
+        nwords = lanes * width
+        if s + 1 + nwords > ends[k]:
+            return 1
+        unpack_blocks(words[s + 1 : s + 1 + nwords], width, 1, tmp)
+        c = counts[k]
+        for i in range(c):
+            out[pos + i] = tmp[i]
+        pos += c
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def unpack_ool_chunks(words, starts, ends, counts, width, out, tmp):
+    """Out-of-line bit-packed level buffers (one per chunk, bit width ``width``) -> values.
+
+    Chunk ``k``'s buffer is ``words[starts[k]:ends[k]]``: whole 1024-value blocks, then a
+    partial tail packed as a padded block or stored raw (told apart by the buffer length).
+    ``counts[k]`` values go to ``out`` back to back; ``tmp`` holds 1024 words.
+    Returns 0, or 1 when a buffer is too short.
+    """
+    t = words.itemsize * 8
+    wpb = (1024 // t) * width
+    pos = 0
+    for k in range(starts.shape[0]):
+        n = counts[k]
+        s = starts[k]
+        total_words = ends[k] - s
+        whole = n // 1024
+        tail = n - whole * 1024
+        raw_tail_words = whole * wpb + tail
+        tail_raw = tail > 0 and total_words == raw_tail_words
+        nblocks = whole + (1 if (tail > 0 and not tail_raw) else 0)
+        need = raw_tail_words if tail_raw else nblocks * wpb
+        if need > total_words:
+            return 1
+        for b in range(whole):
+            unpack_blocks(words[s + b * wpb : s + (b + 1) * wpb], width, 1, tmp)
+            for i in range(1024):
+                out[pos + b * 1024 + i] = tmp[i]
+        if tail > 0:
+            if tail_raw:
+                for i in range(tail):
+                    out[pos + whole * 1024 + i] = words[s + whole * wpb + i]
+            else:
+                unpack_blocks(words[s + whole * wpb : s + (whole + 1) * wpb], width, 1, tmp)
+                for i in range(tail):
+                    out[pos + whole * 1024 + i] = tmp[i]
+        pos += n
+    return 0

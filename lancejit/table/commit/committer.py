@@ -40,12 +40,19 @@ from lancejit.core.errors import (
 from lancejit.io.store import ObjectStore, join_path
 from lancejit.pb import table_pb2
 
-from ..features import FLAG_UNKNOWN
+from ..features import FLAG_DISABLE_TRANSACTION_FILE, FLAG_UNKNOWN
 from ..naming import VERSIONS_DIR, NamingScheme, manifest_name
 from ..versions import HINT_NAME, ManifestLocation, list_manifests
 from .conflicts import ConflictChecker
 from .deletion_writer import read_deleted_offsets, write_deletion_file
-from .manifest_writer import LoadedManifest, ManifestWriteConfig, build_manifest, parse_manifest_file, serialize_manifest
+from .indices import adjust_index_section
+from .manifest_writer import (
+    LoadedManifest,
+    ManifestWriteConfig,
+    build_manifest,
+    parse_manifest_file,
+    serialize_manifest,
+)
 from .operations import Delete, Operation, Overwrite, Restore, Transaction, Update, modified_fragment_ids
 
 TRANSACTIONS_DIR = "_transactions"
@@ -234,7 +241,12 @@ async def commit_transaction(
                                              affected_rows)
             current = original.with_read_version(latest_version, op)
 
-        await store.put(join_path(root, TRANSACTIONS_DIR, current.file_name), current.serialize())
+        # datasets created with transaction files disabled (writer flag 32) get none
+        txn_file = current.file_name
+        if previous is not None and previous.manifest.writer_feature_flags & FLAG_DISABLE_TRANSACTION_FILE:
+            txn_file = ""
+        else:
+            await store.put(join_path(root, TRANSACTIONS_DIR, txn_file), current.serialize())
 
         restore_source = None
         index_section = previous.index_section if previous is not None else None
@@ -245,15 +257,15 @@ async def commit_transaction(
             src = await reader.manifest(src_loc)
             restore_source = src.manifest
             index_section = src.index_section
-        elif isinstance(current.operation, Overwrite):
-            index_section = None
         manifest = build_manifest(
             previous.manifest if previous is not None else None,
             current,
-            transaction_file=current.file_name,
+            transaction_file=txn_file,
             config=config,
             restore_source=restore_source,
         )
+        if restore_source is None:
+            index_section = adjust_index_section(index_section, current.operation, manifest)
         data = serialize_manifest(manifest, transaction=current.serialize(), index_section=index_section)
         path = join_path(root, VERSIONS_DIR, manifest_name(manifest.version, scheme))
         try:

@@ -25,7 +25,6 @@ from .operations import (
     Delete,
     Merge,
     Operation,
-    OtherOperation,
     Overwrite,
     Project,
     ReserveFragments,
@@ -36,6 +35,13 @@ from .operations import (
     modified_fragment_ids,
 )
 from .operations import Fragment
+
+
+#: Operation names whose compatibility rules are known; anything else conflicts.
+_KNOWN = frozenset({
+    "Append", "Delete", "Overwrite", "CreateIndex", "Rewrite", "Merge", "Restore", "ReserveFragments",
+    "Update", "Project", "UpdateConfig", "DataReplacement", "UpdateMemWalState", "Clone", "UpdateBases",
+})
 
 
 def _kind(op: Operation | None) -> str:
@@ -91,29 +97,31 @@ class ConflictChecker:
         other = theirs.operation if theirs is not None else None
         if other is None:
             raise _incompatible(self.mine, theirs, version)
-        okind = other.kind if isinstance(other, OtherOperation) else other.name
+        okind = other.name
+        if okind not in _KNOWN:
+            raise _incompatible(self.mine, theirs, version)
         if isinstance(mine, (Delete, Update)):
             self._check_delete_update(theirs, okind, version)
         elif isinstance(mine, Append):
-            if okind in ("Overwrite", "Restore", "UpdateMemWalState", "update_mem_wal_state"):
+            if okind in ("Overwrite", "Restore", "UpdateMemWalState"):
                 raise _incompatible(self.mine, theirs, version)
         elif isinstance(mine, Overwrite):
             if okind in ("Overwrite", "UpdateConfig") and _upsert_keys(mine) & _upsert_keys(other):
                 raise _incompatible(self.mine, theirs, version)
-            if okind == "update_mem_wal_state":
+            if okind == "UpdateMemWalState":
                 raise _incompatible(self.mine, theirs, version)
         elif isinstance(mine, Merge):
-            if okind in ("Update", "Append", "Delete", "rewrite", "Merge", "data_replacement"):
+            if okind in ("Update", "Append", "Delete", "Rewrite", "Merge", "DataReplacement"):
                 raise _retryable(self.mine, theirs, version)
-            if okind in ("Overwrite", "Restore", "Project", "update_mem_wal_state"):
+            if okind in ("Overwrite", "Restore", "Project", "UpdateMemWalState"):
                 raise _incompatible(self.mine, theirs, version)
         elif isinstance(mine, Project):
             if okind in ("Merge", "Project"):
                 raise _retryable(self.mine, theirs, version)
-            if okind in ("Overwrite", "Restore", "update_mem_wal_state"):
+            if okind in ("Overwrite", "Restore", "UpdateMemWalState"):
                 raise _incompatible(self.mine, theirs, version)
         elif isinstance(mine, Restore):
-            if okind == "update_mem_wal_state":
+            if okind == "UpdateMemWalState":
                 raise _incompatible(self.mine, theirs, version)
         elif isinstance(mine, ReserveFragments):
             if okind in ("Overwrite", "Restore"):
@@ -129,10 +137,10 @@ class ConflictChecker:
     def _check_delete_update(self, theirs: Transaction, okind: str, version: int) -> None:
         other = theirs.operation
         mods = self.modified_ids
-        if okind in ("create_index", "ReserveFragments", "clone", "Project", "Append", "UpdateConfig",
-                     "update_bases"):
+        if okind in ("CreateIndex", "ReserveFragments", "Clone", "Project", "Append", "UpdateConfig",
+                     "UpdateBases"):
             return
-        if okind in ("rewrite", "data_replacement"):
+        if okind in ("Rewrite", "DataReplacement"):
             if modified_fragment_ids(other) & mods:
                 raise _retryable(self.mine, theirs, version)
             return
@@ -161,7 +169,7 @@ class ConflictChecker:
             raise _retryable(self.mine, theirs, version)
         if okind in ("Overwrite", "Restore"):
             raise _incompatible(self.mine, theirs, version)
-        if okind == "update_mem_wal_state" and isinstance(self.mine.operation, Delete):
+        if okind == "UpdateMemWalState" and isinstance(self.mine.operation, Delete):
             raise _incompatible(self.mine, theirs, version)
 
 

@@ -28,7 +28,13 @@ import numpy as np
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancejit.pb import table_pb2
 
-from ..features import FLAG_BASE_PATHS, FLAG_DELETION_FILES, FLAG_STABLE_ROW_IDS, FLAG_TABLE_CONFIG
+from ..features import (
+    FLAG_BASE_PATHS,
+    FLAG_DELETION_FILES,
+    FLAG_DISABLE_TRANSACTION_FILE,
+    FLAG_STABLE_ROW_IDS,
+    FLAG_TABLE_CONFIG,
+)
 from ..manifest import FOOTER_LEN, MAGIC, manifest_position
 from ..rowids import decode_row_id_sequence
 from .operations import (
@@ -231,9 +237,13 @@ def _storage_version_of(frags: Iterable[table_pb2.DataFragment]) -> str | None:
     return found.pop() if found else None
 
 
-def apply_feature_flags(manifest: table_pb2.Manifest, *, stable_row_ids: bool) -> None:
+def apply_feature_flags(
+    manifest: table_pb2.Manifest, *, stable_row_ids: bool, disable_transaction_file: bool = False
+) -> None:
     """Recompute reader/writer feature flags from the manifest's content, as the reference does."""
     reader = writer = 0
+    if disable_transaction_file:
+        writer |= FLAG_DISABLE_TRANSACTION_FILE
     if any(f.HasField("deletion_file") for f in manifest.fragments):
         reader |= FLAG_DELETION_FILES
         writer |= FLAG_DELETION_FILES
@@ -343,12 +353,15 @@ def build_manifest(
         if stable:
             lookup_ids, lookup_vers = _created_at_lookup(existing)
             for f in new:
+                # rows that kept their id keep their created-at version; rows getting fresh ids
+                # (inserts, after the given ids) are created now
                 rid = _row_ids_of(f)
                 created = None
-                if rid is not None and len(rid) == f.physical_rows and len(lookup_ids):
+                if rid is not None and len(lookup_ids) and len(rid) <= f.physical_rows:
                     pos = np.minimum(np.searchsorted(lookup_ids, rid), len(lookup_ids) - 1)
                     hit = lookup_ids[pos] == rid
-                    created = np.where(hit, lookup_vers[pos], np.uint64(new_version))
+                    created = np.full(f.physical_rows, new_version, dtype=np.uint64)
+                    created[: len(rid)] = np.where(hit, lookup_vers[pos], np.uint64(new_version))
                 _set_new_version_meta(f, new_version, created)
             next_row_id = _assign_row_ids(new, next_row_id)
         final += new
@@ -404,7 +417,8 @@ def build_manifest(
         m.data_format.file_format = "lance"
         m.data_format.version = config.data_storage_version
 
-    apply_feature_flags(m, stable_row_ids=stable)
+    no_txn_file = previous is not None and bool(previous.writer_feature_flags & FLAG_DISABLE_TRANSACTION_FILE)
+    apply_feature_flags(m, stable_row_ids=stable, disable_transaction_file=no_txn_file)
     ids = [f.id for f in final]
     if ids:
         top = max(ids)

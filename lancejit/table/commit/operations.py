@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import pyarrow as pa
 
-from lancejit.core.errors import CorruptFileError, InvalidInputError
+from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancejit.core.schema import LanceSchema
 from lancejit.pb import file_pb2, table_pb2, transaction_pb2
 
@@ -133,19 +133,28 @@ class Update:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Merge:
-    """Add columns: the full new fragment list (each with its extra data files) and schema."""
+    """Add columns: the full new fragment list (each with its extra data files) and schema.
+
+    ``preserves_nullability`` (Merge field 4, written by pylance 14 as 1 when adding nullable
+    columns): the merge adds no field that data staged against the older schema could not omit.
+    Pass False when adding a non-nullable column."""
 
     fragments: tuple[Fragment, ...]
     schema: tuple[Field, ...]
     schema_metadata: Mapping[str, bytes] = field(default_factory=dict)
+    preserves_nullability: bool = True
     name = "Merge"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Project:
-    """Drop (or rename) columns: the new schema; data files keep their field ids."""
+    """Drop (or rename) columns: the new schema; data files keep their field ids.
+
+    ``preserves_nullability`` (Project field 2; pylance 14 writes 1 for drops and renames): False
+    only when the projection tightens nullability."""
 
     schema: tuple[Field, ...]
+    preserves_nullability: bool = True
     name = "Project"
 
 
@@ -181,6 +190,8 @@ _OTHER_NAMES = {
     "update_mem_wal_state": "UpdateMemWalState",
     "clone": "Clone",
     "update_bases": "UpdateBases",
+    "update_config": "UpdateConfig",
+    "data_overlay": "DataOverlay",
 }
 
 
@@ -259,9 +270,13 @@ class Transaction:
             m.fragments.extend(op.fragments)
             m.schema.extend(op.schema)
             m.schema_metadata.update(op.schema_metadata)
+            m.merge_field_4 = 1 if op.preserves_nullability else 0
         elif isinstance(op, Project):
             msg.project.SetInParent()
             msg.project.schema.extend(op.schema)
+            if op.preserves_nullability:
+                # field 2 (bool) is newer than lancejit's transaction.proto: kept as an unknown field
+                msg.project.MergeFromString(_PROJECT_PRESERVES_NULLABILITY)
         elif isinstance(op, Restore):
             msg.restore.SetInParent()
             msg.restore.version = op.version
@@ -273,6 +288,8 @@ class Transaction:
             msg.update_config.upsert_values.update(op.upsert_values)
             msg.update_config.delete_keys.extend(op.delete_keys)
         elif isinstance(op, OtherOperation):
+            if op.message is None:
+                raise NotSupportedError("cannot write a transaction whose operation lancejit does not know")
             getattr(msg, op.kind).CopyFrom(op.message)
         else:
             raise InvalidInputError(f"unknown operation {op!r}")
@@ -305,9 +322,10 @@ class Transaction:
             )
         elif kind == "merge":
             m = msg.merge
-            op = Merge(_frags(m.fragments), tuple(m.schema), {k: bytes(v) for k, v in m.schema_metadata.items()})
+            op = Merge(_frags(m.fragments), tuple(m.schema), {k: bytes(v) for k, v in m.schema_metadata.items()},
+                       bool(m.merge_field_4))
         elif kind == "project":
-            op = Project(tuple(msg.project.schema))
+            op = Project(tuple(msg.project.schema), _varint_field(msg.project.SerializeToString(), 2) == 1)
         elif kind == "restore":
             op = Restore(msg.restore.version)
         elif kind == "reserve_fragments":
@@ -317,7 +335,8 @@ class Transaction:
         elif kind is not None:
             op = OtherOperation(kind, getattr(msg, kind))
         else:
-            raise CorruptFileError("transaction has no operation")
+            # an operation newer than lancejit's transaction.proto (or none): conflicts with everything
+            op = OtherOperation("unknown", None)
         return cls(msg.read_version, op, msg.uuid, msg.tag, dict(msg.transaction_properties))
 
     @classmethod
@@ -329,6 +348,46 @@ class Transaction:
         except Exception as exc:  # DecodeError / ValueError from the protobuf runtime
             raise CorruptFileError(f"transaction does not decode: {exc}", path=path) from None
         return cls.from_pb(msg)
+
+
+#: ``Project.preserves_nullability = true`` as protobuf bytes (field 2, varint 1).
+_PROJECT_PRESERVES_NULLABILITY = b"\x10\x01"
+
+
+def _varint_field(raw: bytes, number: int) -> int | None:
+    """The value of top-level varint field ``number`` in serialized message ``raw`` (last wins)."""
+    pos, found = 0, None
+
+    def varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            if pos >= len(raw):
+                raise CorruptFileError("truncated varint in transaction")
+            b = raw[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value
+
+    while pos < len(raw):
+        key = varint()
+        wire = key & 7
+        if wire == 0:
+            value = varint()
+            if key >> 3 == number:
+                found = value
+        elif wire == 2:
+            length = varint()
+            pos += length
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:
+            raise CorruptFileError(f"unsupported wire type {wire} in transaction")
+    return found
 
 
 def _has_update_maps(uc: Any) -> bool:

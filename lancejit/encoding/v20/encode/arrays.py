@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancejit.core.errors import NotSupportedError
+from lancejit.encoding.v21.encode import general
 from lancejit.pb import encodings_v2_0_pb2 as pb20
 
 AE = pb20.ArrayEncoding
@@ -95,8 +96,12 @@ def _end_offsets(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, int]:
     return ends, data, int(offs[-1] - offs[0])
 
 
-def binary(arr: pa.Array, first: int) -> tuple[AE, list[bytes]]:
-    """Strings / binaries: u64 end offsets (null rows: end + null_adjustment) and the bytes."""
+def binary(arr: pa.Array, first: int, compression: tuple[str, int | None] | None = None
+           ) -> tuple[AE, list[bytes]]:
+    """Strings / binaries: u64 end offsets (null rows: end + null_adjustment) and the bytes.
+
+    ``compression``: ``(scheme, level)`` applied to the bytes buffer (``lance-encoding:compression``).
+    """
     ends, data, total = _end_offsets(arr)
     adj = total + 1
     if arr.null_count:
@@ -108,7 +113,14 @@ def binary(arr: pa.Array, first: int) -> tuple[AE, list[bytes]]:
     e.binary.indices.nullable.no_nulls.values.CopyFrom(_flat(64, first))
     e.binary.bytes.CopyFrom(_flat(8, first + 1))
     e.binary.null_adjustment = adj
-    return e, [ends.tobytes(), data.tobytes()]
+    raw = data.tobytes()
+    if compression is not None:
+        scheme, level = compression
+        e.binary.bytes.flat.compression.scheme = scheme
+        if level is not None:
+            e.binary.bytes.flat.compression.level = level
+        raw = general.compress(raw, scheme, level)
+    return e, [ends.tobytes(), raw]
 
 
 def should_dictionary(arr: pa.Array) -> bool:
@@ -174,3 +186,29 @@ def arrow_dictionary(arr: pa.DictionaryArray, first: int) -> tuple[AE, list[byte
     e.dictionary.items.CopyFrom(items_enc)
     e.dictionary.num_dictionary_items = len(items)
     return e, [vals.tobytes()] + items_bufs
+
+
+def packed_struct(arr: pa.Array) -> tuple[AE, list[bytes]]:
+    """Packed struct (fixed-width children): one buffer of row-major child values."""
+    from lancejit.encoding.v21.encode.data import packed_from_arrow
+
+    if arr.null_count:
+        raise NotSupportedError("2.0 files cannot store null structs (use version 2.1+)")
+    block = packed_from_arrow(arr)
+    e = AE()
+    for bits in block.child_bits:
+        inner = e.packed_struct.inner.add()
+        inner.nullable.no_nulls.values.CopyFrom(_flat(bits, 0))
+    e.packed_struct.buffer.SetInParent()
+    return e, [block.rows.tobytes()]
+
+
+def blob_descriptors(positions: np.ndarray, sizes: np.ndarray) -> tuple[AE, list[bytes]]:
+    """Blob descriptors ``{position u64, size u64}`` as a packed struct (null: position 1)."""
+    e = AE()
+    for _ in range(2):
+        inner = e.packed_struct.inner.add()
+        inner.nullable.no_nulls.values.CopyFrom(_flat(64, 0))
+    e.packed_struct.buffer.SetInParent()
+    rows = np.stack([positions.astype("<u8"), sizes.astype("<u8")], axis=1)
+    return e, [rows.tobytes()]

@@ -88,14 +88,76 @@ class PackedBlock:
 Block = FixedBlock | VarBlock | FslBlock | PackedBlock
 
 
-def packed_from_arrow(arr: pa.Array) -> PackedBlock:
-    """Row-major bytes of a struct whose children are all fixed-width and byte-aligned."""
+@dataclass
+class VarPackedBlock:
+    """A packed struct with variable-width children (2.2): one variable-width row per value,
+    children in order, fixed ones as raw bytes, variable ones as u32/u64 length + bytes.
+    ``fields``: per child ``("fixed", bits)`` or ``("variable", length_bits)``."""
+
+    rows: VarBlock
+    fields: list[tuple[str, int]]
+    num_values: int
+
+
+def _var_packed(arr: pa.Array, children: list) -> VarPackedBlock:
+    n = len(arr)
+    sizes = np.zeros(n, dtype=np.int64)
+    fields: list[tuple[str, int]] = []
+    for b in children:
+        if isinstance(b, VarBlock):
+            w = b.offsets.dtype.itemsize
+            sizes += w + b.lengths().astype(np.int64)
+            fields.append(("variable", 8 * w))
+        else:
+            sizes += b.bits_per_value // 8
+            fields.append(("fixed", b.bits_per_value))
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    out = np.zeros(int(ends[-1]) if n else 0, dtype=np.uint8)
+    cursor = starts.copy()
+    for b in children:
+        if isinstance(b, VarBlock):
+            w = b.offsets.dtype.itemsize
+            lens = b.lengths().astype(np.int64)
+            lb = lens.astype(f"<u{w}").view(np.uint8).reshape(n, w)
+            out[cursor[:, None] + np.arange(w)[None, :]] = lb
+            cursor += w
+            total = int(lens.sum())
+            if total:
+                rel = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
+                dst = np.repeat(cursor, lens) + rel
+                src = np.repeat(b.offsets[:-1].astype(np.int64), lens) + rel
+                out[dst] = b.data[src]
+            cursor += lens
+        else:
+            k = b.bits_per_value // 8
+            raw = b.data.view(np.uint8)[: n * k].reshape(n, k)
+            out[cursor[:, None] + np.arange(k)[None, :]] = raw
+            cursor += k
+    offs = np.concatenate([[0], ends]).astype(np.int32 if out.size < (1 << 31) else np.int64)
+    return VarPackedBlock(VarBlock(offs, out, n), fields, n)
+
+
+def packed_from_arrow(arr: pa.Array, allow_variable: bool = False):
+    """Row-major bytes of a packed struct: :class:`PackedBlock` when every child is fixed-width
+    and byte-aligned, else (``allow_variable``, 2.2) a :class:`VarPackedBlock`."""
     t = arr.type
     n = len(arr)
-    mats, bits = [], []
+    children = []
     for i in range(t.num_fields):
         child = arr.field(i)
-        b = block_from_arrow(child)
+        if child.null_count:
+            raise NotSupportedError(
+                f"packed struct child {t.field(i).name!r} has nulls; packed structs cannot store them")
+        children.append(block_from_arrow(child))
+    if allow_variable and any(isinstance(b, VarBlock) for b in children):
+        for i, b in enumerate(children):
+            if isinstance(b, (PackedBlock, FslBlock)) or (not isinstance(b, VarBlock) and b.bits_per_value % 8):
+                raise NotSupportedError(f"packed struct child {t.field(i).name!r} ({t.field(i).type}) unsupported")
+        return _var_packed(arr, children)
+    mats, bits = [], []
+    for i in range(t.num_fields):
+        b = children[i]
         if isinstance(b, VarBlock) or isinstance(b, PackedBlock) or b.bits_per_value % 8:
             raise NotSupportedError(
                 f"packed struct child {t.field(i).name!r} ({t.field(i).type}) is not fixed-width")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.errors import NotSupportedError
+
 from .allnull import simple_all_null
 from .levels import Leaf, LeafSlots, concat_slots, leaf_slots, leaves_of
 from .page import EncodedPage
@@ -34,6 +36,8 @@ class _LeafColumn:
         self.pending_bytes = 0
         self.pending_rows = 0
         self.rows_flushed = 0
+        # pylance 14 counts a page of a fixed-size list of structs in items (rows x dimension)
+        self.count_slots = any(pa.types.is_fixed_size_list(f.type) for f in leaf.path[:-1])
 
     def add(self, arr: pa.Array) -> LeafSlots | None:
         if self.empty_struct:
@@ -54,6 +58,11 @@ class _LeafColumn:
         else:
             slots = concat_slots(self.pending)
             page = encode_leaf_page(slots, self.params, version)
+            if self.count_slots and slots.rep is None:
+                page.num_rows = len(slots.code)
+                self.rows_flushed += page.num_rows
+                self.pending, self.pending_bytes, self.pending_rows = [], 0, 0
+                return page, first_row
         self.rows_flushed += self.pending_rows
         self.pending = []
         self.pending_bytes = 0
@@ -69,6 +78,12 @@ class FieldEncoder:
         self.version = version
         self.page_bytes = page_bytes
         self.leaves = [_LeafColumn(lf, first_column + i) for i, lf in enumerate(leaves_of(f))]
+        if version < (2, 2):
+            for lf in self.leaves:
+                for node in lf.leaf.path[:-1]:
+                    if pa.types.is_fixed_size_list(node.type):
+                        raise NotSupportedError(
+                            f"field {f.name!r}: fixed-size lists of structs need file version 2.2")
 
     @property
     def num_columns(self) -> int:

@@ -25,7 +25,6 @@ SAMPLE_TARGET = 1 << 14
 TABLE_SIZE = 8 + 256 * 8 + 256
 MAGIC = 0x46535354 << 32
 LEAST_INPUT_SIZE = 32 * 1024
-TAB_SLOTS = 2048
 
 
 class SymbolTable:
@@ -35,16 +34,16 @@ class SymbolTable:
         self.vals = np.ascontiguousarray(vals, dtype=np.uint64)
         self.lens = np.ascontiguousarray(lens, dtype=np.int64)
         self.terminator = terminator
-        self.tab_val = np.zeros(TAB_SLOTS, dtype=np.uint64)
-        self.tab_len = np.zeros(TAB_SLOTS, dtype=np.int64)
-        self.tab_code = np.zeros(TAB_SLOTS, dtype=np.int64)
         self.byte_code = np.full(256, -1, dtype=np.int64)
-        self.prefix_max = np.zeros(65536, dtype=np.int64)
-        build_lookup(self.vals, self.lens, len(self.vals), self.tab_val, self.tab_len,
-                     self.tab_code, self.byte_code, self.prefix_max)
+        self.short_code = np.full(65536, -1, dtype=np.int64)
+        self.bucket_start = np.zeros(1025, dtype=np.int64)
+        self.bucket_syms = np.zeros(max(len(self.vals), 1), dtype=np.int64)
+        build_lookup(self.vals, self.lens, len(self.vals), self.byte_code, self.short_code,
+                     self.bucket_start, self.bucket_syms)
 
     def lookups(self):
-        return self.tab_val, self.tab_len, self.tab_code, self.byte_code, self.prefix_max
+        return (self.vals, self.lens, self.byte_code, self.short_code, self.bucket_start,
+                self.bucket_syms)
 
     def export(self, switch: bool = True) -> bytes:
         n = len(self.vals)
@@ -88,7 +87,7 @@ def train(data: np.ndarray, offsets: np.ndarray) -> SymbolTable:
         n_sym = len(st.vals)
         count1 = np.zeros(256 + 256, dtype=np.int64)
         count2 = np.zeros((256 + 256, 256 + 256), dtype=np.int64)
-        gain = compress_count(sample, soffs, st.lens, *st.lookups(), count1, count2, frac < 128)
+        gain = compress_count(sample, soffs, *st.lookups(), count1, count2, frac < 128)
         if best_gain is None or gain >= best_gain:
             best, best_gain = st, gain
         st = _make_table(st, count1, count2, frac, n_sym, terminator)

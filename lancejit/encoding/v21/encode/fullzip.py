@@ -81,7 +81,7 @@ def _fixed_value_bytes(block) -> tuple[np.ndarray, int, pbutil.CE]:
 
 
 def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: int | None = None,
-                   fsst: bool = False) -> EncodedPage:
+                   fsst: bool = False, value_encoding: pbutil.CE | None = None) -> EncodedPage:
     """Zip control words and values.  ``per_value``: general scheme applied to each value;
     ``fsst``: FSST-compress the (variable-width) values with one page symbol table."""
     fsst_table = None
@@ -125,7 +125,7 @@ def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: i
         else:
             payloads = None  # type: ignore[assignment]
         fz.bits_per_offset = width_off * 8
-        fz.value_compression.CopyFrom(enc)
+        fz.value_compression.CopyFrom(value_encoding if value_encoding is not None else enc)
         # per-slot sizes
         slot_val = np.full(n_slots, -1, dtype=np.int64)
         slot_val[visible] = np.arange(n_visible)

@@ -68,6 +68,9 @@ class LeafSlots:
     values: pa.Array
     kinds: list[str]
     num_rows: int
+    #: codes to treat as present when choosing layer kinds (a list under a null struct still
+    #: has an entry, so its layer must be able to express an empty list)
+    forced: frozenset = frozenset()
 
 
 @dataclass
@@ -95,6 +98,8 @@ def leaves_of(f: pa.Field) -> list[Leaf]:
             walk(t.value_field, path + [fld])
         elif pa.types.is_map(t):
             walk(pa.field("entries", pa.struct([t.key_field, t.item_field]), False), path + [fld])
+        elif pa.types.is_fixed_size_list(t) and pa.types.is_struct(t.value_type):
+            walk(t.value_field, path + [fld])  # structural FSL: multiplies the child's slots
         else:
             raise NotSupportedError(f"cannot write field {fld.name} of type {t}")
 
@@ -135,6 +140,7 @@ def leaf_slots(arr: pa.Array, leaf: Leaf) -> LeafSlots:
     )
     rep = np.full(n, max_rep, dtype=np.uint16) if has_list else None
     code = np.zeros(n, dtype=np.uint16)
+    forced: set[int] = set()
     idx = np.arange(n, dtype=np.int64)  # element index into `cur` for alive slots (-1 = dead)
     cur = arr
     list_level = max_rep
@@ -164,6 +170,8 @@ def leaf_slots(arr: pa.Array, leaf: Leaf) -> LeafSlots:
             kinds.append("list")
             offsets = np.asarray(cur.offsets).astype(np.int64)
             valid = _valid_mask(cur)
+            if ((idx >= 0) & (code != 0)).any():
+                forced.add(2 * depth + 2)
             idx[~alive] = -1
             alive_idx = idx[alive]
             lens = np.zeros(len(idx), dtype=np.int64)
@@ -197,6 +205,27 @@ def leaf_slots(arr: pa.Array, leaf: Leaf) -> LeafSlots:
             else:
                 cur = cur.values
             continue
+        if pa.types.is_fixed_size_list(t):
+            kinds.append("fsl")
+            dim = t.list_size
+            valid = _valid_mask(cur)
+            if valid is not None:
+                nulls = alive.copy()
+                nulls[alive] = ~valid[idx[alive]]
+                code[nulls] = 2 * depth + 1
+            has = idx >= 0
+            counts = np.where(has, dim, 1)
+            total = int(counts.sum())
+            parent = np.repeat(np.arange(len(idx), dtype=np.int64), counts)
+            starts = np.cumsum(counts) - counts
+            within = np.arange(total, dtype=np.int64) - starts[parent]
+            if rep is not None:
+                rep = np.where(within == 0, rep[parent], 0).astype(np.uint16)
+            code = code[parent]
+            base = np.where(has, (idx + cur.offset) * dim, -1)
+            idx = np.where(has[parent], base[parent] + within, -1)
+            cur = cur.values
+            continue
         raise NotSupportedError(f"unexpected type {t} on a leaf path")
     visible = idx >= 0
     # null leaf items stay visible (placeholder values) but their idx is still valid
@@ -205,7 +234,7 @@ def leaf_slots(arr: pa.Array, leaf: Leaf) -> LeafSlots:
         values = cur
     else:
         values = cur.take(pa.array(vidx, type=pa.int64()))
-    return LeafSlots(rep, code, visible, values, kinds, n)
+    return LeafSlots(rep, code, visible, values, kinds, n, frozenset(forced))
 
 
 def _struct_child(cur: pa.Array, child: pa.Field, name: str) -> pa.Array:
@@ -250,9 +279,13 @@ def resolve(slots: LeafSlots) -> Levels:
     if len(slots.code):
         u = np.unique(slots.code)
         present[u] = True
+    for c in slots.forced:
+        present[c] = True
     layers_outer_first: list[int] = []
+    structural_fsl = "fsl" in slots.kinds
     for d, kind in enumerate(slots.kinds):
-        has_null = present[2 * d + 1]
+        # pylance 14 reads structural FSL pages only when every item layer is nullable
+        has_null = present[2 * d + 1] or (structural_fsl and kind != "list")
         has_empty = present[2 * d + 2] if kind == "list" else False
         if kind == "list":
             if has_null and has_empty:
@@ -320,6 +353,7 @@ def concat_slots(parts: list[LeafSlots]) -> LeafSlots:
         values,
         parts[0].kinds,
         sum(p.num_rows for p in parts),
+        frozenset().union(*[p.forced for p in parts]),
     )
 
 

@@ -37,25 +37,31 @@ def max_length(block) -> int:
     return (block.bits_per_value + 7) // 8
 
 
+def as_arrow(block) -> "pa.Array":
+    """A hashable Arrow view of a block's values (unsigned ints, fixed-size binary or binary)."""
+    import pyarrow as pa
+
+    if isinstance(block, FixedBlock):
+        bits = block.bits_per_value
+        if bits in (8, 16, 32, 64):
+            t = {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}[bits]
+            data = np.ascontiguousarray(block.data[: block.num_values])
+            return pa.Array.from_buffers(t, block.num_values, [None, pa.py_buffer(data)])
+        k = bits // 8
+        data = np.ascontiguousarray(block.data.view(np.uint8)[: block.num_values * k])
+        return pa.Array.from_buffers(pa.binary(k), block.num_values, [None, pa.py_buffer(data)])
+    if isinstance(block, VarBlock):
+        return pa.Array.from_buffers(
+            pa.large_binary(), block.num_values,
+            [None, pa.py_buffer(block.offsets.astype(np.int64)), pa.py_buffer(np.ascontiguousarray(block.data))])
+    raise TypeError(type(block))
+
+
 def cardinality(block) -> int:
     """Number of distinct values (the reference estimates this with HyperLogLog)."""
-    if isinstance(block, FixedBlock):
-        if block.bits_per_value in (8, 16, 32, 64):
-            return int(np.unique(block.data[: block.num_values]).shape[0])
-        k = block.bits_per_value // 8
-        rows = block.data[: k * block.num_values].reshape(block.num_values, k)
-        return int(np.unique(rows, axis=0).shape[0])
-    if isinstance(block, VarBlock):
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    import pyarrow.compute as pc
 
-        arr = pa.LargeBinaryArray.from_buffers(
-            pa.large_binary(),
-            block.num_values,
-            [None, pa.py_buffer(block.offsets.astype(np.int64)), pa.py_buffer(block.data)],
-        )
-        return int(pc.count_distinct(arr).as_py())
-    raise TypeError(type(block))
+    return int(pc.count_distinct(as_arrow(block)).as_py())
 
 
 def is_fsl(block) -> bool:

@@ -15,12 +15,13 @@ from lancejit.core.errors import InvalidInputError, NotSupportedError
 from . import allnull, blocks, general, pbutil, values as V
 from .blob import encode_blob
 from .fsst import fsst_compress
-from .data import FixedBlock, FslBlock, VarBlock, block_from_arrow, packed_from_arrow, uint_dtype
+from .data import (FixedBlock, FslBlock, VarBlock, VarPackedBlock, block_from_arrow, packed_from_arrow,
+                   uint_dtype)
 from .fullzip import encode_fullzip
 from .levels import Levels, LeafSlots, resolve
 from .miniblock import encode_miniblock
 from .page import EncodedPage
-from .stats import bit_widths, cardinality, max_length, run_count
+from .stats import as_arrow, bit_widths, cardinality, max_length, run_count
 
 MINIBLOCK_MAX_VALUE_BYTES = 256
 FSST_LEAST_INPUT_MAX_LENGTH = 5
@@ -193,10 +194,13 @@ def _should_dict(block, params: FieldParams, version: tuple[int, int],
     data_size = block.nbytes()
     if data_size == 0 or block.num_values == 0:
         return False
+    n = block.num_values
+    if params.dict_divisor is None and isinstance(block, FixedBlock):
+        if n * 4 >= params.dict_size_ratio * data_size:
+            return False  # even one distinct value would not pay off
     card = cardinality(block)
     if params.dict_divisor is not None:
         return card < block.num_values / params.dict_divisor
-    n = block.num_values
     if isinstance(block, FixedBlock):
         est = card * (block.bits_per_value // 8) + n * 4
     else:
@@ -208,32 +212,18 @@ def _should_dict(block, params: FieldParams, version: tuple[int, int],
 
 def _dictionary_encode(block):
     """(u32 indices block, dictionary block); dictionary items in first-seen order."""
-    if isinstance(block, FixedBlock):
-        if block.bits_per_value in (8, 16, 32, 64):
-            words = block.data[: block.num_values]
-            uniq, first, inv = np.unique(words, return_index=True, return_inverse=True)
-        else:
-            k = block.bits_per_value // 8
-            rows = block.data[: block.num_values * k].reshape(block.num_values, k)
-            uniq, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.shape[0])
-        idx = rank[inv.reshape(-1)].astype(np.uint32)
-        dvals = uniq[order]
-        if block.bits_per_value in (8, 16, 32, 64):
-            dblock = FixedBlock(np.ascontiguousarray(dvals), block.bits_per_value, dvals.shape[0])
-        else:
-            dblock = FixedBlock(np.ascontiguousarray(dvals).reshape(-1), block.bits_per_value, dvals.shape[0])
-        return FixedBlock(idx, 32, block.num_values), dblock
     import pyarrow.compute as pc
 
-    arr = pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), block.num_values,
-        [None, pa.py_buffer(block.offsets.astype(np.int64)), pa.py_buffer(block.data)])
-    enc = pc.dictionary_encode(arr)
+    enc = pc.dictionary_encode(as_arrow(block))
     idx = np.asarray(enc.indices).astype(np.uint32)
     d = enc.dictionary
+    if isinstance(block, FixedBlock):
+        raw = block_from_arrow(d)
+        if block.bits_per_value in (8, 16, 32, 64):
+            dblock = FixedBlock(raw.data.view(uint_dtype(block.bits_per_value)), block.bits_per_value, len(d))
+        else:
+            dblock = FixedBlock(raw.data, block.bits_per_value, len(d))
+        return FixedBlock(idx, 32, block.num_values), dblock
     dblock = block_from_arrow(d)
     offs = dblock.offsets.astype(block.offsets.dtype)
     return FixedBlock(idx, 32, block.num_values), VarBlock(offs, dblock.data, len(d))
@@ -288,6 +278,19 @@ def _constant_page(block, levels: Levels, values: pa.Array) -> EncodedPage | Non
 # ----------------------------------------------------------------------------------- page
 
 
+def _var_packed_encoding(block: VarPackedBlock) -> pbutil.CE:
+    enc = pbutil.CE()
+    for kind, bits in block.fields:
+        fe = enc.variable_packed_struct.fields.add()
+        if kind == "fixed":
+            fe.value.CopyFrom(pbutil.flat(bits))
+            fe.bits_per_value = bits
+        else:
+            fe.value.CopyFrom(pbutil.variable(bits))
+            fe.bits_per_length = bits
+    return enc
+
+
 def _arrow_dictionary_page(values: pa.DictionaryArray, levels: Levels, params: FieldParams,
                            version: tuple[int, int]) -> EncodedPage:
     """Arrow dictionary input: its dictionary as the page dictionary, its indices as values."""
@@ -326,7 +329,9 @@ def encode_leaf_page(slots: LeafSlots, params: FieldParams, version: tuple[int, 
     if pa.types.is_dictionary(values.type):
         return _arrow_dictionary_page(values, levels, params, version)
     if pa.types.is_struct(values.type):
-        block = packed_from_arrow(values)
+        block = packed_from_arrow(values, allow_variable=version >= (2, 2))
+        if isinstance(block, VarPackedBlock):
+            return encode_fullzip(block.rows, levels, value_encoding=_var_packed_encoding(block))
         return encode_miniblock(V.packed_chunks(block), levels, version)
     block = block_from_arrow(values)
     if params.blob and isinstance(block, VarBlock) and levels.rep is None:

@@ -1,0 +1,72 @@
+"""The ``lance.file.Schema`` a writer stores in global buffer 0.
+
+Built with :class:`lancejit.core.schema.LanceField` node by node (pre-order ids from 0), plus one
+addition pylance 14 makes that ``core.schema`` does not: a fixed-size list of structs (2.2) gets
+its struct as a child field (named after the Arrow value field, ``item``).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lancejit.core.schema import LanceField, LanceSchema
+from lancejit.pb import file_pb2
+
+
+def _storage(t: pa.DataType) -> pa.DataType:
+    return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
+
+
+def is_structural_fsl(t: pa.DataType) -> bool:
+    t = _storage(t)
+    return pa.types.is_fixed_size_list(t) and pa.types.is_struct(_storage(t.value_type))
+
+
+def _has_structural_fsl(t: pa.DataType) -> bool:
+    t = _storage(t)
+    if is_structural_fsl(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_structural_fsl(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _has_structural_fsl(t.value_type)
+    if pa.types.is_map(t):
+        return _has_structural_fsl(t.key_type) or _has_structural_fsl(t.item_type)
+    return False
+
+
+def _emit(f: pa.Field, parent: int, out: list, counter: list[int]) -> None:
+    node = LanceField.from_arrow(f, next_id=[0])
+    pb = node.to_pb()
+    pb.id = counter[0]
+    pb.parent_id = parent
+    counter[0] += 1
+    out.append(pb)
+    t = _storage(f.type)
+    children: list[pa.Field] = []
+    if node.children:
+        if pa.types.is_struct(t):
+            children = [t.field(i) for i in range(t.num_fields)]
+        elif pa.types.is_map(t):
+            children = [t.field(0)]
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            children = [t.value_field]
+    elif is_structural_fsl(t):
+        children = [t.value_field]
+    for c in children:
+        _emit(c, pb.id, out, counter)
+
+
+def file_schema_pb(schema: pa.Schema) -> file_pb2.Schema:
+    """Fields (pre-order) and metadata of ``schema`` as pylance 14 writes them."""
+    base = LanceSchema.from_arrow(schema).to_pb_schema()
+    if not any(_has_structural_fsl(f.type) for f in schema):
+        return base
+    out: list = []
+    counter = [0]
+    for f in schema:
+        _emit(f, -1, out, counter)
+    result = file_pb2.Schema(fields=out)
+    for k, v in base.metadata.items():
+        result.metadata[k] = v
+    return result

@@ -1,0 +1,174 @@
+"""S3 store: one bucket through s3fs/aiobotocore (see :mod:`lancejit.io.fsspec_store`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Iterable
+
+from lancejit.core.config import CLOUD_IO, MiB, IOConfig
+from lancejit.core.errors import InvalidInputError, NotFoundError
+from lancejit.io import fsspec_store
+from lancejit.io._tasks import gather_all
+from lancejit.io.fsspec_store import FsspecStore, parse_content_range
+from lancejit.io.stats import IOStats
+from lancejit.io.store import AsyncWriter, Buffer, ObjectInfo
+
+
+class S3Store(FsspecStore):
+    """One S3 bucket through s3fs/aiobotocore.
+
+    ``endpoint``: custom endpoint URL (``http://`` needs ``allow_http``); ``region``;
+    ``key``/``secret``/``token``: credentials (else botocore's default chain); ``anonymous``.
+    """
+
+    scheme = "s3"
+
+    def __init__(self, bucket: str, *, endpoint: str | None = None, region: str | None = None,
+                 key: str | None = None, secret: str | None = None, token: str | None = None,
+                 anonymous: bool = False, config: IOConfig = CLOUD_IO, stats: IOStats | None = None,
+                 part_size: int = 8 * MiB) -> None:
+        if part_size < 5 * MiB:
+            raise InvalidInputError("S3 multipart parts must be at least 5 MiB")
+        super().__init__(bucket, config, stats, part_size=part_size)
+        self.endpoint = endpoint
+        self.region = region
+        self._creds = (key, secret, token)
+        self.anonymous = anonymous
+
+    def _new_fs(self, loop: asyncio.AbstractEventLoop) -> Any:
+        from s3fs import S3FileSystem
+
+        key, secret, token = self._creds
+        client_kwargs: dict[str, Any] = {}
+        if self.region:
+            client_kwargs["region_name"] = self.region
+        return S3FileSystem(
+            endpoint_url=self.endpoint,
+            key=key,
+            secret=secret,
+            token=token,
+            anon=self.anonymous,
+            client_kwargs=client_kwargs,
+            config_kwargs={"max_pool_connections": max(10, self.config.io_parallelism)},
+            asynchronous=True,
+            loop=loop,
+            skip_instance_cache=True,
+            use_listings_cache=False,
+        )
+
+    async def _start_session(self, fs: Any) -> None:
+        await fs.set_session()
+
+    async def _close_session(self, fs: Any) -> None:
+        creator = getattr(fs, "_s3creator", None)
+        if creator is not None:
+            await creator.__aexit__(None, None, None)
+            fs._s3 = None
+            fs._s3creator = None
+
+    def _is_range_error(self, exc: BaseException) -> bool:
+        cause: BaseException | None = exc
+        while cause is not None:
+            response = getattr(cause, "response", None)
+            if isinstance(response, dict) and response.get("Error", {}).get("Code") == "InvalidRange":
+                return True
+            cause = cause.__cause__
+        return False
+
+    async def _get(self, fs: Any, key: str, range_header: str | None) -> tuple[bytes, int | None]:
+        kwargs = {"Range": range_header} if range_header else {}
+        resp = await fs._call_s3("get_object", Bucket=self.bucket, Key=key, **kwargs)
+        body = resp["Body"]
+        try:
+            data = await body.read()
+        finally:
+            body.close()
+        total = parse_content_range(resp.get("ContentRange"))
+        if total is None and not range_header:
+            total = len(data)
+        return data, total
+
+    async def size(self, path: str) -> int:
+        key = self._key(path)
+
+        async def op(fs: Any) -> int:
+            self.stats.record_meta()
+            head = await fs._call_s3("head_object", Bucket=self.bucket, Key=key)
+            return int(head["ContentLength"])
+
+        return await self._call(path, op)
+
+    async def list(self, prefix: str = "", *, recursive: bool = True) -> list[ObjectInfo]:
+        base = prefix.strip("/")
+        base = base + "/" if base else ""
+
+        async def op(fs: Any) -> list[ObjectInfo]:
+            out: list[ObjectInfo] = []
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": base, "MaxKeys": fsspec_store.LIST_PAGE_SIZE}
+            if not recursive:
+                kwargs["Delimiter"] = "/"
+            while True:
+                self.stats.record_list()
+                page = await fs._call_s3("list_objects_v2", **kwargs)
+                for item in page.get("Contents", []) or []:
+                    modified = item.get("LastModified")
+                    out.append(ObjectInfo(
+                        item["Key"], int(item["Size"]),
+                        modified.timestamp() if modified is not None else None,
+                        (item.get("ETag") or "").strip('"') or None,
+                    ))
+                token = page.get("NextContinuationToken")
+                if not page.get("IsTruncated") or not token:
+                    break
+                kwargs["ContinuationToken"] = token
+            out.sort(key=lambda info: info.path)
+            return out
+
+        return await self._call(prefix, op)
+
+    async def _put_single(self, path: str, data: Buffer, *, if_absent: bool) -> None:
+        key = self._key(path)
+        payload = bytes(data) if not isinstance(data, bytes) else data
+        extra = {"IfNoneMatch": "*"} if if_absent else {}
+
+        async def op(fs: Any) -> None:
+            t0 = time.perf_counter()
+            try:
+                await fs._call_s3("put_object", Bucket=self.bucket, Key=key, Body=payload, **extra)
+            finally:
+                self.stats.record_write(len(payload), time.perf_counter() - t0)
+
+        await self._call(path, op)
+
+    async def delete(self, path: str) -> None:
+        key = self._key(path)
+
+        async def op(fs: Any) -> None:
+            self.stats.record_meta()
+            await fs._call_s3("delete_object", Bucket=self.bucket, Key=key)
+
+        try:
+            await self._call(path, op)
+        except NotFoundError:
+            pass
+
+    async def delete_many(self, paths: Iterable[str]) -> None:
+        keys = [self._key(p) for p in paths]
+
+        async def op(fs: Any, chunk: list[str]) -> None:
+            self.stats.record_meta()
+            resp = await fs._call_s3(
+                "delete_objects", Bucket=self.bucket,
+                Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True},
+            )
+            errors = [e for e in resp.get("Errors", []) or [] if e.get("Code") != "NoSuchKey"]
+            if errors:
+                raise OSError(f"delete_objects failed for {len(errors)} keys: {errors[:3]}")
+
+        await gather_all(self._call(keys[i], op, keys[i:i + 1000]) for i in range(0, len(keys), 1000))
+
+    async def open_writer(self, path: str, *, if_absent: bool = False) -> AsyncWriter:
+        from lancejit.io.fsspec_writers import S3Writer
+
+        return S3Writer(self, self._key(path), if_absent=if_absent)
