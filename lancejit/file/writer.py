@@ -127,10 +127,11 @@ class AsyncLanceFileWriter:
         if self.version == (2, 0):
             from lancejit.encoding.v20.encode.field import FieldEncoder20
 
-            return FieldEncoder20(f, first, self.page_bytes)
+            return FieldEncoder20(f, first, self.page_bytes, self.encoding_options)
         from lancejit.encoding.v21.encode.field import FieldEncoder
 
-        return FieldEncoder(f, first, self.version, self.page_bytes)
+        defaults = {k.encode(): v.encode() for k, v in self.encoding_options.items()}
+        return FieldEncoder(f, first, self.version, self.page_bytes, defaults)
 
     async def _ensure_sink(self) -> AsyncWriter:
         if self._sink is None:
@@ -294,8 +295,10 @@ class LanceFileWriter:
 
     def __init__(self, uri: str, schema: pa.Schema | None = None, version: str | None = "2.2",
                  storage_options: dict[str, Any] | None = None,
-                 max_page_bytes: int | None = None) -> None:
-        self._inner = AsyncLanceFileWriter(uri, schema, version, storage_options, max_page_bytes)
+                 max_page_bytes: int | None = None,
+                 encoding_options: dict[str, str] | None = None) -> None:
+        self._inner = AsyncLanceFileWriter(uri, schema, version, storage_options, max_page_bytes,
+                                           encoding_options)
 
     def write_batch(self, data: pa.RecordBatch | pa.Table) -> None:
         run_sync(self._inner.write_batch(data))

@@ -222,3 +222,46 @@ def test_row_id_index_lookup():
     assert not empty.lookup(np.array([1], np.uint64))[1].any()
     f, o = split_addresses(np.array([(5 << 32) | 7], np.uint64))
     assert (f[0], o[0]) == (5, 7)
+
+
+def test_external_row_id_sequences(make_dataset, tmp_path):
+    """Row-id sequences stored in another file (``external_row_ids``: path relative to the
+    dataset root, byte offset and size) read like inline ones."""
+    import glob
+    import os
+    import shutil
+    import struct
+
+    from lancejit.pb import table_pb2
+    from lancejit.table.manifest import manifest_position
+
+    path = str(tmp_path / "ds")
+    shutil.copytree(make_dataset("stable", "2.1"), path)
+    expected = lance.dataset(path).to_table(columns=["a"], with_row_id=True)
+    latest = min(glob.glob(os.path.join(path, "_versions", "*.manifest")))  # V2 names: smallest = newest
+    data = open(latest, "rb").read()
+    pos = manifest_position(data, len(data), latest)
+    pb = table_pb2.Manifest.FromString(data[pos + 4 : len(data) - 16])
+    blob = bytearray(b"HEADER--")
+    for frag in pb.fragments:
+        seq = bytes(frag.inline_row_ids)
+        offset = len(blob)
+        blob += seq + b"pad"
+        frag.external_row_ids.path = "_rowids/all.bin"
+        frag.external_row_ids.offset = offset
+        frag.external_row_ids.size = len(seq)
+        assert frag.WhichOneof("row_id_sequence") == "external_row_ids"
+    os.makedirs(os.path.join(path, "_rowids"))
+    open(os.path.join(path, "_rowids", "all.bin"), "wb").write(bytes(blob))
+    body = pb.SerializeToString()
+    open(latest, "wb").write(data[:pos] + struct.pack("<I", len(body)) + body + struct.pack("<q", pos) + data[-8:])
+    ds = dataset(path)
+    assert all(not isinstance(f.row_ids, bytes) for f in ds.manifest.fragments)
+    got_ids = []
+    for frag in ds.manifest.fragments:
+        reader = FragmentReader(ds.context, frag)
+        got_ids.append(run_sync(reader.row_ids())[run_sync(reader.live_offsets())])
+    np.testing.assert_array_equal(np.concatenate(got_ids), expected["_rowid"].to_numpy())
+    assert ds.to_table(columns=["a"], with_row_id=True).equals(expected)
+    ids = expected["_rowid"].to_numpy()[[5, 1, 300]]
+    assert ds.take_rows(ids, columns=["a"]).equals(expected.take([5, 1, 300]).select(["a"]))

@@ -181,3 +181,25 @@ def test_packed_struct_v20(tmp_path):
         [pa.array(rng.integers(0, 100, 500).astype(np.int32)), pa.array(rng.random(500))], names=["x", "y"])
     layout = _write_read(tmp_path, arr, {"lance-encoding:packed": "true"}, "2.0")
     assert [i.nullable.no_nulls.values.flat.bits_per_value for i in layout.packed_struct.inner] == [32, 64]
+
+
+@pytest.mark.parametrize("version", ["2.2", "2.1", "2.0"])
+def test_writer_level_encoding_options(tmp_path, version):
+    """Writer options apply to every field; field metadata overrides them."""
+    s = _data("strings", 5)
+    f_plain = pa.field("a", s.type)
+    f_over = pa.field("b", s.type, metadata={"lance-encoding:compression": "none"})
+    schema = pa.schema([f_plain, f_over])
+    t = pa.table([s, s], schema=schema)
+    p = tmp_path / "o.lance"
+    with LanceFileWriter(str(p), schema, version=version, encoding_options={"compression": "zstd"}) as w:
+        w.write_batch(t)
+    assert lance_file.LanceFileReader(str(p)).read_all().to_table().equals(t)
+    pf = parse_file(str(p))
+    a, b = pf.page_layouts(0)[0], pf.page_layouts(1)[0]
+    if version == "2.0":
+        assert a.binary.bytes.flat.compression.scheme == "zstd"
+        assert not b.binary.bytes.flat.HasField("compression")
+    else:
+        assert _kinds(a.mini_block_layout.value_compression)[0] == "general"
+        assert _kinds(b.mini_block_layout.value_compression) == ["variable"]

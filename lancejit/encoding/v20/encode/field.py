@@ -118,7 +118,11 @@ class _Column:
 class FieldEncoder20:
     """Encodes one top-level Arrow field into one column per (nested) field, pre-order."""
 
-    def __init__(self, f: pa.Field, first_column: int, page_bytes: int) -> None:
+    def __init__(self, f: pa.Field, first_column: int, page_bytes: int,
+                 defaults: dict | None = None) -> None:
+        """``defaults``: writer-level ``lance-encoding:*`` options (field metadata wins)."""
+        self.defaults = {(k.encode() if isinstance(k, str) else k): (v.encode() if isinstance(v, str) else v)
+                         for k, v in (defaults or {}).items()}
         self.field = f
         self.page_bytes = page_bytes
         self.columns: list[_Column] = []
@@ -133,7 +137,7 @@ class FieldEncoder20:
 
     def _build(self, f: pa.Field, first: int):
         t = f.type
-        md = _params(f)
+        md = _params(f.with_metadata({**self.defaults, **(f.metadata or {})}))
         if "lance-encoding:packed" in md and pa.types.is_struct(t):
             return ("values", self._new("packed"), None)
         if md.get("lance-encoding:blob", "").lower() in ("true", "1", "yes", "on") and _is_binary(t):

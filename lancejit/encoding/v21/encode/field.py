@@ -24,10 +24,10 @@ def _slots_nbytes(s: LeafSlots) -> int:
 
 
 class _LeafColumn:
-    def __init__(self, leaf: Leaf, column_index: int) -> None:
+    def __init__(self, leaf: Leaf, column_index: int, defaults: dict | None = None) -> None:
         self.leaf = leaf
         self.column_index = column_index
-        md = {}
+        md = dict(defaults or {})
         for f in leaf.path:  # inner metadata wins
             md.update(f.metadata or {})
         self.params = FieldParams.from_metadata(md)
@@ -73,11 +73,13 @@ class _LeafColumn:
 class FieldEncoder:
     """Encodes one top-level Arrow field into ``num_columns`` leaf columns."""
 
-    def __init__(self, f: pa.Field, first_column: int, version: tuple[int, int], page_bytes: int) -> None:
+    def __init__(self, f: pa.Field, first_column: int, version: tuple[int, int], page_bytes: int,
+                 defaults: dict | None = None) -> None:
+        """``defaults``: writer-level ``lance-encoding:*`` options (field metadata wins)."""
         self.field = f
         self.version = version
         self.page_bytes = page_bytes
-        self.leaves = [_LeafColumn(lf, first_column + i) for i, lf in enumerate(leaves_of(f))]
+        self.leaves = [_LeafColumn(lf, first_column + i, defaults) for i, lf in enumerate(leaves_of(f))]
         if version < (2, 2):
             for lf in self.leaves:
                 for node in lf.leaf.path[:-1]:
