@@ -49,11 +49,12 @@ def main(argv: list[str] | None = None) -> None:
     cli_main(["inspect", path])
 
     reader = lancejit.LanceFileReader(path)
-    reader.io_stats()
+    before = reader.io_stats()
     t0 = time.perf_counter()
     scanned = sum(b.num_rows for b in reader.to_batches())
     t_scan = time.perf_counter() - t0
-    st = reader.io_stats()
+    after = reader.io_stats()
+    st, before = after - before, after
     assert scanned == table.num_rows
     print(f"\nscan: {scanned:,} rows in {t_scan * 1e3:.1f} ms, "
           f"{st.read_iops} read requests, {st.read_bytes:,} bytes")
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     got = reader.take_rows(idx, columns=["id", "score", "label"])
     t_take = time.perf_counter() - t0
-    st = reader.io_stats()
+    st = reader.io_stats() - before
     assert got.column("id").to_pylist() == idx.tolist()
     print(f"take: {got.num_rows:,} random rows (3 columns) in {t_take * 1e3:.1f} ms, "
           f"{st.read_iops} read requests, {st.read_bytes:,} bytes")

@@ -86,13 +86,20 @@ class AsyncLanceFileWriter:
 
     ``schema``: the Arrow schema (taken from the first batch when None).  ``version``: '2.2'
     (default), '2.1' or '2.0'.  ``max_page_bytes``: target bytes buffered per column before a
-    page is written (default 8 MiB).  Nothing is visible at ``uri`` until :meth:`close` succeeds.
+    page is written (default 8 MiB).  ``encoding_options``: ``lance-encoding:*`` keys (prefix
+    optional) applied to every field; a field's own metadata overrides them.  Nothing is visible
+    at ``uri`` until :meth:`close` succeeds.
     """
 
     def __init__(self, uri: str, schema: pa.Schema | None = None, version: str | None = "2.2",
                  storage_options: dict[str, Any] | None = None,
-                 max_page_bytes: int | None = None) -> None:
+                 max_page_bytes: int | None = None,
+                 encoding_options: dict[str, str] | None = None) -> None:
         self.uri = str(uri)
+        self.encoding_options = {
+            (k if str(k).startswith("lance-encoding:") else f"lance-encoding:{k}"): str(v)
+            for k, v in (encoding_options or {}).items()
+        }
         self.version = parse_version(version)
         self.storage_options = storage_options
         if max_page_bytes is not None and max_page_bytes <= 0:
@@ -215,11 +222,8 @@ class AsyncLanceFileWriter:
                     pages = await asyncio.to_thread(enc.add, col)
                     await self._write_pages(pages)
                 self._rows += batch.num_rows
-        except SchemaMismatchError:
-            await self.abort()
-            raise
         except BaseException:
-            await self.abort()
+            await self.abort()  # nothing is left at the destination
             raise
 
     async def close(self) -> int:

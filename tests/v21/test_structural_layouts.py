@@ -118,3 +118,34 @@ def test_maps_dicts_misc(tmp_path, version):
     )
     path = write_lance(tmp_path / "m.lance", t, version, 16 * 1024)
     check_file(path, rng, n_takes=3)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_constant_every_type(tmp_path, version):
+    import datetime
+    import decimal
+
+    rng = np.random.default_rng(12)
+    n = 3000
+    t = pa.table(
+        {
+            "ts": pa.array([datetime.datetime(2020, 1, 2)] * n, pa.timestamp("us", tz="UTC")),
+            "d32": pa.array([datetime.date(2020, 1, 2)] * n),
+            "fsb": pa.array([b"abcd"] * n, pa.binary(4)),
+            "f16": pa.array(np.full(n, 1.5, np.float16)),
+            "bin": pa.array([b"qq"] * n, pa.binary()),
+            "ls": pa.array(["zz"] * n, pa.large_string()),
+            "fsl": pa.array([[1.0, 2.0]] * n, pa.list_(pa.float32(), 2)),
+            "dec256": pa.array([decimal.Decimal("3.25")] * n, pa.decimal256(40, 2)),
+            "dict": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["only"])),
+            "li_const": pa.array([[3]] * n, pa.list_(pa.int64())),
+            "st_const_null": pa.array([{"a": 2} if i % 9 else None for i in range(n)], pa.struct([("a", pa.int16())])),
+            "dur": pa.array([5] * n, pa.duration("s")),
+            "time64": pa.array([7] * n, pa.time64("ns")),
+            "i8n": pa.array([None if i % 4 == 0 else -3 for i in range(n)], pa.int8()),
+        }
+    )
+    path = write_lance(tmp_path / "k.lance", t, version, 16 * 1024)
+    if version == "2.2":
+        assert "all_null_layout" in _layouts(path)
+    check_file(path, rng, n_takes=3)

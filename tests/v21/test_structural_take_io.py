@@ -82,3 +82,28 @@ def test_take_request_counts(tmp_path, version, seed):
             assert reader.calls <= per_run * len(pages_touched)
         else:
             raise AssertionError(f"unexpected layout {layout} for {name}")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_take_iops_on_store_counters(tmp_path, version):
+    """Through lancejit's LanceFileReader: after a warming take, a take of rows in distinct
+    chunks costs at most (chunks touched) read IOPs per mini-block column and 2 per run of the
+    variable full-zip column, as counted by the store's IOStats."""
+    from lancejit.file.reader import LanceFileReader
+
+    rng = np.random.default_rng(3)
+    n = 20000
+    big = [bytes(rng.integers(0, 256, size=300, dtype=np.uint8)) for _ in range(n)]
+    t = pa.table({"i": D.ints(rng, n, pa.int64(), nulls=0), "big": pa.array(big, pa.binary())})
+    path = write_lance(tmp_path / "iops.lance", t, version)
+    r = LanceFileReader(str(path))
+    warm = np.arange(0, n, 997)
+    r.take_rows(warm, columns=["i"])
+    r.take_rows(warm, columns=["big"])
+    idx = np.sort(rng.choice(n, size=25, replace=False))
+    for name, bound in [("i", len(idx)), ("big", 2 * len(idx))]:
+        before = r.io_stats().read_iops
+        got = r.take_rows(idx, columns=[name])
+        assert got.column(name).to_pylist() == t.column(name).take(pa.array(idx)).to_pylist()
+        used = r.io_stats().read_iops - before
+        assert 0 < used <= bound, (name, used, bound)

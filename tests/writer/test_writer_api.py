@@ -129,3 +129,27 @@ def test_memory_bounded_by_pages(tmp_path):
     assert len(pf.columns[0].pages) >= 9
     assert [pg.priority for pg in pf.columns[0].pages] == sorted(pg.priority for pg in pf.columns[0].pages)
     assert lance_file.LanceFileReader(str(p)).num_rows() == 20 * 4096
+
+
+@pytest.mark.parametrize("version", [(2, 2), (2, 0)])
+def test_pending_data_is_bounded(version):
+    """After a big batch, what stays buffered is at most about one page per column and does not
+    keep the whole batch's buffers alive."""
+    from lancejit.encoding.v20.encode.field import FieldEncoder20
+    from lancejit.encoding.v21.encode.field import FieldEncoder
+
+    page = 64 * 1024
+    arr = pa.array(np.arange(400_000, dtype=np.int64))  # 3.2 MB
+    f = pa.field("x", pa.int64())
+    if version == (2, 0):
+        enc = FieldEncoder20(f, 0, page)
+        pages = enc.add(arr)
+        held = sum(a.get_total_buffer_size() for c in enc.columns for a in c.pending)
+    else:
+        enc = FieldEncoder(f, 0, version, page)
+        pages = enc.add(arr)
+        held = sum(s.values.get_total_buffer_size() for lf in enc.leaves for s in lf.pending)
+    assert len(pages) >= 40
+    assert held <= 2 * page + 4096
+    rows = sum(p.num_rows for _, p, _ in pages + enc.finish())
+    assert rows == 400_000

@@ -48,7 +48,6 @@ def scalar_from_inline(raw: bytes, t: pa.DataType, *, path: str) -> pa.Array:
         while pa.types.is_fixed_size_list(inner):
             n *= inner.list_size
             inner = inner.value_type
-        flat = pa.array(np.frombuffer(raw, dtype=np.uint8)).view(pa.uint8())
         items = ab.fixed_width_array(inner, data, n) if not pa.types.is_boolean(inner) else ab.bool_array(data, n)
         return _wrap_fsl(t, items)
     width = ab.byte_width(t)
@@ -136,14 +135,14 @@ class ConstantPage:
             if self._state is not None:
                 return self._state
             key = ("v21-constant", self.ctx.column_index, self.page_index)
-            st = self.ctx.cache_get(key)
-            if st is None:
+
+            async def load() -> tuple:
                 idx = ([0] if self.scalar_in_buffer else []) + self.level_bufs
                 ranges = [(self.page.buffer_offsets[i], self.page.buffer_offsets[i] + self.page.buffer_sizes[i]) for i in idx]
                 bufs = await self.ctx.read(ranges, priority=self.page.priority) if ranges else []
-                st = self._parse(bufs)
-                nbytes = sum(a.nbytes for a in st[:2] if a is not None) + 256
-                self.ctx.cache_put(key, st, nbytes)
+                return self._parse(bufs)
+
+            st = await self.ctx.cached(key, load, lambda v: sum(a.nbytes for a in v[:2] if a is not None) + 256)
             self._state = st
             return st
 

@@ -58,6 +58,20 @@ class ColumnContext:
             return fn(*args)
         return await asyncio.to_thread(fn, *args)
 
+    async def cached(self, key: Any, loader: Callable[[], Any], nbytes: Callable[[Any], int]) -> Any:
+        """The value cached under ``key`` in the file's metadata cache, loading it once with
+        ``await loader()`` (concurrent callers share one load when the cache supports it)."""
+        if self.cache is None:
+            return await loader()
+        get_or_load = getattr(self.cache, "get_or_load", None)
+        if get_or_load is not None:
+            return await get_or_load(key, loader, nbytes)
+        value = self.cache_get(key)
+        if value is None:
+            value = await loader()
+            self.cache_put(key, value, nbytes(value))
+        return value
+
     def cache_get(self, key: Any) -> Any:
         if self.cache is None:
             return None

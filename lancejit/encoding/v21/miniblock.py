@@ -106,8 +106,8 @@ class MiniBlockPage:
             if self._table is not None:
                 return self._table
             key = ("v21-miniblock", self.ctx.column_index, self.page_index)
-            cached = self.ctx.cache_get(key)
-            if cached is None:
+
+            async def load() -> ChunkTable:
                 ranges = [self._buf(0)]
                 if self.has_dict:
                     ranges.append(self._buf(2))
@@ -115,8 +115,9 @@ class MiniBlockPage:
                     ranges.append(self._buf(len(self.page.buffer_offsets) - 1))
                 bufs = await self.ctx.read(ranges, priority=self.page.priority)
                 nbytes = sum(len(b) for b in bufs)
-                cached = await self.ctx.decode(nbytes, self._parse_meta, bufs)
-                self.ctx.cache_put(key, cached, cached.nbytes())
+                return await self.ctx.decode(nbytes, self._parse_meta, bufs)
+
+            cached = await self.ctx.cached(key, load, lambda v: v.nbytes())
             self._table = cached
             return cached
 

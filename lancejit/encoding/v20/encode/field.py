@@ -170,7 +170,12 @@ class FieldEncoder20:
 
     def add(self, arr: pa.Array) -> list:
         """Buffer the rows of ``arr``; returns ``(column, page, first_row)`` ready to write."""
-        return self._add(self._plan, arr)
+        from lancejit.encoding.v21.encode.field import compact
+
+        out = self._add(self._plan, arr)
+        for c in self.columns:
+            c.pending = [compact(a) for a in c.pending]
+        return out
 
     def _add(self, node, arr: pa.Array) -> list:
         kind, col, sub = node

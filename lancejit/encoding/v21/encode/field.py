@@ -18,6 +18,14 @@ from .page import EncodedPage
 from .strategy import FieldParams, encode_leaf_page
 
 
+def compact(arr: pa.Array) -> pa.Array:
+    """A copy of ``arr`` when it is a small slice of big buffers (so pending data does not keep
+    whole batches alive: memory stays bounded by columns x page size)."""
+    if len(arr) and arr.get_total_buffer_size() > 2 * arr.nbytes + 4096:
+        return pa.concat_arrays([arr])
+    return arr
+
+
 def _slots_nbytes(s: LeafSlots) -> int:
     n = s.values.nbytes if len(s.values) else 0
     return int(n + s.code.nbytes + (s.rep.nbytes if s.rep is not None else 0))
@@ -111,6 +119,9 @@ class FieldEncoder:
                     r = leaf.flush(self.version)
                     if r is not None:
                         out.append((leaf.column_index, r[0], r[1]))
+        for leaf in self.leaves:
+            for sl in leaf.pending:
+                sl.values = compact(sl.values)
         return out
 
     def finish(self) -> list[tuple[int, EncodedPage, int]]:

@@ -100,12 +100,16 @@ def encode_miniblock(
         nlev = (bounds[i][1] - bounds[i][0]) if bounds else 0
         if nlev > 0xFFFF:
             raise InvalidInputError("too many rep/def levels in one mini-block chunk")
+        sizes = [len(b) for b in values.buffers[i]]
+        level_sizes = [len(c[i]) for c in (rep_chunks, def_chunks) if c is not None]
+        if max(level_sizes, default=0) > 0xFFFF or (not large and max(sizes, default=0) > 0xFFFF):
+            raise InvalidInputError("a mini-block chunk buffer exceeds the 16-bit size field")
         hdr = [np.array([nlev], np.uint16).tobytes()]
         if rep_chunks is not None:
             hdr.append(np.array([len(rep_chunks[i])], np.uint16).tobytes())
         if def_chunks is not None:
             hdr.append(np.array([len(def_chunks[i])], np.uint16).tobytes())
-        hdr.append(np.array([len(b) for b in values.buffers[i]], size_fmt).tobytes())
+        hdr.append(np.array(sizes, size_fmt).tobytes())
         data.extend(b"".join(hdr))
         _pad8(data)
         if rep_chunks is not None:
