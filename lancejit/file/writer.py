@@ -218,8 +218,11 @@ class AsyncLanceFileWriter:
                     continue
                 for f, col in zip(self.schema, batch.columns):
                     _check_nullability(f, col)
-                for enc, col in zip(self._encoders, batch.columns):
-                    pages = await asyncio.to_thread(enc.add, col)
+                # columns encode concurrently (Numba kernels and NumPy release the GIL); pages
+                # are written in column order so files are deterministic
+                results = await asyncio.gather(
+                    *(asyncio.to_thread(enc.add, col) for enc, col in zip(self._encoders, batch.columns)))
+                for pages in results:
                     await self._write_pages(pages)
                 self._rows += batch.num_rows
         except BaseException:
@@ -233,8 +236,8 @@ class AsyncLanceFileWriter:
             await self.abort()
             raise InvalidInputError(f"{self.uri}: no schema given and no data written")
         try:
-            for enc in self._encoders:
-                pages = await asyncio.to_thread(enc.finish)
+            results = await asyncio.gather(*(asyncio.to_thread(enc.finish) for enc in self._encoders))
+            for pages in results:
                 await self._write_pages(pages)
             col_enc = _column_encoding_bytes()
             for cm in self._columns:

@@ -96,7 +96,7 @@ class Transaction(_message.Message):
         rewritten_indices: _containers.RepeatedCompositeFieldContainer[Transaction.Rewrite.RewrittenIndex]
         def __init__(self, old_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., new_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Transaction.Rewrite.RewriteGroup, _Mapping]]] = ..., rewritten_indices: _Optional[_Iterable[_Union[Transaction.Rewrite.RewrittenIndex, _Mapping]]] = ...) -> None: ...
     class Merge(_message.Message):
-        __slots__ = ("fragments", "schema", "schema_metadata", "merge_field_4")
+        __slots__ = ("fragments", "schema", "schema_metadata", "preserves_nullability")
         class SchemaMetadataEntry(_message.Message):
             __slots__ = ("key", "value")
             KEY_FIELD_NUMBER: _ClassVar[int]
@@ -107,17 +107,19 @@ class Transaction(_message.Message):
         FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
         SCHEMA_FIELD_NUMBER: _ClassVar[int]
         SCHEMA_METADATA_FIELD_NUMBER: _ClassVar[int]
-        MERGE_FIELD_4_FIELD_NUMBER: _ClassVar[int]
+        PRESERVES_NULLABILITY_FIELD_NUMBER: _ClassVar[int]
         fragments: _containers.RepeatedCompositeFieldContainer[_table_pb2.DataFragment]
         schema: _containers.RepeatedCompositeFieldContainer[_file_pb2.Field]
         schema_metadata: _containers.ScalarMap[str, bytes]
-        merge_field_4: int
-        def __init__(self, fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., schema: _Optional[_Iterable[_Union[_file_pb2.Field, _Mapping]]] = ..., schema_metadata: _Optional[_Mapping[str, bytes]] = ..., merge_field_4: _Optional[int] = ...) -> None: ...
+        preserves_nullability: bool
+        def __init__(self, fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., schema: _Optional[_Iterable[_Union[_file_pb2.Field, _Mapping]]] = ..., schema_metadata: _Optional[_Mapping[str, bytes]] = ..., preserves_nullability: _Optional[bool] = ...) -> None: ...
     class Project(_message.Message):
-        __slots__ = ("schema",)
+        __slots__ = ("schema", "preserves_nullability")
         SCHEMA_FIELD_NUMBER: _ClassVar[int]
+        PRESERVES_NULLABILITY_FIELD_NUMBER: _ClassVar[int]
         schema: _containers.RepeatedCompositeFieldContainer[_file_pb2.Field]
-        def __init__(self, schema: _Optional[_Iterable[_Union[_file_pb2.Field, _Mapping]]] = ...) -> None: ...
+        preserves_nullability: bool
+        def __init__(self, schema: _Optional[_Iterable[_Union[_file_pb2.Field, _Mapping]]] = ..., preserves_nullability: _Optional[bool] = ...) -> None: ...
     class Restore(_message.Message):
         __slots__ = ("version",)
         VERSION_FIELD_NUMBER: _ClassVar[int]

@@ -108,19 +108,6 @@ class LanceReader(DataSourceReader):
         return state
 
     # ------------------------------------------------------------------ planning
-    def pushFilters(self, filters: list) -> Iterator:
-        """Accept the filters lancejit applies exactly (see :mod:`.filters`), return the rest."""
-        schema = getattr(self, "_dataset_schema", None)
-        if schema is None or not accept_pushed_filters(self.pushdown):
-            yield from filters
-            return
-        for f in filters:
-            sql = to_sql(f, schema)
-            if sql is None:
-                yield f
-            else:
-                self.pushed.append(sql)
-
     def partitions(self) -> list[FragmentRange]:
         from types import SimpleNamespace
 
@@ -147,4 +134,29 @@ class LanceReader(DataSourceReader):
             yield cast_batch(batch, target)
 
 
-__all__ = ["FragmentRange", "LanceReader", "open_dataset", "plan_partitions"]
+class LancePushdownReader(LanceReader):
+    """A :class:`LanceReader` that accepts the filters lancejit applies exactly.
+
+    Used only when pushed filters are accepted (option ``pushdown``): pyspark refuses readers
+    implementing ``pushFilters`` unless ``spark.sql.python.filterPushdown.enabled`` is true.
+    """
+
+    def pushFilters(self, filters: list) -> Iterator:
+        """Accept the filters lancejit applies exactly (see :mod:`.filters`), return the rest."""
+        schema = getattr(self, "_dataset_schema", None)
+        for f in filters:
+            sql = to_sql(f, schema) if schema is not None else None
+            if sql is None:
+                yield f
+            else:
+                self.pushed.append(sql)
+
+
+def make_reader(opts: ReadOptions, schema: StructType) -> LanceReader:
+    """The reader for ``opts``: with ``pushFilters`` only when pushed filters are accepted."""
+    cls = LancePushdownReader if accept_pushed_filters(opts.pushdown) else LanceReader
+    return cls(opts, schema)
+
+
+__all__ = ["FragmentRange", "LancePushdownReader", "LanceReader", "make_reader", "open_dataset",
+           "plan_partitions"]

@@ -218,7 +218,7 @@ def test_dataset_manifests_transactions_and_index(tmp_path: Path) -> None:
     assert manifest.reader_feature_flags & 1  # deletion files present
     merge_txn = next(raw.read_manifest(p)[2] for p in manifests
                      if raw.read_manifest(p)[2].WhichOneof("operation") == "merge")
-    assert merge_txn.merge.merge_field_4 == 1
+    assert merge_txn.merge.preserves_nullability is True
     assert [f.name for f in merge_txn.merge.schema if f.parent_id == -1][-1] == "z"
 
 

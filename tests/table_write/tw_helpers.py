@@ -70,6 +70,12 @@ async def append_rows(store, root: str, table: pa.Table, *, max_attempts: int = 
 
 
 # ------------------------------------------------------------------------ child processes
+async def _warm(store, root: str) -> None:
+    from lancejit.table.commit import latest_version
+
+    await latest_version(store, root)
+
+
 def append_worker(uri: str, storage_options: dict, writer: int, fragments: list, barrier, out) -> None:
     """Child: wait for every worker, then append each serialized fragment (one commit each, read at
     the latest version); report ``(writer, [(version, attempts)...])``."""
@@ -79,6 +85,7 @@ def append_worker(uri: str, storage_options: dict, writer: int, fragments: list,
     from lancejit.table.commit import Append, Transaction, commit_transaction, latest_version
 
     store, root = open_store(uri, storage_options or None)
+    run_sync(_warm(store, root))  # open the store's sessions before the start signal
     barrier.wait()
     done = []
     for raw in fragments:
@@ -101,6 +108,7 @@ def delete_worker(uri: str, storage_options: dict, offsets: list, barrier, out) 
     from lancejit.table.commit import Delete, Transaction, commit_transaction, delete_rows, load_manifest
 
     store, root = open_store(uri, storage_options or None)
+    run_sync(_warm(store, root))  # open the store's sessions before the start signal
     barrier.wait()
     done = []
     for off in offsets:

@@ -149,3 +149,19 @@ def test_constant_every_type(tmp_path, version):
     if version == "2.2":
         assert "all_null_layout" in _layouts(path)
     check_file(path, rng, n_takes=3)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_bfloat16_extension(tmp_path, version):
+    import lance.arrow as la
+
+    rng = np.random.default_rng(13)
+    vals = [None if i % 7 == 0 else float(x) for i, x in enumerate(rng.standard_normal(500))]
+    t = pa.table(
+        {
+            "bf": la.bfloat16_array(vals),
+            "vbf": pa.FixedSizeListArray.from_arrays(la.bfloat16_array([float(x) for x in rng.standard_normal(1000)]), 2),
+        }
+    )
+    path = write_lance(tmp_path / "bf.lance", t, version, 4096)
+    check_file(path, rng)

@@ -29,7 +29,7 @@ def _data(kind: str, seed: int) -> pa.Array:
     if kind == "lowcard":
         return pa.array([f"s{i % 3000}" for i in range(N)])
     if kind == "wide":
-        return pa.array([rng.bytes(300) for _ in range(300)])
+        return pa.array([rng.bytes(100) * 3 + str(i).encode() for i in range(300)])
     if kind == "struct":
         return pa.StructArray.from_arrays(
             [pa.array(rng.integers(0, 100, N).astype(np.int32)), pa.array(rng.random(N))],
@@ -100,6 +100,10 @@ CASES = [
      lambda l: l.mini_block_layout.num_dictionary_items == 0, "dict-divisor huge -> none"),
     ("ints", {"lance-encoding:general": "on"},
      lambda l: _kinds(l.mini_block_layout.value_compression)[0] == "general", "general on"),
+    ("wide", {"lance-encoding:compression": "zstd"},
+     lambda l: _kinds(l.full_zip_layout.value_compression)[0] == "general", "full-zip per-value zstd"),
+    ("wide", {"lance-encoding:compression": "fsst"},
+     lambda l: _kinds(l.full_zip_layout.value_compression)[0] == "fsst", "full-zip fsst"),
     ("struct", {"lance-encoding:packed": "true"},
      lambda l: _kinds(l.mini_block_layout.value_compression) == ["packed_struct"], "packed"),
     ("blob", {"lance-encoding:blob": "true"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -100,3 +101,93 @@ def test_fsst_compress_bulk_matches_python(values, symbols):
     exp, expo = _py_fsst(data, offsets.tolist(), symbols)
     assert out[:n].tobytes() == exp
     assert outo.tolist() == expo
+
+
+# --------------------------------------------------------------------------- HyperLogLog
+
+from lancejit.encoding.kernels.enc_hll import estimate, hll_bytes, hll_fixed  # noqa: E402
+
+M64 = (1 << 64) - 1
+
+
+def _py_fmix(k: int) -> int:
+    k ^= k >> 33
+    k = (k * 0xFF51AFD7ED558CCD) & M64
+    k ^= k >> 33
+    k = (k * 0xC4CEB9FE1A85EC53) & M64
+    k ^= k >> 33
+    return k
+
+
+def _py_update(regs: np.ndarray, h: int, p: int) -> None:
+    idx = h >> (64 - p)
+    w = (h << p) & M64
+    rank = 1
+    while rank < 64 - p + 1 and not (w >> 63):
+        w = (w << 1) & M64
+        rank += 1
+    regs[idx] = max(regs[idx], rank)
+
+
+def _np_fmix(k: np.ndarray) -> np.ndarray:
+    k = k.astype(np.uint64)
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xFF51AFD7ED558CCD)
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xC4CEB9FE1A85EC53)
+    k ^= k >> np.uint64(33)
+    return k
+
+
+def _np_hll_fixed(words: np.ndarray, p: int) -> np.ndarray:
+    h = _np_fmix(words)
+    idx = (h >> np.uint64(64 - p)).astype(np.int64)
+    w = h << np.uint64(p)
+    rank = np.ones(h.shape[0], dtype=np.int64)
+    for _ in range(64 - p):
+        top = (w >> np.uint64(63)) == 0
+        step = top & (rank < 64 - p + 1)
+        if not step.any():
+            break
+        rank[step] += 1
+        w = np.where(step, w << np.uint64(1), w)
+    regs = np.zeros(1 << p, dtype=np.uint8)
+    np.maximum.at(regs, idx, rank.astype(np.uint8))
+    return regs
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, (1 << 64) - 1), min_size=0, max_size=3000), st.sampled_from([4, 10, 14]))
+def test_hll_fixed_matches_numpy(values, p):
+    words = np.array(values, dtype=np.uint64)
+    regs = np.zeros(1 << p, dtype=np.uint8)
+    hll_fixed(words, p, regs)
+    assert np.array_equal(regs, _np_hll_fixed(words, p))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.binary(max_size=12), min_size=0, max_size=200), st.sampled_from([4, 12]))
+def test_hll_bytes_matches_python(values, p):
+    data = np.frombuffer(b"".join(values), dtype=np.uint8) if values and any(values) else np.zeros(0, np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
+    regs = np.zeros(1 << p, dtype=np.uint8)
+    hll_bytes(data, offsets, p, regs)
+    exp = np.zeros(1 << p, dtype=np.uint8)
+    for v in values:
+        h = 0xCBF29CE484222325
+        for b in v:
+            h ^= b
+            h = (h * 0x100000001B3) & M64
+        h ^= len(v)
+        _py_update(exp, _py_fmix(h), p)
+    assert np.array_equal(regs, exp)
+
+
+@pytest.mark.parametrize("card", [1, 50, 3000, 60000])
+def test_hll_estimate_close_to_exact(card):
+    rng = np.random.default_rng(card)
+    words = rng.integers(0, card, 200_000).astype(np.uint64) * np.uint64(2654435761)
+    regs = np.zeros(1 << 14, dtype=np.uint8)
+    hll_fixed(words, 14, regs)
+    exact = len(np.unique(words))
+    assert abs(estimate(regs) - exact) <= max(2, 0.03 * exact)

@@ -43,3 +43,18 @@ def test_lancejit_reads_back(tmp_path, version, seed, n):
         exp = t[name].combine_chunks()
         act = got[name].combine_chunks()
         assert act.equals(exp), name
+
+
+@pytest.mark.parametrize("version", ["2.2", "2.1"])
+@pytest.mark.parametrize("seed,n", [(2, 2000)])
+def test_lancejit_reads_back_all_families(tmp_path, version, seed, n):
+    rng = np.random.default_rng(seed)
+    fams = {**g.flat_families(rng, n), **g.nested_families(rng, n)}
+    t = pa.table(fams)
+    p = tmp_path / "all.lance"
+    with LanceFileWriter(str(p), t.schema, version=version, max_page_bytes=16 * 1024) as w:
+        w.write_batch(t.slice(0, n // 3))
+        w.write_batch(t.slice(n // 3))
+    got = reader_mod.LanceFileReader(str(p)).read_all()
+    for name in t.column_names:
+        assert got[name].combine_chunks().equals(t[name].combine_chunks()), name

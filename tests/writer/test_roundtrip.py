@@ -17,38 +17,7 @@ VERSIONS = ["2.2", "2.1"]
 
 
 def _families(rng, n):
-    return {
-        "int8": g.ints(rng, n, np.int8, lo=-128, hi=127),
-        "uint16": g.ints(rng, n, np.uint16, hi=60000, nulls=0.05),
-        "int32": g.ints(rng, n, np.int32, nulls=0.1),
-        "int64": g.ints(rng, n, np.int64, lo=-(1 << 40), hi=1 << 40),
-        "uint64": pa.array(rng.integers(0, 1 << 63, n, dtype=np.uint64) * 2),
-        "int64_lowcard": pa.array(rng.integers(0, 50, n) * 1000003),
-        "runs": pa.array(np.repeat(rng.integers(0, 1000, n // 50 + 1), 50)[:n].astype(np.int32)),
-        "f16": pa.array(rng.standard_normal(n).astype(np.float16)),
-        "f32": g.floats(rng, n, nulls=0.05),
-        "f64": g.floats(rng, n, np.float64),
-        "bool": g.bools(rng, n),
-        "bool_nulls": g.bools(rng, n, nulls=0.2),
-        "str": g.strings(rng, n, nulls=0.1),
-        "large_str": g.strings(rng, n, large=True),
-        "str_lowcard": g.strings(rng, n, card=7, nulls=0.05),
-        "bin": g.binaries(rng, n, nulls=0.1),
-        "large_bin": g.binaries(rng, n, large=True),
-        "vec": g.vectors(rng, n),
-        "vec_nulls": g.vectors(rng, n, dim=3, nulls=0.2, dtype=np.float64),
-        "date32": pa.array(rng.integers(0, 20000, n).astype(np.int32), pa.date32()),
-        "ts": pa.array(rng.integers(0, 1 << 50, n), pa.timestamp("us", tz="UTC")),
-        "dec": pa.array([None if i % 7 == 0 else i * 3 for i in range(n)], pa.decimal128(20, 2)),
-        "fsb": pa.array([rng.bytes(5) for _ in range(n)], pa.binary(5)),
-        "uint8": g.ints(rng, n, np.uint8, hi=255, nulls=0.1),
-        "date64": pa.array(rng.integers(0, 1 << 40, n), pa.date64()),
-        "time32": pa.array(rng.integers(0, 86400, n).astype(np.int32), pa.time32("s")),
-        "time64": pa.array(rng.integers(0, 86400 * 10**6, n), pa.time64("us")),
-        "duration": pa.array(rng.integers(-(1 << 40), 1 << 40, n), pa.duration("ns")),
-        "ts_naive": pa.array(rng.integers(0, 1 << 50, n), pa.timestamp("ms")),
-        "dec256": pa.array([None if i % 5 == 0 else -i * 7 for i in range(n)], pa.decimal256(40, 3)),
-    }
+    return g.flat_families(rng, n)
 
 
 def _write(path, table, version, max_page_bytes=None, batches=1):
@@ -96,34 +65,7 @@ def test_flat_types_many_pages(tmp_path, version, seed):
 
 
 def _nested(rng, n):
-    lst = g.lists(rng, n)
-    inner = g.lists(rng, n * 3, nulls=0.1, empties=0.1, item_nulls=0.1)
-    lol = pa.ListArray.from_arrays(
-        pa.array(np.concatenate([[0], np.cumsum(np.full(n, 3))]), pa.int32()), inner
-    )
-    st = g.structs(rng, n)
-    st_list = pa.ListArray.from_arrays(
-        pa.array(np.arange(0, n + 1, dtype=np.int32)), g.structs(rng, n, nulls=0.2),
-        mask=pa.array(rng.random(n) < 0.1))
-    lens = rng.integers(0, 4, n)
-    list_str = pa.ListArray.from_arrays(
-        pa.array(np.concatenate([[0], np.cumsum(lens)]), pa.int32()),
-        g.strings(rng, int(lens.sum()), nulls=0.1), mask=pa.array(rng.random(n) < 0.05))
-    nested_struct = pa.StructArray.from_arrays(
-        [st, g.ints(rng, n, np.int16, nulls=0.3)], names=["inner", "z"],
-        mask=pa.array(rng.random(n) < 0.1))
-    return {
-        "list": lst,
-        "large_list": g.lists(rng, n, large=True, item_nulls=0.2),
-        "list_of_list": lol,
-        "struct": st,
-        "list_struct": st_list,
-        "list_str": list_str,
-        "nested_struct": nested_struct,
-        "list_vec": pa.ListArray.from_arrays(
-            pa.array(np.concatenate([[0], np.cumsum(lens)]), pa.int32()),
-            g.vectors(rng, int(lens.sum()), dim=4)),
-    }
+    return g.nested_families(rng, n)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -52,6 +52,7 @@ class BlobPage:
 
     async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
         """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
+        ranges = [(int(a), int(b)) for a, b in np.asarray(ranges, dtype=np.int64).reshape(-1, 2).tolist()]
         desc = await self.inner.read(ranges)
         arr = desc.values
         n = len(arr)

@@ -194,6 +194,7 @@ class ConstantPage:
 
     async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
         """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
+        ranges = [(int(a), int(b)) for a, b in np.asarray(ranges, dtype=np.int64).reshape(-1, 2).tolist()]
         t = self.ctx.value_type
         canon = self.ctx.canon
         if pa.types.is_struct(t) and t.num_fields == 0:

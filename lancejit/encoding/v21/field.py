@@ -28,15 +28,22 @@ from lancejit.encoding.v21.miniblock import MiniBlockPage
 from lancejit.encoding.v21.repdef import FSL_BASE, LIST, NodeLevels, is_fsl, canonical_levels, def_translation, unravel
 
 
-def indices_to_ranges(indices: np.ndarray) -> list[tuple[int, int]]:
-    """Sorted unique row indices -> half-open runs of consecutive rows."""
+def indices_to_ranges(indices: np.ndarray) -> np.ndarray:
+    """Sorted unique row indices -> half-open runs of consecutive rows, an ``(n, 2)`` int64
+    array of ``[start, end)`` rows."""
     idx = np.asarray(indices, dtype=np.int64)
     if idx.size == 0:
-        return []
+        return np.zeros((0, 2), dtype=np.int64)
     breaks = np.flatnonzero(np.diff(idx) != 1) + 1
     starts = np.concatenate([[0], breaks])
     ends = np.concatenate([breaks, [idx.size]])
-    return [(int(idx[s]), int(idx[e - 1]) + 1) for s, e in zip(starts, ends)]
+    return np.stack([idx[starts], idx[ends - 1] + 1], axis=1)
+
+
+def as_range_array(ranges: Any) -> np.ndarray:
+    """Row ranges (a sequence of ``(start, end)`` or an ``(n, 2)`` array) as an int64 array."""
+    arr = np.asarray(ranges, dtype=np.int64)
+    return arr.reshape(-1, 2)
 
 
 class LeafColumn:
@@ -63,32 +70,41 @@ class LeafColumn:
             raise CorruptFileError(f"column {ctx.column_index} has {starts[-1]} items, not whole lists of {scale}", path=ctx.path)
         self.num_rows = int(starts[-1]) // scale
 
-    async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
-        """Rows in the half-open ``ranges`` (sorted, disjoint, column-relative)."""
-        if self.row_scale != 1:
-            ranges = [(a * self.row_scale, b * self.row_scale) for a, b in ranges]
-        per_page: dict[int, list[tuple[int, int]]] = {}
-        order: list[int] = []
-        if not ranges:
+    async def read(self, ranges: Any) -> LeafRows:
+        """Rows in the half-open ``ranges`` (sorted, disjoint, column-relative; an ``(n, 2)``
+        array or a sequence of pairs)."""
+        r = as_range_array(ranges)
+        if r.shape[0] == 0:
             return concat_rows([], self.ctx.value_type)
-        ra = np.fromiter((r[0] for r in ranges), dtype=np.int64, count=len(ranges))
-        rb = np.fromiter((r[1] for r in ranges), dtype=np.int64, count=len(ranges))
+        if self.row_scale != 1:
+            r = r * self.row_scale
+        ra, rb = r[:, 0], r[:, 1]
         if ra.min() < 0 or rb.max() > self.page_starts[-1]:
             raise RowIndexError(f"rows outside column of {self.num_rows} rows")
         pa_ = np.searchsorted(self.page_starts, ra, side="right") - 1
         pb_ = np.searchsorted(self.page_starts, rb - 1, side="right") - 1
-        for k in range(ra.size):
-            a, b, p0, p1 = int(ra[k]), int(rb[k]), int(pa_[k]), int(pb_[k])
-            for p in range(p0, p1 + 1):
-                ps, pe = int(self.page_starts[p]), int(self.page_starts[p + 1])
-                lo, hi = max(a, ps), min(b, pe)
-                if hi <= lo:
-                    continue
-                if p not in per_page:
-                    per_page[p] = []
-                    order.append(p)
-                per_page[p].append((lo - ps, hi - ps))
-        results = await asyncio.gather(*(self.pages[p].read(per_page[p]) for p in order))
+        if np.any(pa_ != pb_):
+            # split ranges that cross page boundaries
+            pieces_a, pieces_b = [], []
+            for k in range(ra.size):
+                a, b = int(ra[k]), int(rb[k])
+                for p in range(int(pa_[k]), int(pb_[k]) + 1):
+                    lo = max(a, int(self.page_starts[p]))
+                    hi = min(b, int(self.page_starts[p + 1]))
+                    if hi > lo:
+                        pieces_a.append(lo)
+                        pieces_b.append(hi)
+            ra = np.asarray(pieces_a, dtype=np.int64)
+            rb = np.asarray(pieces_b, dtype=np.int64)
+            pa_ = np.searchsorted(self.page_starts, ra, side="right") - 1
+        order, first = np.unique(pa_, return_index=True)
+        order = order[np.argsort(first)]
+        bounds = np.searchsorted(pa_, order, side="left"), np.searchsorted(pa_, order, side="right")
+        tasks = []
+        for p, lo, hi in zip(order.tolist(), bounds[0].tolist(), bounds[1].tolist()):
+            ps = self.page_starts[p]
+            tasks.append(self.pages[p].read(np.stack([ra[lo:hi] - ps, rb[lo:hi] - ps], axis=1)))
+        results = await asyncio.gather(*tasks)
         return concat_rows(list(results), self.ctx.value_type)
 
     def encoded_bytes(self) -> int:
@@ -148,7 +164,7 @@ class StructuralFieldDecoder:
             raise RowIndexError(f"rows [{start}, {end}) outside field of {self._num_rows} rows")
         if end == start:
             return ab.empty_array(self._field.type)
-        return await self._read([(start, end)], end - start)
+        return await self._read(np.asarray([[start, end]], dtype=np.int64), end - start)
 
     async def take(self, indices: np.ndarray) -> pa.Array:
         """Rows at sorted unique ``indices``, in that order."""
@@ -161,7 +177,7 @@ class StructuralFieldDecoder:
             raise RowIndexError("take indices must be sorted and unique")
         return await self._read(indices_to_ranges(idx), int(idx.size))
 
-    async def _read(self, ranges: list[tuple[int, int]], nrows: int) -> pa.Array:
+    async def _read(self, ranges: np.ndarray, nrows: int) -> pa.Array:
         try:
             parts = await asyncio.gather(*(lc.read(ranges) for lc in self.leaves))
             nbytes = sum(p.values.nbytes for p in parts)

@@ -118,6 +118,7 @@ class FullZipPage:
 
     async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
         """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
+        ranges = [(int(a), int(b)) for a, b in np.asarray(ranges, dtype=np.int64).reshape(-1, 2).tolist()]
         for a, b in ranges:
             if a < 0 or b > self.num_rows or b <= a:
                 raise CorruptFileError(f"rows [{a}, {b}) outside page of {self.num_rows}", path=self.ctx.path)

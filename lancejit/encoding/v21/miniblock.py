@@ -29,7 +29,7 @@ from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext
 from lancejit.encoding.v21.leaf import take_dictionary, values_to_arrow
 from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, parse_chunk_headers
-from lancejit.encoding.v21.levels import LeafRows, extract_runs
+from lancejit.encoding.v21.levels import LeafRows, extract_runs, ranges_to_index
 from lancejit.encoding.v21.repdef import max_visible_canonical, translate_def
 
 MINIBLOCK_ALIGN = 8
@@ -201,11 +201,12 @@ class MiniBlockPage:
         return ChunkTable(offsets, sizes, counts, row_lo, row_hi, first_row, preamble, dictionary)
 
     # ------------------------------------------------------------------ reads
-    async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
-        """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
+    async def read(self, ranges: Any) -> LeafRows:
+        """Rows in the half-open page-relative ``ranges`` (sorted, disjoint; an ``(n, 2)`` array
+        or pairs), concatenated."""
         t = await self.table()
-        ra = np.fromiter((r[0] for r in ranges), dtype=np.int64, count=len(ranges))
-        rb = np.fromiter((r[1] for r in ranges), dtype=np.int64, count=len(ranges))
+        r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+        ra, rb = r[:, 0], r[:, 1]
         if ra.size and (ra.min() < 0 or rb.max() > self.num_rows or np.any(rb <= ra)):
             raise CorruptFileError(f"row ranges outside page of {self.num_rows}", path=self.ctx.path)
         c0s = np.searchsorted(t.row_hi, ra, side="right")
@@ -213,18 +214,18 @@ class MiniBlockPage:
         if np.any(c1s <= c0s):
             raise CorruptFileError("no chunk holds some requested rows", path=self.ctx.path)
         # merge overlapping chunk spans into runs of consecutive chunks
-        runs: list[list[int]] = []  # [c0, c1]
-        run_of = np.empty(ra.size, dtype=np.int64)
-        for k in range(ra.size):
-            c0, c1 = int(c0s[k]), int(c1s[k])
-            if runs and c0 < runs[-1][1]:
-                if c1 > runs[-1][1]:
-                    runs[-1][1] = c1
-            else:
-                runs.append([c0, c1])
-            run_of[k] = len(runs) - 1
+        reach = np.maximum.accumulate(c1s)
+        new_run = np.ones(ra.size, dtype=bool)
+        new_run[1:] = c0s[1:] >= reach[:-1]
+        run_of = np.cumsum(new_run) - 1
+        run_start_k = np.flatnonzero(new_run)
+        run_end_k = np.concatenate([run_start_k[1:], [ra.size]]) - 1
+        runs = np.stack([c0s[run_start_k], reach[run_end_k]], axis=1).astype(np.int64)
         base = self.page.buffer_offsets[1]
-        byte_ranges = [(base + int(t.offsets[c0]), base + int(t.offsets[c1 - 1] + t.sizes[c1 - 1])) for c0, c1 in runs]
+        rc = runs
+        starts_b = (base + t.offsets[rc[:, 0]]).tolist()
+        ends_b = (base + t.offsets[rc[:, 1] - 1] + t.sizes[rc[:, 1] - 1]).tolist()
+        byte_ranges = list(zip(starts_b, ends_b))
         bufs = await self.ctx.read(byte_ranges, priority=self.page.priority + int(ra[0]))
         nbytes = sum(len(b) for b in bufs)
         return await self.ctx.decode(nbytes, self._decode_all, t, runs, run_of, bufs, ra, rb)
@@ -236,12 +237,12 @@ class MiniBlockPage:
                 data = np.frombuffer(bufs[0], dtype=np.uint8)
             else:
                 data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in bufs])
-            ids = np.concatenate([np.arange(c0, c1, dtype=np.int64) for c0, c1 in runs])
-            run_len = np.asarray([c1 - c0 for c0, c1 in runs], dtype=np.int64)
+            run_len = runs[:, 1] - runs[:, 0]
+            ids = ranges_to_index(runs[:, 0], runs[:, 1])
             run_bytes = np.asarray([len(b) for b in bufs], dtype=np.int64)
             run_base = np.zeros(len(runs), dtype=np.int64)
             np.cumsum(run_bytes[:-1], out=run_base[1:])
-            first_chunk = np.asarray([c0 for c0, _ in runs], dtype=np.int64)
+            first_chunk = runs[:, 0]
             starts = np.repeat(run_base - t.offsets[first_chunk], run_len) + t.offsets[ids]
             decoded, levels_per_chunk = self._decode_chunks(t, ids, data, starts)
         except LanceJitError:

@@ -270,13 +270,11 @@ class Transaction:
             m.fragments.extend(op.fragments)
             m.schema.extend(op.schema)
             m.schema_metadata.update(op.schema_metadata)
-            m.merge_field_4 = 1 if op.preserves_nullability else 0
+            m.preserves_nullability = op.preserves_nullability
         elif isinstance(op, Project):
             msg.project.SetInParent()
             msg.project.schema.extend(op.schema)
-            if op.preserves_nullability:
-                # field 2 (bool) is newer than lancejit's transaction.proto: kept as an unknown field
-                msg.project.MergeFromString(_PROJECT_PRESERVES_NULLABILITY)
+            msg.project.preserves_nullability = op.preserves_nullability
         elif isinstance(op, Restore):
             msg.restore.SetInParent()
             msg.restore.version = op.version
@@ -323,9 +321,9 @@ class Transaction:
         elif kind == "merge":
             m = msg.merge
             op = Merge(_frags(m.fragments), tuple(m.schema), {k: bytes(v) for k, v in m.schema_metadata.items()},
-                       bool(m.merge_field_4))
+                       m.preserves_nullability)
         elif kind == "project":
-            op = Project(tuple(msg.project.schema), _varint_field(msg.project.SerializeToString(), 2) == 1)
+            op = Project(tuple(msg.project.schema), msg.project.preserves_nullability)
         elif kind == "restore":
             op = Restore(msg.restore.version)
         elif kind == "reserve_fragments":
@@ -348,46 +346,6 @@ class Transaction:
         except Exception as exc:  # DecodeError / ValueError from the protobuf runtime
             raise CorruptFileError(f"transaction does not decode: {exc}", path=path) from None
         return cls.from_pb(msg)
-
-
-#: ``Project.preserves_nullability = true`` as protobuf bytes (field 2, varint 1).
-_PROJECT_PRESERVES_NULLABILITY = b"\x10\x01"
-
-
-def _varint_field(raw: bytes, number: int) -> int | None:
-    """The value of top-level varint field ``number`` in serialized message ``raw`` (last wins)."""
-    pos, found = 0, None
-
-    def varint() -> int:
-        nonlocal pos
-        shift = value = 0
-        while True:
-            if pos >= len(raw):
-                raise CorruptFileError("truncated varint in transaction")
-            b = raw[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return value
-
-    while pos < len(raw):
-        key = varint()
-        wire = key & 7
-        if wire == 0:
-            value = varint()
-            if key >> 3 == number:
-                found = value
-        elif wire == 2:
-            length = varint()
-            pos += length
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise CorruptFileError(f"unsupported wire type {wire} in transaction")
-    return found
 
 
 def _has_update_maps(uc: Any) -> bool:

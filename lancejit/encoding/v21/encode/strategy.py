@@ -210,12 +210,19 @@ def _should_dict(block, params: FieldParams, version: tuple[int, int],
     return est / data_size < params.dict_size_ratio
 
 
-def _dictionary_encode(block):
-    """(u32 indices block, dictionary block); dictionary items in first-seen order."""
+def _dictionary_encode(block, nulls: np.ndarray | None = None):
+    """(u32 indices block, dictionary block); dictionary items in first-seen order.
+
+    Null slots (``nulls``) do not add their placeholder to the dictionary; they index item 0.
+    """
     import pyarrow.compute as pc
 
-    enc = pc.dictionary_encode(as_arrow(block))
-    idx = np.asarray(enc.indices).astype(np.uint32)
+    arr = as_arrow(block)
+    if nulls is not None and nulls.any():
+        arr = pa.Array.from_buffers(arr.type, len(arr), [pa.py_buffer(np.packbits(~nulls, bitorder="little"))]
+                                    + arr.buffers()[1:])
+    enc = pc.dictionary_encode(arr)
+    idx = np.asarray(enc.indices.fill_null(0)).astype(np.uint32)
     d = enc.dictionary
     if isinstance(block, FixedBlock):
         raw = block_from_arrow(d)
@@ -341,7 +348,7 @@ def encode_leaf_page(slots: LeafSlots, params: FieldParams, version: tuple[int, 
         if page is not None:
             return page
     if params.structural != "fullzip" and _should_dict(block, params, version, levels.value_nulls):
-        indices, dblock = _dictionary_encode(block)
+        indices, dblock = _dictionary_encode(block, levels.value_nulls)
         dict_bytes, dict_enc = blocks.compress_dictionary(dblock, version)
         chunks = _fixed_value_chunks(indices, FieldParams(rle_threshold=params.rle_threshold), False)
         return encode_miniblock(chunks, levels, version, (dict_bytes, dict_enc, dblock.num_values))
