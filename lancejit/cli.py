@@ -5,6 +5,9 @@ file's version, rows, schema and, per column, its pages with rows, bytes and lay
 names.  When ``URI`` is a dataset (a directory or prefix; ``--dataset-version N|TAG`` selects a
 version) it prints the dataset's versions, tags, schema and fragments instead.  Exit status: 0 on success, 1 when lancejit raises an error (message on stderr), 2 on
 bad usage.
+
+``lancejit bench store URI``, ``lancejit bench dataset URI`` and ``lancejit explain take URI
+--rows ...`` measure stores and datasets and show read plans (see :mod:`lancejit.bench.cli`).
 """
 
 from __future__ import annotations
@@ -179,7 +182,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="store option (repeatable), e.g. aws_endpoint=http://127.0.0.1:9000",
     )
     p.set_defaults(func=cmd_inspect)
+    from lancejit.bench.cli import add_bench_commands
+
+    add_bench_commands(sub, _add_storage_option)
     return parser
+
+
+def _add_storage_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--storage-option",
+        "-o",
+        action="append",
+        metavar="KEY=VALUE",
+        help="store option (repeatable), e.g. aws_endpoint=http://127.0.0.1:9000",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -129,6 +129,8 @@ class StoreResult:
             ax1.plot(xs, [p.p99 * 1e3 for p in pts], marker="x", linestyle="--", color=line.get_color(),
                      label=f"{human_bytes(size)} p99")
         ax1.set_xscale("log", base=2)
+        concs = sorted({p.concurrency for p in self.points})
+        ax1.set_xticks(concs, [str(c) for c in concs])
         ax1.set_yscale("log")
         ax1.set_xlabel("concurrent requests")
         ax1.set_ylabel("latency per request (ms)")

@@ -124,6 +124,9 @@ class AsyncLanceFileReader:
         self._store = store
         self._path = path
         self._scheduler = scheduler
+        # Decoders read through this: the reads of all projected fields issued in one loop
+        # tick become one scheduler batch (coalesced across columns).
+        self._ranges = _coalescing(scheduler)
         self._metadata = metadata
         self._decoders: dict[str, Any] = {}
         self._decoder_lock = threading.Lock()
@@ -287,7 +290,7 @@ class AsyncLanceFileReader:
             factory = decoder_factory(self._metadata.version)
             with self._decoder_lock:
                 missing = [t for t in missing if t not in self._decoders]
-                made = factory(self._scheduler, self._metadata, list(missing)) if missing else []
+                made = factory(self._ranges, self._metadata, list(missing)) if missing else []
             if inspect.isawaitable(made):
                 made = await made
             made = list(made)
@@ -342,6 +345,12 @@ class AsyncLanceFileReader:
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
         end = start + num_rows
 
+        decs = [decoders[t] for t in tops]
+        if all(hasattr(d, "range_steps") for d in decs) and all(self._window_rows(d, 1) >= num_rows for d in decs):
+            arrays = await _run_steps(self._ranges, [d.range_steps(start, end) for d in decs], start)
+            by_top = dict(zip(tops, [_chunked(a, d.field.type) for a, d in zip(arrays, decs)]))
+            return self._table(resolved, [by_top[t] for t, _, _ in resolved], num_rows)
+
         async def column(dec) -> pa.ChunkedArray:
             window = self._window_rows(dec, 1)
             if window >= num_rows:
@@ -368,7 +377,12 @@ class AsyncLanceFileReader:
         unique, inverse = await asyncio.to_thread(_sorted_unique, idx) if big else _sorted_unique(idx)
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
-        arrays = await asyncio.gather(*(decoders[t].take(unique) for t in tops))
+        decs = [decoders[t] for t in tops]
+        if all(hasattr(d, "take_steps") for d in decs):
+            # step-generator decoders (2.0, legacy): every field's step k in ONE read_ranges call
+            arrays = await _run_steps(self._ranges, [d.take_steps(unique) for d in decs], int(unique[0]))
+        else:
+            arrays = await asyncio.gather(*(d.take(unique) for d in decs))
         if inverse is not None:
             order = pa.array(inverse)
             if big:
@@ -433,6 +447,26 @@ class AsyncLanceFileReader:
         finally:
             for stream in streams.values():
                 await stream.aclose()
+
+
+def _coalescing(scheduler: Any) -> Any:
+    """``scheduler`` wrapped so same-tick reads of several decoders merge into one batch."""
+    from lancejit.io.coalesce import CoalescingReader
+
+    if isinstance(scheduler, CoalescingReader):
+        return scheduler
+    return CoalescingReader(scheduler)
+
+
+async def _run_steps(reader: Any, plans: list[Any], priority: int) -> list[Any]:
+    """Run step-generator plans in lockstep (one ``read_ranges`` per step for all of them)."""
+    from lancejit.encoding.v20.steps import run_plans
+
+    return await run_plans(reader, plans, priority=priority)
+
+
+def _chunked(array: Any, type_: pa.DataType) -> pa.ChunkedArray:
+    return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array], type=type_)
 
 
 def _struct_child(array: pa.Array, name: str) -> pa.Array:

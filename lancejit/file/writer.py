@@ -22,7 +22,7 @@ from lancejit.io.store import AsyncWriter
 from lancejit.io.sync import run_sync
 from lancejit.pb import file2_pb2, file_pb2
 
-from .writer_schema import file_schema_pb, is_structural_fsl
+from .writer_schema import file_schema_pb
 from .writer_sink import open_sink
 
 ALIGN = 64
@@ -207,7 +207,12 @@ class AsyncLanceFileWriter:
         and aborts the file (nothing is left at the destination)."""
         self._check_open()
         if self.schema is None:
-            self._initialize(data.schema)
+            try:
+                self._initialize(data.schema)
+            except BaseException:
+                self.schema = None
+                await self.abort()
+                raise
         if not _schemas_match(self.schema, data.schema):
             await self.abort()
             raise SchemaMismatchError(

@@ -37,6 +37,11 @@ T = TypeVar("T")
 #: Bytes a local writer buffers before handing them to a worker thread.
 WRITE_BUFFER_BYTES = 1 << 20
 
+#: A read batch of at most this many bytes runs inline on the event loop (a ``preadv`` from
+#: the page cache is cheaper than the two thread hand-offs of a worker); larger batches go to
+#: the worker pool so that big scans overlap with decoding.  0 disables inline reads.
+INLINE_READ_BYTES = int(os.environ.get("LANCEJIT_LOCAL_INLINE_READ_BYTES", str(2 << 20)))
+
 
 def _tmp_name(path: str) -> str:
     head, tail = os.path.split(path)
@@ -81,6 +86,8 @@ class LocalStore(ObjectStore):
 
     def __init__(self, config: IOConfig = LOCAL_IO, stats: IOStats | None = None) -> None:
         super().__init__(config, stats)
+        #: Batches of at most this many bytes are read inline on the loop (see INLINE_READ_BYTES).
+        self.inline_read_bytes = INLINE_READ_BYTES
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
 
@@ -143,7 +150,7 @@ class LocalStore(ObjectStore):
         total = sum(end - start for start, end in ranges)
         stats = self.stats
 
-        def work(cancel: threading.Event) -> list[memoryview]:
+        def work(cancel: threading.Event | None) -> list[memoryview]:
             buf = memoryview(bytearray(total))
             out: list[memoryview] = []
             fd = os.open(path, os.O_RDONLY)
@@ -156,7 +163,7 @@ class LocalStore(ObjectStore):
                     out.append(view.toreadonly())
                     if n == 0:
                         continue
-                    if cancel.is_set():
+                    if cancel is not None and cancel.is_set():
                         raise _Cancelled()
                     t0 = time.perf_counter()
                     got = 0
@@ -171,6 +178,14 @@ class LocalStore(ObjectStore):
                 os.close(fd)
             return out
 
+        if total <= self.inline_read_bytes:
+            try:
+                return work(None)
+            except BaseException as exc:
+                err = translate_error(exc, path)
+                if err is exc:
+                    raise
+                raise err
         return await self._run(path, work)
 
     async def read_tail(self, path: str, nbytes: int) -> tuple[int, memoryview]:

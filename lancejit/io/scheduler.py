@@ -36,7 +36,7 @@ from lancejit.core.config import IOConfig
 from lancejit.io._tasks import gather_all
 from lancejit.io.planner import PhysicalRead, assemble, plan_reads
 from lancejit.io.stats import IOStats
-from lancejit.io.store import ObjectStore, check_ranges, past_eof
+from lancejit.io.store import ObjectStore, past_eof
 
 Priority = tuple[int, int]
 
@@ -127,10 +127,11 @@ def io_queue(store: ObjectStore) -> IOQueue:
     return store.loop_local("io_queue", lambda: IOQueue(store.config))
 
 
-def pack_units(reads: Sequence[PhysicalRead], serial: bool, max_unit_bytes: int) -> list[list[int]]:
+def pack_units(reads: Sequence[Any], serial: bool, max_unit_bytes: int) -> list[list[int]]:
     """Group physical reads (indices) into units issued as one ``store.read_ranges`` call each.
 
-    ``serial`` stores get consecutive reads packed up to ``max_unit_bytes``; others one read per unit.
+    ``reads``: :class:`PhysicalRead` s or ``(start, end)`` pairs.  ``serial`` stores get
+    consecutive reads packed up to ``max_unit_bytes``; others one read per unit.
     """
     if not serial:
         return [[i] for i in range(len(reads))]
@@ -138,11 +139,12 @@ def pack_units(reads: Sequence[PhysicalRead], serial: bool, max_unit_bytes: int)
     current: list[int] = []
     size = 0
     for i, read in enumerate(reads):
-        if current and size + read.length > max_unit_bytes:
+        length = read.length if isinstance(read, PhysicalRead) else read[1] - read[0]
+        if current and size + length > max_unit_bytes:
             units.append(current)
             current, size = [], 0
         current.append(i)
-        size += read.length
+        size += length
     if current:
         units.append(current)
     return units
@@ -195,31 +197,50 @@ class FileScheduler:
         return self._size
 
     async def read_ranges(self, ranges: Sequence[tuple[int, int]], *, priority: int = 0) -> list[memoryview]:
-        """Read half-open byte ranges (any order, overlaps, repeats, empties): one buffer each, in order."""
-        ranges = check_ranges(ranges)
-        if self._size is not None:
-            for start, end in ranges:
+        """Read half-open byte ranges (any order, overlaps, repeats, empties): one buffer each, in order.
+
+        ``ranges`` may also be an ``(n, 2)`` integer array (planned without per-range Python work).
+        """
+        plan = plan_reads(ranges, self.config.block_size, self.config.max_request_size)
+        if not plan.read_starts:
+            return assemble(plan, [])
+        if self._size is not None and plan.max_end > self._size:
+            for start, end in plan.requested:
                 if end > self._size:
                     raise past_eof(self.path, start, end, self._size)
-        plan = plan_reads(ranges, self.config.block_size, self.config.max_request_size)
-        if not plan.reads:
-            return assemble(plan, [])
         prio: Priority = (self.base_priority, priority)
         queue = io_queue(self.store)
-        reads = plan.reads
-        units = pack_units(reads, self.store.serial_batches, self.config.max_request_size)
-        buffers: list[Any] = [None] * len(reads)
+        pairs = list(zip(plan.read_starts, plan.read_ends))
         total = plan.bytes_read
+        store = self.store
+        stats = self.stats
+        if len(pairs) == 1 or (store.serial_batches and total <= self.config.max_request_size):
+            # One unit: no tasks, no per-unit bookkeeping.
+            await queue.bytes.acquire(prio, total)
+            try:
+                await queue.iops.acquire(prio)
+                try:
+                    t0 = time.perf_counter()
+                    buffers = await store.read_ranges(self._path, pairs)
+                finally:
+                    queue.iops.release()
+            finally:
+                queue.bytes.release(total)
+            if stats is not None:
+                stats.record_read(total, time.perf_counter() - t0, requests=len(pairs))
+            return assemble(plan, buffers)
+        units = pack_units(pairs, store.serial_batches, self.config.max_request_size)
+        buffers: list[Any] = [None] * len(pairs)
 
         async def run_unit(unit: list[int]) -> None:
             await queue.iops.acquire(prio)
             try:
                 t0 = time.perf_counter()
-                got = await self.store.read_ranges(self._path, [(reads[i].start, reads[i].end) for i in unit])
+                got = await store.read_ranges(self._path, [pairs[i] for i in unit])
             finally:
                 queue.iops.release()
-            if self.stats is not None:
-                self.stats.record_read(sum(len(b) for b in got), time.perf_counter() - t0, requests=len(unit))
+            if stats is not None:
+                stats.record_read(sum(len(b) for b in got), time.perf_counter() - t0, requests=len(unit))
             for i, buf in zip(unit, got):
                 buffers[i] = buf
 

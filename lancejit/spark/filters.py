@@ -3,7 +3,7 @@
 Only filters whose lancejit evaluation is exactly Spark's are translated: top-level columns
 of integer, string or boolean type compared with values of the same kind (no floats: Spark's
 ``NaN = NaN`` is true; no timestamps/decimals: zone and scale subtleties), strings without
-backslashes or backticks.  Everything else returns ``None`` and is left to Spark.
+backslashes (and not holding both quote kinds), column names without backticks.  Everything else returns ``None`` and is left to Spark.
 """
 
 from __future__ import annotations
@@ -61,7 +61,11 @@ def _literal(value: Any, kind: str) -> str | None:
     if kind == "str":
         if not isinstance(value, str) or "\\" in value:
             return None
-        return "'" + value.replace("'", "''") + "'"
+        if "'" not in value:
+            return f"'{value}'"
+        if '"' not in value:
+            return f'"{value}"'
+        return None
     return None
 
 

@@ -10,8 +10,9 @@
 * :meth:`LanceWriter.commit` (a separate Python worker: it only uses the store): ONE
   Append or Overwrite version through :mod:`lancejit.table.commit` (conflicts retried there).
   A dataset that does not exist yet is created by an Overwrite at version 1.
-* :meth:`LanceWriter.abort`: removes the files of the messages it gets and every other file of
-  this job id under ``data/`` (tasks cancelled mid-write).
+* :meth:`LanceWriter.abort`: writes the job's abort marker (``_spark_aborts/<job id>``), then
+  removes the files of the messages it gets and every other file of this job id under ``data/``;
+  tasks still running check the marker after publishing and remove their own files.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ from lancejit.core.errors import (
 from .options import WriteOptions
 
 DATA_DIR = "data"
+#: ``<root>/_spark_aborts/<job id>``: written by :meth:`LanceWriter.abort` before it removes the
+#: job's files; a task that publishes a file checks it afterwards and removes its own files, so
+#: tasks finishing after the abort leave nothing behind either.
+ABORTS_DIR = "_spark_aborts"
 _FILE_VERSIONS = {"2.0": (2, 0), "0.3": (2, 0), "2.1": (2, 1), "2.2": (2, 2), "stable": (2, 2)}
 DEFAULT_FILE_VERSION = "2.2"
 
@@ -133,6 +138,11 @@ class LanceWriter(DataSourceArrowWriter):
         fields = [file_pb2.Field.FromString(b) for b in self.lance_fields_pb]
         return LanceSchema.from_pb(fields, self.schema_metadata)
 
+    def _abort_marker(self, root: str) -> str:
+        from lancejit.io.store import join_path
+
+        return join_path(root, ABORTS_DIR, self.job_id)
+
     def _data_path(self, root: str, name: str) -> str:
         from lancejit.io.store import join_path
 
@@ -206,6 +216,10 @@ class LanceWriter(DataSourceArrowWriter):
                     if rows_in_file >= self.max_rows_per_file:
                         finish()
             finish()
+            if done and run_sync(store.exists(self._abort_marker(root))):
+                from lancejit.core.errors import CommitConflictError
+
+                raise CommitConflictError(f"write job {self.job_id} on {self.uri} was aborted")
         except BaseException:
             if current is not None:
                 try:
@@ -273,6 +287,10 @@ class LanceWriter(DataSourceArrowWriter):
         from lancejit.io.sync import run_sync
 
         store, root = _store(self.uri, self.storage_options)
+        try:
+            run_sync(store.put(self._abort_marker(root), self.job_id.encode()))
+        except Exception:  # noqa: BLE001 - still remove what can be removed
+            pass
         paths = {self._data_path(root, f.name) for m in messages if m is not None for f in m.files}
         try:
             listed = run_sync(store.list(self._data_path(root, ""), recursive=False))

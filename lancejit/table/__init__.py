@@ -10,6 +10,7 @@ from .dataset import Dataset, Scanner, dataset, open_dataset_async
 from .describe import describe, describe_async
 from .fragment import FragmentInfo
 from .versions import Tag
+from .write import write_dataset, write_dataset_async
 
 #: The reference's class name for a dataset.
 LanceDataset = Dataset
@@ -24,4 +25,6 @@ __all__ = [
     "describe",
     "describe_async",
     "open_dataset_async",
+    "write_dataset",
+    "write_dataset_async",
 ]

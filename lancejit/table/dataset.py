@@ -287,9 +287,12 @@ class Dataset:
         return await list_tags(self._ctx.store, self._ctx.root, self._ctx.stats)
 
     @property
-    def tags(self) -> list[Tag]:
-        """All tags (``Tag(name, version, ...)``), sorted by name."""
-        return run_sync(self.tags_async())
+    def tags(self) -> "Tags":
+        """The tags: iterate for ``Tag(name, version, ...)`` sorted by name; ``create(name,
+        version)``, ``update``, ``delete(name)``, ``list()`` (see :class:`.maintenance.Tags`)."""
+        from .maintenance import Tags
+
+        return Tags(self)
 
     def list_tags(self) -> dict[str, dict[str, Any]]:
         """Tags as the reference's ``ds.tags.list()`` shows them."""
@@ -436,6 +439,90 @@ class Dataset:
 
     def __len__(self) -> int:
         return self.count_rows()
+
+    # ------------------------------------------------------------------ writes (thin wrappers)
+    async def delete_async(self, predicate: str | pc.Expression) -> "Dataset":
+        from .mutate import delete_async
+
+        return await delete_async(self, predicate)
+
+    def delete(self, predicate: str | pc.Expression) -> "Dataset":
+        """Delete the rows matching ``predicate``; returns the new version (see :mod:`.mutate`)."""
+        return run_sync(self.delete_async(predicate))
+
+    async def update_async(self, values: dict[str, Any], where: str | pc.Expression | None = None,
+                           **kwargs: Any) -> "Dataset":
+        from .mutate import update_async
+
+        return await update_async(self, values, where, **kwargs)
+
+    def update(self, values: dict[str, Any], where: str | pc.Expression | None = None, **kwargs: Any) -> "Dataset":
+        """Set ``values`` (column -> SQL expression or value) where ``where``; returns the new version."""
+        return run_sync(self.update_async(values, where, **kwargs))
+
+    async def add_columns_async(self, transforms: Any, read_columns: Sequence[str] | None = None) -> "Dataset":
+        from .evolve import add_columns_async
+
+        return await add_columns_async(self, transforms, read_columns)
+
+    def add_columns(self, transforms: Any, read_columns: Sequence[str] | None = None) -> "Dataset":
+        """Add columns (SQL expressions, a batch function, aligned data or null fields; see :mod:`.evolve`)."""
+        return run_sync(self.add_columns_async(transforms, read_columns))
+
+    async def drop_columns_async(self, columns: Sequence[str]) -> "Dataset":
+        from .evolve import drop_columns_async
+
+        return await drop_columns_async(self, columns)
+
+    def drop_columns(self, columns: Sequence[str]) -> "Dataset":
+        return run_sync(self.drop_columns_async(columns))
+
+    async def alter_columns_async(self, *alterations: dict[str, Any]) -> "Dataset":
+        from .evolve import alter_columns_async
+
+        return await alter_columns_async(self, *alterations)
+
+    def alter_columns(self, *alterations: dict[str, Any]) -> "Dataset":
+        """Rename / relax nullability: ``alter_columns({"path": "a", "name": "b"})``."""
+        return run_sync(self.alter_columns_async(*alterations))
+
+    async def restore_async(self, version: int | str | None = None) -> "Dataset":
+        from .maintenance import restore_async
+
+        return await restore_async(self, version)
+
+    def restore(self, version: int | str | None = None) -> "Dataset":
+        """Make ``version`` (default: this one) the latest version again; returns it."""
+        return run_sync(self.restore_async(version))
+
+    def create_tag(self, name: str, version: int | None = None) -> Tag:
+        return self.tags.create(name, version)
+
+    def delete_tag(self, name: str) -> None:
+        self.tags.delete(name)
+
+    async def cleanup_old_versions_async(self, older_than: Any = None, *, delete_unverified: bool = False,
+                                         error_if_tagged_old_versions: bool = True) -> Any:
+        from .maintenance import cleanup_old_versions_async
+
+        return await cleanup_old_versions_async(self, older_than, delete_unverified=delete_unverified,
+                                                error_if_tagged_old_versions=error_if_tagged_old_versions)
+
+    def cleanup_old_versions(self, older_than: Any = None, *, delete_unverified: bool = False,
+                             error_if_tagged_old_versions: bool = True) -> Any:
+        """Remove versions older than ``older_than`` (a timedelta) and files only they use."""
+        return run_sync(self.cleanup_old_versions_async(
+            older_than, delete_unverified=delete_unverified,
+            error_if_tagged_old_versions=error_if_tagged_old_versions))
+
+    async def insert_async(self, data: Any, mode: str = "append", **kwargs: Any) -> "Dataset":
+        from .write import write_dataset_async
+
+        return await write_dataset_async(data, self.uri, mode, storage_options=self._ctx.storage_options, **kwargs)
+
+    def insert(self, data: Any, mode: str = "append", **kwargs: Any) -> "Dataset":
+        """Append (or overwrite with ``mode="overwrite"``) ``data``; returns the new version."""
+        return run_sync(self.insert_async(data, mode, **kwargs))
 
     def __repr__(self) -> str:
         return f"lancejit.Dataset({self.uri!r}, version={self.version})"

@@ -50,6 +50,7 @@ async def test_batch_is_one_handoff(tmp_path):
     with open(path, "wb") as f:
         f.write(bytes(range(256)) * 100)
     store = LocalStore()
+    store.inline_read_bytes = 0  # small batches are read inline; force the worker path here
     calls = []
     real_submit = store.executor.submit
 

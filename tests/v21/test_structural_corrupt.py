@@ -33,9 +33,11 @@ def _table(rng, n):
     )
 
 
-async def _read_everything(data: bytes, meta, rng) -> None:
+async def _read_everything(data: bytes, meta, rng, column: int | None = None) -> None:
     reader = BytesReader(data)
     decs = make_field_decoders(reader, meta, [f.name for f in meta.arrow_schema])
+    if column is not None:  # only the field owning that column
+        decs = [d for d in decs if any(lc.ctx.column_index == column for lc in d.leaves)]
     n = meta.num_rows
     idx = np.unique(rng.integers(0, n, size=20))
     for d in decs:
@@ -90,9 +92,45 @@ def test_truncated_pages(tmp_path, version):
                     cols[col.index] = dataclasses.replace(col, pages=tuple(pages))
                     m2 = dataclasses.replace(meta, columns=tuple(cols), cache=None)
                     try:
-                        asyncio.run(_read_everything(good, m2, rng))
+                        asyncio.run(_read_everything(good, m2, rng, col.index))
                     except LanceJitError:
                         pass
                     except Exception as exc:  # noqa: BLE001
                         foreign.append(f"col {col.index} page {pi} buf {bi} cut {cut}: {exc!r}"[:300])
+    assert not foreign, foreign
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_mutated_page_messages(tmp_path, version):
+    """Nonsense values in the page layout messages (counts, widths, flags) raise lancejit errors."""
+    rng = np.random.default_rng(8)
+    path = write_lance(tmp_path / "m.lance", _table(rng, 400), version, 16 * 1024)
+    good = path.read_bytes()
+    meta = asyncio.run(open_file_metadata(BytesReader(good)))
+    mutations = {
+        "mini_block_layout": [("num_items", [0, 1, 10**9]), ("num_buffers", [0, 3]), ("repetition_index_depth", [0, 2]),
+                              ("has_large_chunk", [True, False]), ("num_dictionary_items", [0, 10**6])],
+        "full_zip_layout": [("bits_def", [0, 7, 16]), ("bits_rep", [0, 3]), ("bits_per_value", [8, 24]), ("bits_per_offset", [32, 64])],
+        "all_null_layout": [("num_def_values", [0, 5, 10**7]), ("num_rep_values", [3])],
+    }
+    foreign = []
+    for col in meta.columns:
+        for pi, page in enumerate(col.pages):
+            which = page.encoding.WhichOneof("layout")
+            for fname, values in mutations.get(which, []):
+                for v in values:
+                    enc = type(page.encoding)()
+                    enc.CopyFrom(page.encoding)
+                    setattr(getattr(enc, which), fname, v)
+                    pages = list(col.pages)
+                    pages[pi] = dataclasses.replace(page, encoding=enc)
+                    cols = list(meta.columns)
+                    cols[col.index] = dataclasses.replace(col, pages=tuple(pages))
+                    m2 = dataclasses.replace(meta, columns=tuple(cols), cache=None)
+                    try:
+                        asyncio.run(_read_everything(good, m2, rng, col.index))
+                    except LanceJitError:
+                        pass
+                    except Exception as exc:  # noqa: BLE001
+                        foreign.append(f"col {col.index} {which}.{fname}={v}: {exc!r}"[:300])
     assert not foreign, foreign

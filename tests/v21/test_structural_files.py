@@ -95,3 +95,14 @@ def test_nested(tmp_path, version, seed, n, page):
     rng = np.random.default_rng(seed)
     path = write_lance(tmp_path / "n.lance", _nested(rng, n), version, page)
     check_file(path, rng)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_parallel_piece_decode(tmp_path, monkeypatch, version):
+    """Large runs decode as parallel pieces split at chunk boundaries (forced on small data)."""
+    import lancejit.encoding.v21.miniblock as mb
+
+    monkeypatch.setattr(mb, "PARALLEL_DECODE_BYTES", 1)
+    rng = np.random.default_rng(9)
+    path = write_lance(tmp_path / "p.lance", _scalars(rng, 20000), version)
+    check_file(path, rng)

@@ -107,3 +107,27 @@ def test_take_iops_on_store_counters(tmp_path, version):
         assert got.column(name).to_pylist() == t.column(name).take(pa.array(idx)).to_pylist()
         used = r.io_stats().read_iops - before
         assert 0 < used <= bound, (name, used, bound)
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_take_list_column_reads_few_chunks(tmp_path, version):
+    """A take on a list column (mini-block with repetition index) reads, with metadata cached,
+    at most one range per requested row and well under the whole page."""
+    rng = np.random.default_rng(4)
+    n = 20000
+    t = pa.table({"l": D.lists(rng, n, D.ints(rng, 5 * n, pa.int64())), "ls": D.lists(rng, n, D.strings(rng, 5 * n))})
+    path = write_lance(tmp_path / "l.lance", t, version)
+    reader = BytesReader(path.read_bytes())
+    meta = dataclasses.replace(asyncio.run(open_file_metadata(reader)), cache=FileCache())
+    idx = np.unique(rng.integers(0, n, size=30))
+    for i, name in enumerate(["l", "ls"]):
+        page = meta.columns[i].pages[0]
+        assert page.encoding.WhichOneof("layout") == "mini_block_layout"
+        assert page.encoding.mini_block_layout.repetition_index_depth == 1
+        dec = make_field_decoders(reader, meta, [name])[0]
+        asyncio.run(dec.take(idx[:3]))  # loads chunk table + repetition index
+        reader.reset()
+        got = asyncio.run(dec.take(idx))
+        assert got.to_pylist() == t.column(name).take(pa.array(idx)).to_pylist()
+        assert reader.calls == 1 and len(reader.ranges) <= len(idx)
+        assert sum(e - s for s, e in reader.ranges) < page.buffer_sizes[1] // 2

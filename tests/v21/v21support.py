@@ -115,7 +115,7 @@ def reference(path: Path):
 
 def tables_equal(a: pa.Table, b: pa.Table) -> None:
     """Assert equal (schema and values); NaN equals NaN."""
-    assert a.schema.remove_metadata() == b.schema.remove_metadata() or a.schema == b.schema, (a.schema, b.schema)
+    assert a.schema.equals(b.schema, check_metadata=True), (a.schema, b.schema)
     assert a.num_rows == b.num_rows, (a.num_rows, b.num_rows)
     for name in a.column_names:
         x = a.column(name).combine_chunks() if a.num_rows else a.column(name)

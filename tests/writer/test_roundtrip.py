@@ -268,3 +268,44 @@ def test_fixed_size_list_of_struct_needs_v22(tmp_path, version):
     with pytest.raises(NotSupportedError):
         _write(tmp_path / "x.lance", t, version)
     assert not (tmp_path / "x.lance").exists()
+
+
+@pytest.mark.parametrize("version", ["2.2", "2.1", "2.0"])
+def test_extension_types_bfloat16(tmp_path, version):
+    arrow_mod = pytest.importorskip("lance.arrow")
+    rng = np.random.default_rng(8)
+    vals = [None if i % 9 == 0 else float(x) for i, x in enumerate(rng.standard_normal(4000).round(2))]
+    bf = arrow_mod.bfloat16_array(vals)
+    t = pa.table({"bf": bf.slice(0, 500), "vec": pa.FixedSizeListArray.from_arrays(arrow_mod.bfloat16_array(vals), 8)})
+    p = tmp_path / "bf.lance"
+    _write(p, t, version, batches=2)
+    got = lance_file.LanceFileReader(str(p)).read_all().to_table()
+    for name in t.column_names:
+        assert got[name].type == t[name].type
+        assert got[name].combine_chunks().equals(t[name].combine_chunks())
+
+
+def _edge_cases():
+    return {
+        "empty_strs": pa.array([""] * 5000),
+        "empty_strs_nulls": pa.array(["" if i % 2 else None for i in range(5000)]),
+        "len255": pa.array(["x" * 255 + str(i % 10) for i in range(3000)]),
+        "len256": pa.array(["y" * 256 + str(i) for i in range(3000)]),
+        "empty_bin_large": pa.array([b""] * 100, pa.large_binary()),
+        "one_huge": pa.array([b"z" * (3 << 20)], pa.large_binary()),
+        "neg_ints": pa.array(-np.arange(5000)),
+        "u64max": pa.array(np.full(3000, np.iinfo(np.uint64).max, dtype=np.uint64)),
+        "lists_all_empty": pa.array([[]] * 3000, pa.list_(pa.string())),
+        "lists_big": pa.array([list(range(20000))] * 3, pa.list_(pa.int32())),
+    }
+
+
+@pytest.mark.parametrize("version", ["2.2", "2.1", "2.0"])
+@pytest.mark.parametrize("page", [None, 100])
+@pytest.mark.parametrize("case", list(_edge_cases()))
+def test_edge_cases(tmp_path, version, page, case):
+    arr = _edge_cases()[case]
+    t = pa.table({"a": arr})
+    p = tmp_path / "e.lance"
+    _write(p, t, version, max_page_bytes=page)
+    _check(p, t)

@@ -58,3 +58,22 @@ def test_schema_mismatch_leaves_no_object(any_store_root):
     with pytest.raises(SchemaMismatchError):
         w.write_batch(pa.table({"x": pa.array([1])}))
     assert not _exists(uri, opts)
+
+
+@pytest.mark.parametrize("store_root", ["s3", "gcs"], indirect=True)
+def test_multipart_upload(store_root, tmp_path):
+    """A file larger than one upload part (8 MiB) streams as a multipart / resumable upload."""
+    rng = np.random.default_rng(12)
+    t = pa.table({"x": pa.array(rng.standard_normal(1_200_000))})  # ~9.6 MB, incompressible
+    local = tmp_path / "ref.lance"
+    with LanceFileWriter(str(local), t.schema) as w:
+        for b in t.to_batches(max_chunksize=300_000):
+            w.write_batch(b)
+    uri = store_root.join("big.lance")
+    opts = store_root.storage_options
+    store, _ = open_store(uri, opts)
+    assert local.stat().st_size > store.part_size
+    with LanceFileWriter(uri, t.schema, storage_options=opts) as w:
+        for b in t.to_batches(max_chunksize=300_000):
+            w.write_batch(b)
+    assert _read_bytes(uri, opts) == local.read_bytes()

@@ -9,7 +9,8 @@ Callers validate ``offsets`` (monotonic, within ``codes``) before calling.
 
 from __future__ import annotations
 
-from numba import njit
+import numpy as np
+from numba import njit, uint64
 
 #: The escape code: the next byte is a literal.
 FSST_ESCAPE = 255
@@ -20,24 +21,29 @@ def fsst_decoded_lengths(codes, offsets, num_values, sym_lens, n_symbols, out_le
     """Fill ``out_lengths[i]`` with the decoded byte length of value i.
 
     Returns -1 if every value is well formed, else the index of the first value that uses a
-    code ``>= n_symbols`` or ends with a dangling escape byte.
+    code ``>= n_symbols`` or ends with a dangling escape byte.  (Unsigned positions and a
+    256-entry table of valid codes keep the inner loop to one predictable branch.)
     """
+    one = uint64(1)
+    adv = np.zeros(256, np.uint64)
+    ok = np.zeros(256, np.bool_)
+    for c in range(min(n_symbols, 255)):
+        adv[c] = sym_lens[c]
+        ok[c] = True
     for i in range(num_values):
-        pos = offsets[i]
-        end = offsets[i + 1]
-        total = 0
+        pos = uint64(offsets[i])
+        end = uint64(offsets[i + 1])
+        total = uint64(0)
         while pos < end:
             c = codes[pos]
-            if c == 255:
-                if pos + 1 >= end:
-                    return i
-                total += 1
-                pos += 2
+            if ok[c]:
+                total += adv[c]
+                pos += one
+            elif c == 255 and pos + one < end:
+                total += one
+                pos += uint64(2)
             else:
-                if c >= n_symbols:
-                    return i
-                total += sym_lens[c]
-                pos += 1
+                return i
         out_lengths[i] = total
     return -1
 
@@ -45,21 +51,52 @@ def fsst_decoded_lengths(codes, offsets, num_values, sym_lens, n_symbols, out_le
 @njit(cache=True, nogil=True)
 def fsst_decode(codes, offsets, num_values, sym_bytes, sym_lens, out_offsets, out_data):  # pragma: no cover
     """Decode values into ``out_data`` at ``out_offsets`` (computed from the size pass;
-    ``out_offsets[i]`` is where value i starts).  The input must have passed
-    :func:`fsst_decoded_lengths`."""
+    ``out_offsets[i]`` is where value i starts, non-decreasing).  The input must have passed
+    :func:`fsst_decoded_lengths`.
+
+    Each symbol is written as one 8-byte word while at least 8 bytes of ``out_data`` remain
+    (the bytes past the symbol are overwritten by the values that follow), byte by byte near
+    the end.  Indices are unsigned so no negative-index wraparound code is generated.
+    """
+    one = uint64(1)
+    two = uint64(2)
+    eight = uint64(8)
+    mask = uint64(0xFF)
+    words = np.zeros(256, np.uint64)
+    lens = np.zeros(256, np.uint64)
+    for c in range(min(sym_bytes.shape[0], 256)):
+        w = uint64(0)
+        for k in range(min(sym_bytes.shape[1], 8)):
+            w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
+        words[c] = w
+        lens[c] = sym_lens[c]
+    cap = uint64(out_data.shape[0])
     for i in range(num_values):
-        pos = offsets[i]
-        end = offsets[i + 1]
-        o = out_offsets[i]
+        pos = uint64(offsets[i])
+        end = uint64(offsets[i + 1])
+        o = uint64(out_offsets[i])
         while pos < end:
             c = codes[pos]
             if c == 255:
-                out_data[o] = codes[pos + 1]
-                o += 1
-                pos += 2
+                out_data[o] = codes[pos + one]
+                o += one
+                pos += two
             else:
-                n = sym_lens[c]
-                for k in range(n):
-                    out_data[o + k] = sym_bytes[c, k]
+                n = lens[c]
+                w = words[c]
+                if o + eight <= cap:
+                    out_data[o] = w & mask
+                    out_data[o + uint64(1)] = (w >> uint64(8)) & mask
+                    out_data[o + uint64(2)] = (w >> uint64(16)) & mask
+                    out_data[o + uint64(3)] = (w >> uint64(24)) & mask
+                    out_data[o + uint64(4)] = (w >> uint64(32)) & mask
+                    out_data[o + uint64(5)] = (w >> uint64(40)) & mask
+                    out_data[o + uint64(6)] = (w >> uint64(48)) & mask
+                    out_data[o + uint64(7)] = (w >> uint64(56)) & mask
+                else:
+                    k = uint64(0)
+                    while k < n:
+                        out_data[o + k] = (w >> (eight * k)) & mask
+                        k += one
                 o += n
-                pos += 1
+                pos += one

@@ -124,7 +124,8 @@ def binary(arr: pa.Array, first: int, compression: tuple[str, int | None] | None
 
 
 def should_dictionary(arr: pa.Array) -> bool:
-    if len(arr) < DICT_MIN_ROWS:
+    """Low-cardinality ``utf8`` pages (as the reference: not binary, not large types)."""
+    if not pa.types.is_string(arr.type) or len(arr) < DICT_MIN_ROWS:
         return False
     return pc.count_distinct(arr).as_py() < DICT_MAX_ITEMS
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 from lancejit.core.errors import NotSupportedError
 from lancejit.encoding.v21.encode.page import EncodedPage
 
-from lancejit.encoding.v21.encode.levels import concat_arrays
+from lancejit.encoding.v21.encode.levels import concat_arrays, storage_array, storage_field
 
 from lancejit.encoding.v21.encode import general
 
@@ -124,6 +124,8 @@ class FieldEncoder20:
         self.defaults = {(k.encode() if isinstance(k, str) else k): (v.encode() if isinstance(v, str) else v)
                          for k, v in (defaults or {}).items()}
         self.field = f
+        f = storage_field(f)
+        self.storage = f.type
         self.page_bytes = page_bytes
         self.columns: list[_Column] = []
         self._plan = self._build(f, first_column)
@@ -172,7 +174,7 @@ class FieldEncoder20:
         """Buffer the rows of ``arr``; returns ``(column, page, first_row)`` ready to write."""
         from lancejit.encoding.v21.encode.field import compact
 
-        out = self._add(self._plan, arr)
+        out = self._add(self._plan, storage_array(arr, self.storage))
         for c in self.columns:
             c.pending = [compact(a) for a in c.pending]
         return out

@@ -69,7 +69,6 @@ def _inline_pack(words: np.ndarray, bits: int) -> bytes:
 def _ool_pack(words: np.ndarray, bits: int, width: int) -> bytes:
     dt = uint_dtype(bits)
     n = words.shape[0]
-    lanes = 1024 // bits
     wpb = (1024 * width + bits - 1) // bits
     whole = n // 1024
     rem = n - whole * 1024
@@ -89,7 +88,6 @@ def _ool_pack(words: np.ndarray, bits: int, width: int) -> bytes:
             parts.append(out.tobytes())
         else:
             parts.append(np.ascontiguousarray(words[whole * 1024 :]).tobytes())
-    del lanes
     return b"".join(parts)
 
 

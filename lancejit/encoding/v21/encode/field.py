@@ -13,7 +13,8 @@ import pyarrow as pa
 from lancejit.core.errors import NotSupportedError
 
 from .allnull import simple_all_null
-from .levels import Leaf, LeafSlots, concat_slots, leaf_slots, leaves_of
+from .levels import (Leaf, LeafSlots, concat_slots, leaf_slots, leaves_of, storage_array,
+                     storage_field)
 from .page import EncodedPage
 from .strategy import FieldParams, encode_leaf_page
 
@@ -85,6 +86,8 @@ class FieldEncoder:
                  defaults: dict | None = None) -> None:
         """``defaults``: writer-level ``lance-encoding:*`` options (field metadata wins)."""
         self.field = f
+        f = storage_field(f)
+        self.storage = f.type
         self.version = version
         self.page_bytes = page_bytes
         self.leaves = [_LeafColumn(lf, first_column + i, defaults) for i, lf in enumerate(leaves_of(f))]
@@ -112,6 +115,7 @@ class FieldEncoder:
         """Buffer ``arr`` (rows of this field); returns pages ready to write:
         ``(column_index, page, first_row)``."""
         out = []
+        arr = storage_array(arr, self.storage)
         for piece in self._split(arr):
             for leaf in self.leaves:
                 leaf.add(piece)

@@ -13,7 +13,7 @@ import numpy as np
 from lancejit.pb import encodings_v2_1_pb2 as pb21
 
 from . import general, pbutil
-from .data import FixedBlock, FslBlock, VarBlock
+from .data import FslBlock, VarBlock
 from .levels import Levels
 from .page import EncodedPage
 
@@ -140,19 +140,23 @@ def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: i
             cb = ctrl.view(np.uint8).reshape(n_slots, width)
             for j in range(width):
                 mv[starts + j] = cb[:, j]
-        ldt = np.uint32 if width_off == 4 else np.uint64
         idxs = np.flatnonzero(has_val)
-        for s in idxs:
-            vi = slot_val[s]
-            p = int(starts[s]) + width
-            ln = int(lens[vi])
-            out[p : p + width_off] = int(ln).to_bytes(width_off, "little")
-            p += width_off
+        if idxs.size:
+            vis = slot_val[idxs]
+            lpos = starts[idxs] + width
+            lb = lens[vis].astype(f"<u{width_off}").view(np.uint8).reshape(-1, width_off)
+            mv[lpos[:, None] + np.arange(width_off)[None, :]] = lb
             if payloads is not None:
-                out[p : p + ln] = payloads[vi]
+                src_bytes = np.frombuffer(b"".join(payloads[v] for v in vis), dtype=np.uint8)
+                src_starts = np.concatenate([[0], np.cumsum(lens[vis])[:-1]]).astype(np.int64)
             else:
-                out[p : p + ln] = data[offs[vi] : offs[vi + 1]].tobytes()
-        del ldt
+                src_bytes = np.asarray(data)
+                src_starts = offs[vis]
+            ln = lens[vis].astype(np.int64)
+            total = int(ln.sum())
+            if total:
+                rel = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
+                mv[np.repeat(lpos + width_off, ln) + rel] = src_bytes[np.repeat(src_starts, ln) + rel]
         row_starts = starts[new_row] if new_row is not None else starts
         est = len(data) + width * n_slots + width_off * block.num_values
         rep_idx = np.concatenate([row_starts, [len(out)]]).astype(np.uint64)

@@ -367,3 +367,30 @@ def concat_arrays(arrays: list[pa.Array]) -> pa.Array:
         if pa.types.is_dictionary(arrays[0].type):
             return pa.chunked_array(arrays).unify_dictionaries().combine_chunks()
         raise
+
+
+def storage_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every extension type replaced by its storage type (same physical layout)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return storage_type(t.storage_type)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(storage_type(t.value_type)), t.list_size)
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(storage_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(storage_type(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(storage_type(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(storage_type(t.key_type)),
+                       t.item_field.with_type(storage_type(t.item_type)), t.keys_sorted)
+    return t
+
+
+def storage_field(f: pa.Field) -> pa.Field:
+    return f.with_type(storage_type(f.type))
+
+
+def storage_array(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """A zero-copy view of ``arr`` with storage type ``t`` (no-op when already of that type)."""
+    return arr if arr.type == t else arr.view(t)

@@ -1,0 +1,145 @@
+"""``df.write.format("lancejit")``: one version per job, read back exactly by pylance 14."""
+
+from __future__ import annotations
+
+import os
+import pyarrow as pa
+import pytest
+
+import lance
+from pyspark import InheritableThread
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+
+ROWS_SQL = [
+    "id",
+    "cast(id % 7 AS INT) AS small",
+    "CASE WHEN id % 5 = 0 THEN NULL ELSE concat('name-', id) END AS name",
+    "id * 0.5D AS score",
+    "array(cast(id AS FLOAT), cast(id + 1 AS FLOAT), 2.5F) AS vec",
+    "CASE WHEN id % 3 = 0 THEN NULL ELSE sequence(0, cast(id % 4 AS INT)) END AS lst",
+    "named_struct('x', cast(id AS INT), 'y', CASE WHEN id % 2 = 0 THEN NULL ELSE 'odd' END) AS st",
+    "map('k', cast(id AS INT)) AS m",
+    "cast(id / 8 AS DECIMAL(10, 3)) AS dec",
+    "timestamp_seconds(1700000000 + id) AS ts",
+    "cast(timestamp_seconds(1600000000 + id * 60) AS TIMESTAMP_NTZ) AS ntz",
+    "date_add(DATE'2020-01-01', cast(id AS INT)) AS day",
+    "id % 2 = 0 AS flag",
+    "cast(concat('b', id) AS BINARY) AS raw",
+]
+
+
+def _frame(spark, start: int, n: int, partitions: int = 4):
+    return spark.range(start, start + n, numPartitions=partitions).selectExpr(*ROWS_SQL)
+
+
+def _same(df_arrow: pa.Table, lance_table: pa.Table) -> None:
+    """Rows equal after casting pylance's table to Spark's Arrow types (sorted by id)."""
+    got = lance_table.sort_by("id")
+    want = df_arrow.sort_by("id")
+    assert got.column_names == want.column_names
+    for name in want.column_names:
+        assert got.column(name).cast(want.column(name).type).to_pylist() == want.column(name).to_pylist(), name
+
+
+def _files(uri: str) -> set[str]:
+    data = os.path.join(uri, "data")
+    return set(os.listdir(data)) if os.path.isdir(data) else set()
+
+
+def test_create_append_overwrite(spark, tmp_path):
+    uri = str(tmp_path / "out.lance")
+    first = _frame(spark, 0, 200)
+    first.write.format("lancejit").mode("append").save(uri)  # creates: Overwrite at version 1
+    ds = lance.dataset(uri)
+    assert ds.version == 1
+    assert len(ds.get_fragments()) == 4  # one data file per task
+    expected1 = first.toArrow()
+    _same(expected1, ds.to_table())
+
+    second = _frame(spark, 200, 120, partitions=5)
+    second.write.format("lancejit").mode("append").save(uri)
+    ds = lance.dataset(uri)
+    assert ds.version == 2
+    assert [v["version"] for v in ds.versions()] == [1, 2]
+    _same(pa.concat_tables([expected1, second.toArrow()]), ds.to_table())
+    assert lance.dataset(uri, version=1).count_rows() == 200
+
+    # lancejit reads what it wrote, through Spark too
+    back = spark.read.format("lancejit").load(uri)
+    assert back.count() == 320
+
+    third = spark.range(0, 50, numPartitions=4).selectExpr("id", "cast(id AS STRING) AS s")
+    third.write.format("lancejit").mode("overwrite").save(uri)
+    ds = lance.dataset(uri)
+    assert ds.version == 3
+    assert ds.schema.names == ["id", "s"]
+    _same(third.toArrow(), ds.to_table())
+    assert lance.dataset(uri, version=2).count_rows() == 320
+
+
+def test_append_to_pylance_dataset_with_added_column(spark, tmp_path):
+    """Appends keep the dataset's field ids (here not the Spark column order)."""
+    uri = str(tmp_path / "evolved.lance")
+    lance.write_dataset(pa.table({"a": pa.array([1, 2, 3], pa.int64()), "b": ["x", "y", None]}), uri)
+    lance.dataset(uri).add_columns({"c": "a * 10"})
+    lance.dataset(uri).drop_columns(["b"])
+    lance.dataset(uri).add_columns({"b": "cast(a AS string)"})
+    before = lance.dataset(uri)
+    df = spark.range(10, 18, numPartitions=4).selectExpr("cast(id AS STRING) AS b", "id * 10 AS c", "id AS a")
+    df.write.format("lancejit").mode("append").save(uri)
+    ds = lance.dataset(uri)
+    assert ds.version == before.version + 1
+    got = ds.to_table().sort_by("a")
+    assert got.column_names == ["a", "c", "b"]
+    assert got["a"].to_pylist() == [1, 2, 3] + list(range(10, 18))
+    assert got["c"].to_pylist() == [10, 20, 30] + [i * 10 for i in range(10, 18)]
+    assert got["b"].to_pylist() == ["1", "2", "3"] + [str(i) for i in range(10, 18)]
+
+
+def test_failing_task_commits_nothing_and_leaves_no_files(spark, tmp_path):
+    uri = str(tmp_path / "fail.lance")
+    _frame(spark, 0, 40).write.format("lancejit").mode("append").save(uri)
+    files = _files(uri)
+    bad = spark.range(0, 400, numPartitions=4).selectExpr(
+        "id", "CASE WHEN id = 399 THEN raise_error('boom') ELSE cast(id AS STRING) END AS name")
+    with pytest.raises(Exception, match="boom"):
+        bad.write.format("lancejit").mode("overwrite").save(uri)
+    assert lance.dataset(uri).version == 1
+    assert _files(uri) == files
+    assert lance.dataset(uri).count_rows() == 40
+
+
+def test_concurrent_appends_both_land(spark, tmp_path):
+    uri = str(tmp_path / "concurrent.lance")
+    spark.range(0, 10, numPartitions=2).selectExpr("id").write.format("lancejit").mode("append").save(uri)
+    errors: list[BaseException] = []
+
+    def job(start: int) -> None:
+        try:
+            # A new thread has no active session on the JVM side, and the data source registered
+            # with register() lives in the session: make it active here.
+            SparkSession.builder.getOrCreate()
+            spark.range(start, start + 100, numPartitions=4).selectExpr("id") \
+                .write.format("lancejit").mode("append").save(uri)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [InheritableThread(target=job, args=(s,)) for s in (1000, 2000)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    ds = lance.dataset(uri)
+    assert ds.version == 3
+    ids = sorted(ds.to_table()["id"].to_pylist())
+    assert ids == list(range(10)) + list(range(1000, 1100)) + list(range(2000, 2100))
+
+
+def test_schema_mismatch_is_rejected(spark, tmp_path):
+    uri = str(tmp_path / "mismatch.lance")
+    lance.write_dataset(pa.table({"a": [1, 2]}), uri)
+    with pytest.raises(Exception, match="cannot append"):
+        spark.range(3).selectExpr("id AS z").write.format("lancejit").mode("append").save(uri)
+    assert lance.dataset(uri).version == 1
