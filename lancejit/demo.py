@@ -1,7 +1,8 @@
 """The main job on an embedded default (local disk): ``./run demo`` or ``python -m lancejit.demo``.
 
 Writes a sample Lance file with lancejit's own writer, inspects it, scans it and serves a
-random take from it, printing rows, read requests, bytes and latency.
+random take from it; then creates a dataset from the same rows, appends to it, takes random
+rows and scans it.  Each step prints rows, read requests, bytes and latency.
 """
 
 from __future__ import annotations
@@ -68,7 +69,11 @@ def main(argv: list[str] | None = None) -> None:
     assert got.column("id").to_pylist() == idx.tolist()
     print(f"take: {got.num_rows:,} random rows (3 columns) in {t_take * 1e3:.1f} ms, "
           f"{st.read_iops} read requests, {st.read_bytes:,} bytes")
-    print(got.slice(0, 3).to_pandas() if hasattr(got, "to_pandas") and _has_pandas() else got.slice(0, 3))
+    print(got.slice(0, 3).to_pandas() if _has_pandas() else got.slice(0, 3))
+
+    from lancejit.table.demo_dataset import run_dataset_demo
+
+    run_dataset_demo(args.dir, table, take=args.take, version=args.version)
 
 
 def _has_pandas() -> bool:

@@ -36,6 +36,8 @@ def families(n: int) -> dict[str, pa.Array]:
         "string short": pa.array([str(i) for i in range(n)]),
         "string lowcard": g.strings(rng, n, card=20),
         "string random": g.strings(rng, n, nulls=0.05),
+        "string lowc+nul": g.strings(rng, n, card=max(n // 5, 1), nulls=0.5),
+        "int64 lowc+nul": g.ints(rng, n, np.int64, hi=max(n // 10, 2), nulls=0.3),
         "binary": g.binaries(rng, n, nulls=0.05),
         "vector f32x16": g.vectors(rng, n),
         "vector nulls": g.vectors(rng, n, nulls=0.1),

@@ -145,7 +145,7 @@ class DatasetResult:
             line = axes[0].plot(xs, [s.p50 * 1e3 for s in pts], marker="o", label=f"{system} p50")[0]
             if any(s.predicted_s is not None for s in pts):
                 axes[0].plot(xs, [(s.predicted_s or float("nan")) * 1e3 for s in pts], linestyle="--",
-                             color=line.get_color(), label=f"{system} predicted")
+                             color=line.get_color(), label=f"{system} predicted I/O")
             axes[1].plot(xs, [max(s.requests, 0.5) for s in pts], marker="o", label=system)
             axes[2].plot(xs, [s.amplification for s in pts], marker="o", label=system)
         titles = [("take latency (ms)", "p50 latency per take (ms)"), ("requests per take", "requests"),

@@ -105,7 +105,7 @@ def ratio(a: float | None, b: float | None) -> str:
     """``a / b`` as ``"1.23x"`` (``"-"`` when undefined)."""
     if a is None or b is None or not b or (isinstance(a, float) and math.isnan(a)):
         return "-"
-    return f"{a / b:.2f}x"
+    return f"{a / b:.3g}x"
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> str:

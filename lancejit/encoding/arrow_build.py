@@ -151,6 +151,8 @@ def list_array(
     if pa.types.is_large_list(arrow_type):
         obuf = pa.py_buffer(rebased.astype(np.int64))
     else:
+        if end - start > np.iinfo(np.int32).max:
+            raise NotSupportedError(f"{end - start} items do not fit 32-bit offsets of {arrow_type}")
         obuf = pa.py_buffer(rebased.astype(np.int32))
     vbuf, nulls = _validity_buffer(valid, n)
     return pa.Array.from_buffers(arrow_type, n, [vbuf, obuf], null_count=nulls, children=[child])

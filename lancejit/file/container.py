@@ -400,7 +400,11 @@ def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, 
         pb = file2_pb2.ColumnMetadata()
         _parse_message(pb, region.slice(pos, pos + size, f"column {index} metadata"), path, f"column {index} metadata")
         info = _column_info(index, pb, version, file_size, path)
-        if version != "2.0" and info.num_rows != num_rows:  # 2.0 list children count items
+        # 2.0 list children count items; 2.2 columns under a fixed-size list of structs count
+        # rows x dimension: elsewhere a column's pages hold exactly the file's rows.
+        if version != "2.0" and info.num_rows != num_rows and (
+            num_rows == 0 or info.num_rows % num_rows != 0
+        ):
             raise CorruptFileError(
                 f"column {index} pages hold {info.num_rows} rows but the file has {num_rows}", path=path
             )

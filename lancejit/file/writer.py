@@ -81,6 +81,28 @@ def _check_nullability(f: pa.Field, arr: pa.Array) -> None:
             _check_nullability(t.field(i), arr.field(i))
 
 
+_JSON_EXTENSIONS = (b"arrow.json", b"lance.json")
+
+
+def _reject_unsupported(f: pa.Field) -> None:
+    """Types lancejit cannot write faithfully yet (JSON needs pylance's JSONB conversion)."""
+    t = f.type
+    ext = getattr(t, "extension_name", None)
+    name = (f.metadata or {}).get(b"ARROW:extension:name")
+    if (ext and ext.encode() in _JSON_EXTENSIONS) or name in _JSON_EXTENSIONS:
+        raise NotSupportedError(f"field {f.name!r}: JSON columns (JSONB encoding) are not supported")
+    if isinstance(t, pa.BaseExtensionType):
+        t = t.storage_type
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _reject_unsupported(t.field(i))
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        _reject_unsupported(t.value_field)
+    elif pa.types.is_map(t):
+        _reject_unsupported(t.key_field)
+        _reject_unsupported(t.item_field)
+
+
 class AsyncLanceFileWriter:
     """Streams record batches into one Lance file at ``uri``.
 
@@ -119,6 +141,8 @@ class AsyncLanceFileWriter:
 
     # ------------------------------------------------------------------------------ setup
     def _initialize(self, schema: pa.Schema) -> None:
+        for f in schema:
+            _reject_unsupported(f)
         self.schema = schema
         self._schema_pb = file_schema_pb(schema)
         first = 0

@@ -19,6 +19,8 @@ import uuid
 from typing import Callable, Iterable, Sequence, TypeVar
 from urllib.parse import quote
 
+import numpy as np
+
 from lancejit.core.config import LOCAL_IO, IOConfig
 from lancejit.core.errors import AlreadyExistsError, CorruptFileError, InvalidInputError
 from lancejit.io.stats import IOStats
@@ -151,7 +153,7 @@ class LocalStore(ObjectStore):
         stats = self.stats
 
         def work(cancel: threading.Event | None) -> list[memoryview]:
-            buf = memoryview(bytearray(total))
+            buf = memoryview(np.empty(total, dtype=np.uint8))  # no zero fill: preadv fills it
             out: list[memoryview] = []
             fd = os.open(path, os.O_RDONLY)
             try:

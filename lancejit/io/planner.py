@@ -20,6 +20,7 @@ plans a thousand ranges), and plain Python below it (cheaper for a handful).
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -157,11 +158,12 @@ def range_array(ranges: Any) -> np.ndarray:
             raise InvalidInputError(f"byte ranges must be integers, got dtype {arr.dtype}")
         arr = arr.astype(np.int64, copy=False).reshape(-1, 2)
     else:
+        n = len(ranges)
         try:
-            arr = np.array(ranges, dtype=np.int64)
+            arr = np.fromiter(chain.from_iterable(ranges), dtype=np.int64)
         except (TypeError, ValueError, OverflowError):
             arr = None
-        if arr is None or (arr.size and (arr.ndim != 2 or arr.shape[1] != 2)):
+        if arr is None or arr.size != 2 * n:
             arr = np.array(_pairs(ranges), dtype=np.int64)
         arr = arr.reshape(-1, 2)
     if arr.size and (bool((arr[:, 0] < 0).any()) or bool((arr[:, 1] < arr[:, 0]).any())):

@@ -137,6 +137,23 @@ class AsyncWriter(ABC):
             await self.abort()
 
 
+#: Every store alive in the process (weakly held), so sessions can be closed at exit.
+_LIVE_STORES: "weakref.WeakSet[ObjectStore]" = weakref.WeakSet()
+
+
+async def aclose_all_stores() -> None:
+    """``aclose()`` every live store on the running loop (sessions, pools); errors ignored.
+
+    :mod:`lancejit.io.sync` runs this on its loop at interpreter exit, so HTTP sessions opened
+    by synchronous APIs are closed instead of warning ("Unclosed client session").
+    """
+    for store in list(_LIVE_STORES):
+        try:
+            await store.aclose()
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            pass
+
+
 class ObjectStore(ABC):
     """Asynchronous access to one namespace of objects (a filesystem, a bucket, a memory prefix).
 
@@ -153,6 +170,7 @@ class ObjectStore(ABC):
     def __init__(self, config: IOConfig, stats: IOStats | None = None) -> None:
         self.config = config
         self.stats = stats if stats is not None else IOStats()
+        _LIVE_STORES.add(self)
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Any]] = (
             weakref.WeakKeyDictionary()
         )
@@ -250,6 +268,7 @@ class ObjectStore(ABC):
 
 __all__ = [
     "AsyncWriter",
+    "aclose_all_stores",
     "Buffer",
     "ObjectInfo",
     "ObjectStore",

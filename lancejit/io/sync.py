@@ -14,6 +14,7 @@ Calling :func:`run_sync` from the loop thread itself would deadlock; it raises
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import os
 import threading
@@ -46,7 +47,38 @@ def get_loop() -> asyncio.AbstractEventLoop:
             thread.start()
             ready.wait()
             _loop, _thread, _pid = loop, thread, os.getpid()
+            _register_shutdown()
         return _loop
+
+
+_shutdown_registered = False
+
+#: Seconds the exit hook waits for stores to close their sessions.
+SHUTDOWN_TIMEOUT = 5.0
+
+
+def _register_shutdown() -> None:
+    global _shutdown_registered
+    if not _shutdown_registered:
+        _shutdown_registered = True
+        atexit.register(shutdown)
+
+
+def shutdown(timeout: float = SHUTDOWN_TIMEOUT) -> None:
+    """Close every store's sessions and pools on the bridge loop (run at interpreter exit).
+
+    Stores stay usable afterwards (they reopen sessions lazily).  Best effort: errors and a
+    loop that does not answer within ``timeout`` seconds are ignored.
+    """
+    loop, thread = _loop, _thread
+    if loop is None or thread is None or not thread.is_alive() or _pid != os.getpid() or in_loop_thread():
+        return
+    from lancejit.io.store import aclose_all_stores
+
+    try:
+        asyncio.run_coroutine_threadsafe(aclose_all_stores(), loop).result(timeout)
+    except BaseException:  # noqa: BLE001 - never fail interpreter exit
+        pass
 
 
 def in_loop_thread() -> bool:
@@ -81,4 +113,4 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         raise
 
 
-__all__ = ["get_loop", "in_loop_thread", "run_sync"]
+__all__ = ["get_loop", "in_loop_thread", "run_sync", "shutdown"]

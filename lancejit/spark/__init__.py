@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LanceDataSource", "register"]
+__all__ = ["LanceDataSource", "activate", "register"]
 
 
 def register(spark: Any) -> None:
@@ -22,6 +22,17 @@ def register(spark: Any) -> None:
     from .source import LanceDataSource
 
     spark.dataSource.register(LanceDataSource)
+
+
+def activate(spark: Any) -> None:
+    """Make ``spark`` the active session of the calling thread on the JVM side.
+
+    Needed before using the data source from a Python thread other than the one that created
+    the session: a data source registered with :func:`register` lives in the session, and a
+    new thread's JVM side has no active session, so ``format("lancejit")`` is not found there.
+    """
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,8 @@ split into row ranges), ``pushdown`` (``auto``/``true``/``false``: whether filte
 are accepted; ``auto`` accepts them only on pyspark versions without the stale-filter bug),
 ``storage_options.<key>`` (passed to the store).
 Write: ``path``, ``max_rows_per_file`` (rows per data file = fragment), ``data_storage_version``
-(file version for a new dataset), ``max_page_bytes``, ``storage_options.<key>``.
+(file version for a new dataset), ``max_page_bytes``, ``abort_grace_seconds`` (how long an
+aborted job keeps removing files of its cancelled tasks), ``storage_options.<key>``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from lancejit.core.errors import InvalidInputError
 
 DEFAULT_ROWS_PER_PARTITION = 1 << 18
 DEFAULT_MAX_ROWS_PER_FILE = 1 << 20
+#: Seconds abort keeps removing files of cancelled tasks (Spark's Python kill timeout is 2 s).
+DEFAULT_ABORT_GRACE_S = 3.0
 STORAGE_PREFIX = "storage_options."
 
 
@@ -32,6 +35,19 @@ def _int(options: Mapping[str, str], key: str, default: int | None) -> int | Non
         raise InvalidInputError(f"option {key!r} must be an integer, got {raw!r}") from None
     if value <= 0:
         raise InvalidInputError(f"option {key!r} must be positive, got {value}")
+    return value
+
+
+def _float(options: Mapping[str, str], key: str, default: float) -> float:
+    raw = options.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise InvalidInputError(f"option {key!r} must be a number, got {raw!r}") from None
+    if value < 0:
+        raise InvalidInputError(f"option {key!r} must be >= 0, got {value}")
     return value
 
 
@@ -98,6 +114,7 @@ class WriteOptions:
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
     data_storage_version: str | None = None
     max_page_bytes: int | None = None
+    abort_grace_seconds: float = DEFAULT_ABORT_GRACE_S
     storage_options: dict[str, str] | None = field(default=None, hash=False)
 
     @classmethod
@@ -109,6 +126,7 @@ class WriteOptions:
             max_rows_per_file=_int(low, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE),
             data_storage_version=str(dsv).strip() if dsv else None,
             max_page_bytes=_int(low, "max_page_bytes", None),
+            abort_grace_seconds=_float(low, "abort_grace_seconds", DEFAULT_ABORT_GRACE_S),
             storage_options=storage_options(options),
         )
 

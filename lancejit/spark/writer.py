@@ -11,13 +11,16 @@
   Append or Overwrite version through :mod:`lancejit.table.commit` (conflicts retried there).
   A dataset that does not exist yet is created by an Overwrite at version 1.
 * :meth:`LanceWriter.abort`: writes the job's abort marker (``_spark_aborts/<job id>``), then
-  removes the files of the messages it gets and every other file of this job id under ``data/``;
-  tasks still running check the marker after publishing and remove their own files.
+  removes the files of the messages it gets and, for ``abort_grace_seconds`` (default 3 s, longer
+  than Spark's 2 s Python task kill timeout), every other file of this job id under ``data/``
+  (cancelled tasks' files and, on local disk, their unpublished temp files); tasks still running
+  check the marker after publishing and remove their own files.
 """
 
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -97,6 +100,7 @@ class LanceWriter(DataSourceArrowWriter):
         self.overwrite = bool(overwrite)
         self.max_rows_per_file = opts.max_rows_per_file
         self.max_page_bytes = opts.max_page_bytes
+        self.abort_grace_s = opts.abort_grace_seconds
         self.job_id = uuid.uuid4().hex[:16]
         store, root = _store(self.uri, self.storage_options)
         lm = run_sync(load_manifest(store, root))
@@ -292,14 +296,25 @@ class LanceWriter(DataSourceArrowWriter):
         except Exception:  # noqa: BLE001 - still remove what can be removed
             pass
         paths = {self._data_path(root, f.name) for m in messages if m is not None for f in m.files}
+        _delete_quietly(store, sorted(paths))
+        # Tasks cancelled with the job may still be writing (Spark kills their Python workers
+        # after spark.python.task.killTimeout, 2 s by default): sweep the job's files until then.
+        deadline = time.monotonic() + self.abort_grace_s
+        while True:
+            self._sweep(store, root)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
+
+    def _sweep(self, store: Any, root: str) -> None:
+        from lancejit.io.sync import run_sync
+
         try:
             listed = run_sync(store.list(self._data_path(root, ""), recursive=False))
-        except Exception:  # noqa: BLE001 - best effort: the messages' files are still removed
+        except Exception:  # noqa: BLE001 - best effort
             listed = []
-        for info in listed:
-            if os.path.basename(info.path).startswith(self.job_id + "-"):
-                paths.add(info.path)
-        _delete_quietly(store, sorted(paths))
+        mine = [i.path for i in listed if os.path.basename(i.path).startswith(self.job_id + "-")]
+        _delete_quietly(store, mine)
         if getattr(store, "scheme", "") == "file":
             _remove_local_temp_files(self._data_path(root, ""), self.job_id)
 

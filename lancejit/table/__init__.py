@@ -10,6 +10,7 @@ from .dataset import Dataset, Scanner, dataset, open_dataset_async
 from .describe import describe, describe_async
 from .fragment import FragmentInfo
 from .versions import Tag
+from .maintenance import CleanupStats, Tags
 from .write import write_dataset, write_dataset_async
 
 #: The reference's class name for a dataset.
@@ -20,7 +21,9 @@ __all__ = [
     "FragmentInfo",
     "LanceDataset",
     "Scanner",
+    "CleanupStats",
     "Tag",
+    "Tags",
     "dataset",
     "describe",
     "describe_async",

@@ -150,60 +150,69 @@ async def add_columns_async(
         else:
             raise InvalidInputError(f"unsupported add_columns transforms {type(transforms).__name__}")
 
-    # Evaluate per fragment; the function form learns its output schema from the first fragment.
-    computed: list[tuple[table_pb2.DataFragment, pa.Table]] = []
-    if not null_only:
-        for frag in m.fragments:
-            t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[frag.id],
-                                        with_row_address=True) if source is None else None
-            if source is not None:
-                live_t = await ds.to_table_async(columns=[], fragment_ids=[frag.id], with_row_address=True)
-                addrs = live_t.column(ROWADDR).to_numpy()
-                out = source.take(len(addrs))
-            else:
-                addrs = t.column(ROWADDR).to_numpy()
-                out = compute(t.drop_columns([ROWADDR]))
-            live = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
-            computed.append((frag, _scatter(out, live, frag.physical_rows)))
-            if new_schema is None:
-                new_schema = out.schema
-        if source is not None:
-            source.check_exhausted()
-        if new_schema is None:  # a dataset without fragments: ask the function for its schema
-            new_schema = compute(ds_schema.empty_table().select(read_columns or [])).schema
-    clash = [f.name for f in new_schema if f.name in ds_schema.names]
-    if clash:
-        raise InvalidInputError(f"dataset {ds.uri} already has columns {clash}")
-
-    counter = [_next_field_id(m)]
-    new_fields = tuple(LanceField.from_arrow(f, next_id=counter) for f in new_schema)
+    # Fragment by fragment: compute the new columns, write them, keep only the description.
+    # The function form learns its output schema from the first fragment.
     storage = normalize_storage_version(m.data_format.version or "2.0")
-    writer = FragmentFileWriter(c.store, c.root, new_fields, {}, storage, max_rows_per_file=1 << 62,
-                                storage_options=c.storage_options)
+    writer: FragmentFileWriter | None = None
+    new_fields: tuple[LanceField, ...] = ()
     fragments: list[table_pb2.DataFragment] = []
     written = []
+
+    def start(schema: pa.Schema) -> FragmentFileWriter:
+        nonlocal new_fields
+        clash = [f.name for f in schema if f.name in ds_schema.names]
+        if clash:
+            raise InvalidInputError(f"dataset {ds.uri} already has columns {clash}")
+        counter = [_next_field_id(m)]
+        new_fields = tuple(LanceField.from_arrow(f, next_id=counter) for f in schema)
+        return FragmentFileWriter(c.store, c.root, new_fields, {}, storage, max_rows_per_file=1 << 62,
+                                  storage_options=c.storage_options)
+
     try:
+        if new_schema is not None:
+            writer = start(new_schema)
         if null_only:
             fragments = list(m.fragments)
-        for frag, table in computed:
-            table = table.select(new_schema.names).cast(writer.file_schema)
-            for b in table.to_batches():
-                await writer.write(b)
-            files = await writer.finish()
-            writer.files.clear()
-            written.extend(files)
-            nf = table_pb2.DataFragment()
-            nf.CopyFrom(frag)
-            if files:
-                nf.files.append(writer.data_file(files[0]))
-            fragments.append(nf)
+        else:
+            for frag in m.fragments:
+                if source is not None:
+                    live_t = await ds.to_table_async(columns=[], fragment_ids=[frag.id], with_row_address=True)
+                    addrs = live_t.column(ROWADDR).to_numpy()
+                    out = source.take(len(addrs))
+                else:
+                    t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[frag.id],
+                                                with_row_address=True)
+                    addrs = t.column(ROWADDR).to_numpy()
+                    out = compute(t.drop_columns([ROWADDR]))
+                if writer is None:
+                    new_schema = out.schema
+                    writer = start(new_schema)
+                live = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                table = _scatter(out, live, frag.physical_rows)
+                table = table.select(new_schema.names).cast(writer.file_schema)
+                for b in table.to_batches():
+                    await writer.write(b)
+                files = await writer.finish()
+                writer.files.clear()
+                written.extend(files)
+                nf = table_pb2.DataFragment()
+                nf.CopyFrom(frag)
+                if files:
+                    nf.files.append(writer.data_file(files[0]))
+                fragments.append(nf)
+            if source is not None:
+                source.check_exhausted()
+            if writer is None:  # a dataset without fragments: ask the function for its schema
+                new_schema = compute(ds_schema.empty_table().select(read_columns or [])).schema
+                writer = start(new_schema)
         schema_pb = tuple(lschema.to_pb()) + tuple(p for f in new_fields for p in LanceSchema((f,)).to_pb())
         op = Merge(tuple(fragments), schema_pb, dict(m.schema_metadata),
                    preserves_nullability=all(f.nullable for f in new_schema))
         version = await commit(c.store, c.root, op, ds.version)
     except BaseException:
-        writer.files.extend(written)
-        await writer.cleanup()
+        if writer is not None:
+            writer.files.extend(written)
+            await writer.cleanup()
         raise
     return await ds.checkout_version_async(version)
 

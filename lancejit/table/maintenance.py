@@ -25,7 +25,6 @@ from lancejit.pb import table_pb2
 from .commit import Restore, commit, latest_version
 from .commit import tags as _tags
 from .commit.manifest_writer import parse_manifest_file
-from .naming import VERSIONS_DIR
 from .versions import Tag, list_manifests, list_tags
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -227,4 +226,4 @@ async def cleanup_old_versions_async(
     return CleanupStats(bytes_removed, len(removed_manifests))
 
 
-__all__ = ["CleanupStats", "Tags", "cleanup_old_versions_async", "restore_async", "VERSIONS_DIR"]
+__all__ = ["CleanupStats", "Tags", "cleanup_old_versions_async", "restore_async"]

@@ -122,6 +122,13 @@ async def write_dataset_async(
     if appending:
         m = previous.manifest
         lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata), path=store.uri(root))
+        if src_schema is None:
+            first = next(batches, None)
+            if first is not None:
+                src_schema = first.schema
+                batches = _prepend(first, batches)
+        if src_schema is not None:
+            lschema = _append_fields(lschema, src_schema, uri)
         storage = normalize_storage_version(m.data_format.version or "2.0")
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != storage:
             raise InvalidInputError(
@@ -173,6 +180,22 @@ async def write_dataset_async(
         await writer.cleanup()
         raise
     return await Dataset.open_async(uri, version, storage_options)
+
+
+def _append_fields(lschema: LanceSchema, data_schema: pa.Schema, uri: str) -> LanceSchema:
+    """The dataset fields an append writes: those in the data (missing nullable columns are
+    left out and read as nulls, as the reference does)."""
+    names = set(data_schema.names)
+    extra = [n for n in data_schema.names if n not in {f.name for f in lschema.fields}]
+    if extra:
+        raise SchemaMismatchError(f"writing to {uri}: the dataset has no columns {extra}")
+    missing = [f for f in lschema.fields if f.name not in names]
+    required = [f.name for f in missing if not f.nullable]
+    if required:
+        raise SchemaMismatchError(f"writing to {uri}: non-nullable columns {required} are missing from the data")
+    if not missing:
+        return lschema
+    return LanceSchema(tuple(f for f in lschema.fields if f.name in names), dict(lschema.metadata))
 
 
 def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -80,19 +80,11 @@ def test_table_and_missing_extra():
 
 
 def test_missing_plot_extra_fails_before_measuring(monkeypatch, capsys):
-    import builtins
+    import sys
 
     from lancejit.cli import main
 
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kwargs):
-        if name == "matplotlib" or name.startswith("matplotlib."):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    monkeypatch.delitem(__import__("sys").modules, "matplotlib", raising=False)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     code = main(["bench", "store", "memory://no-plot", "--plot", "x.png", "--no-progress"])
     assert code == 1
     err = capsys.readouterr().err

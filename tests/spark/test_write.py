@@ -8,7 +8,8 @@ import pytest
 
 import lance
 from pyspark import InheritableThread
-from pyspark.sql import SparkSession
+
+import lancejit.spark
 from pyspark.sql.pandas.types import to_arrow_schema
 
 ROWS_SQL = [
@@ -105,9 +106,19 @@ def test_failing_task_commits_nothing_and_leaves_no_files(spark, tmp_path):
         "id", "CASE WHEN id = 399 THEN raise_error('boom') ELSE cast(id AS STRING) END AS name")
     with pytest.raises(Exception, match="boom"):
         bad.write.format("lancejit").mode("overwrite").save(uri)
+    _wait_idle(spark)
     assert lance.dataset(uri).version == 1
     assert _files(uri) == files
     assert lance.dataset(uri).count_rows() == 40
+
+
+def _wait_idle(spark) -> None:
+    """Wait until the cancelled tasks of a failed job are gone (Spark does not wait for them)."""
+    import time
+
+    tracker = spark.sparkContext.statusTracker()
+    while tracker.getActiveStageIds() or tracker.getActiveJobsIds():
+        time.sleep(0.1)
 
 
 def test_concurrent_appends_both_land(spark, tmp_path):
@@ -117,9 +128,7 @@ def test_concurrent_appends_both_land(spark, tmp_path):
 
     def job(start: int) -> None:
         try:
-            # A new thread has no active session on the JVM side, and the data source registered
-            # with register() lives in the session: make it active here.
-            SparkSession.builder.getOrCreate()
+            lancejit.spark.activate(spark)  # the registration lives in the session
             spark.range(start, start + 100, numPartitions=4).selectExpr("id") \
                 .write.format("lancejit").mode("append").save(uri)
         except BaseException as exc:  # noqa: BLE001

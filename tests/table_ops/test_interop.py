@@ -144,3 +144,23 @@ def test_lancejit_reads_nested_rename(tmp_path):
     uri = str(tmp_path / "ref")
     lance.write_dataset(make_table(0, 5), uri).alter_columns({"path": "st.x", "name": "xx"})
     assert lt.dataset(uri).to_table().equals(lance.dataset(uri).to_table())
+
+
+def test_data_files_carry_dataset_field_ids(tmp_path):
+    """Like the reference's, a data file's own schema uses the dataset's field ids (so a new
+    column's file says id 5, not 0)."""
+    from lancejit.file.reader import LanceFileReader
+
+    uri = str(tmp_path / "ds")
+    ds = lt.write_dataset(make_table(0, 4), uri).drop_columns(["s"]).add_columns({"z": "a + 1"})
+    ds = lt.write_dataset(make_table(4, 2).drop_columns(["s"]).append_column("z", pa.array([5, 6])), uri,
+                          mode="append")
+    frags = lance.dataset(uri).get_fragments()
+    ids = {}
+    for frag in frags:
+        for df in frag.data_files():
+            r = LanceFileReader(os.path.join(uri, "data", df.path))
+            ids[df.path] = [(f.name, f.id) for f in r.file_metadata.schema.fields if f.parent_id == -1]
+    got = sorted(ids.values())
+    assert got == sorted([[("a", 0), ("s", 1), ("st", 2), ("l", 5)], [("z", 7)],
+                          [("a", 0), ("st", 2), ("l", 5), ("z", 7)]])

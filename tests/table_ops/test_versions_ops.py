@@ -157,3 +157,51 @@ def test_bad_arguments(uri):
     with pytest.raises(InvalidInputError):
         lt.write_dataset(make_table(0, 1), uri, mode="upsert")
     assert lance.dataset(uri).version == 1
+
+
+def test_failed_changes_leave_no_files(uri):
+    ds = lt.write_dataset(make_table(0, 12), uri, max_rows_per_file=4)
+    before = sorted(os.listdir(os.path.join(uri, "data")))
+    calls = []
+
+    def flaky(batch):
+        calls.append(batch.num_rows)
+        if len(calls) == 2:
+            raise RuntimeError("boom")
+        return pa.record_batch({"z": batch["a"]})
+
+    with pytest.raises(RuntimeError, match="boom"):
+        ds.add_columns(flaky, read_columns=["a"])
+    with pytest.raises(InvalidInputError):
+        ds.update({"a": "s + 1"})  # string + int cannot be evaluated
+    with pytest.raises(InvalidInputError):
+        ds.add_columns({"q": "a +"})
+    assert sorted(os.listdir(os.path.join(uri, "data"))) == before
+    assert lance.dataset(uri).version == 1
+    assert lance.dataset(uri).to_table().equals(make_table(0, 12))
+
+
+def test_field_ids_after_drop_and_add_like_pylance(tmp_path):
+    from ops_helpers import manifest_meta, manifest_shape
+
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    t = pa.table({"a": [1, 2, 3], "b": [4, 5, 6]})
+    ds = lt.write_dataset(t, ours)
+    ref = lance.write_dataset(t, theirs)
+    for step in (("drop", ["b"]), ("add", {"c": "a * 10"}), ("drop", ["c"]), ("add", {"d": "a + 1"}),
+                 ("empty_update", None)):
+        if step[0] == "drop":
+            ds = ds.drop_columns(step[1])
+            ref.drop_columns(step[1])
+        elif step[0] == "add":
+            ds = ds.add_columns(step[1])
+            ref.add_columns(step[1])
+        else:
+            ds = ds.update({"a": "0"}, where="a > 100")
+            ref.update({"a": "0"}, where="a > 100")
+        v = ds.version
+        assert lance.dataset(theirs).version == v
+        assert manifest_meta(ours, v) == manifest_meta(theirs, v), step
+        assert manifest_shape(ours, v) == manifest_shape(theirs, v), step
+        assert lance.dataset(ours).to_table().equals(lance.dataset(theirs).to_table())
+        assert ds.to_table().equals(lance.dataset(theirs).to_table())

@@ -106,7 +106,7 @@ def test_errors_leave_dataset_intact(tmp_path):
     with pytest.raises(SchemaMismatchError):
         lt.write_dataset(bad, uri, mode="append")
     with pytest.raises(SchemaMismatchError):
-        lt.write_dataset(t.drop_columns(["s"]), uri, mode="append")
+        lt.write_dataset(t.append_column("extra", pa.array(range(10))), uri, mode="append")
 
     def failing():
         yield from make_table(100, 12).to_batches(max_chunksize=4)
@@ -130,11 +130,24 @@ def test_non_nullable_and_v1_paths(tmp_path):
     assert os.listdir(os.path.join(uri, "_versions")).count("1.manifest") == 1
     with pytest.raises(SchemaMismatchError):
         lt.write_dataset(pa.table({"k": pa.array([None], pa.int64()), "v": ["x"]}), uri, mode="append")
+    with pytest.raises(SchemaMismatchError):  # a non-nullable column may not be left out
+        lt.write_dataset(pa.table({"v": ["x"]}), uri, mode="append")
     lt.write_dataset(t, uri, mode="append")
     ds = lance.dataset(uri)
     assert ds.schema == schema and ds.to_table().equals(pa.concat_tables([t, t]))
+    # a nullable one may (it reads as nulls), as with pylance
+    only_k = pa.table({"k": pa.array([9], pa.int64())})
+    ds = lt.write_dataset(iter(only_k.to_batches()), uri, mode="append")
+    ref = str(tmp_path / "ref")
+    lance.write_dataset(t, ref)
+    lance.write_dataset(t, ref, mode="append")
+    lance.write_dataset(only_k, ref, mode="append")
+    assert lance.dataset(uri).to_table().equals(lance.dataset(ref).to_table())
+    assert ds.to_table().equals(lance.dataset(ref).to_table())
+    frag = lance.dataset(uri).get_fragments()[-1]
+    assert [list(df.fields) for df in frag.data_files()] == [[0]]
     assert sorted(n for n in os.listdir(os.path.join(uri, "_versions")) if n.endswith(".manifest")) == [
-        "1.manifest", "2.manifest"]
+        "1.manifest", "2.manifest", "3.manifest"]
 
 
 def test_progress_and_bytes_limit(tmp_path):

@@ -52,3 +52,10 @@ def test_degenerate_nestings(tmp_path, version):
     )
     path = write_lance(tmp_path / "deg.lance", t, version, 16 * 1024)
     check_file(path, rng, n_takes=3)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_empty_file(tmp_path, version):
+    t = pa.table({"a": pa.array([], pa.int32()), "l": pa.array([], pa.list_(pa.string())), "s": pa.array([], pa.struct([("x", pa.int8())]))})
+    path = write_lance(tmp_path / "e.lance", t, version)
+    check_file(path, np.random.default_rng(0))

@@ -27,7 +27,7 @@ def _data(kind: str, seed: int) -> pa.Array:
     if kind == "strings":
         return pa.array([f"name{i % 300}_{i}" for i in range(N)])
     if kind == "lowcard":
-        return pa.array([f"s{i % 3000}" for i in range(N)])
+        return pa.array([f"s{i % 1500}" for i in range(N)])
     if kind == "wide":
         return pa.array([rng.bytes(100) * 3 + str(i).encode() for i in range(300)])
     if kind == "struct":

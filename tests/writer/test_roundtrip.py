@@ -297,6 +297,10 @@ def _edge_cases():
         "u64max": pa.array(np.full(3000, np.iinfo(np.uint64).max, dtype=np.uint64)),
         "lists_all_empty": pa.array([[]] * 3000, pa.list_(pa.string())),
         "lists_big": pa.array([list(range(20000))] * 3, pa.list_(pa.int32())),
+        # mostly empty lists: > 65535 rep/def levels per page -> pages split at row starts
+        "lists_sparse": pa.ListArray.from_arrays(
+            pa.array(np.concatenate([[0], np.cumsum(np.where(np.arange(150_000) % 1000 == 0, 3, 0))]),
+                     pa.int32()), pa.array(np.arange(450, dtype=np.int32))),
     }
 
 

@@ -153,3 +153,15 @@ def test_pending_data_is_bounded(version):
     assert held <= 2 * page + 4096
     rows = sum(p.num_rows for _, p, _ in pages + enc.finish())
     assert rows == 400_000
+
+
+def test_json_columns_rejected(tmp_path):
+    from lancejit.core.errors import NotSupportedError
+
+    t = pa.table({"j": pa.array(['{"a": 1}', None], pa.json_())})
+    with pytest.raises(NotSupportedError):
+        LanceFileWriter(str(tmp_path / "j.lance"), t.schema)
+    with pytest.raises(NotSupportedError):
+        with LanceFileWriter(str(tmp_path / "j.lance")) as w:
+            w.write_batch(t)
+    assert not (tmp_path / "j.lance").exists()

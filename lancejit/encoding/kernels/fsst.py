@@ -100,3 +100,77 @@ def fsst_decode(codes, offsets, num_values, sym_bytes, sym_lens, out_offsets, ou
                         k += one
                 o += n
                 pos += one
+
+
+@njit(cache=True, nogil=True)
+def fsst_decoded_lengths_at(codes, starts, ends, sym_lens, n_symbols, out_lengths):  # pragma: no cover
+    """:func:`fsst_decoded_lengths` for selected values: value i is ``codes[starts[i]:ends[i]]``
+    (half-open; callers check ``0 <= starts[i] <= ends[i] <= len(codes)``).
+
+    Lets a take decode only the values it returns instead of whole chunks.  Returns -1, or the
+    index of the first malformed value.
+    """
+    one = uint64(1)
+    adv = np.zeros(256, np.uint64)
+    ok = np.zeros(256, np.bool_)
+    for c in range(min(n_symbols, 255)):
+        adv[c] = sym_lens[c]
+        ok[c] = True
+    for i in range(starts.shape[0]):
+        pos = uint64(starts[i])
+        end = uint64(ends[i])
+        total = uint64(0)
+        while pos < end:
+            c = codes[pos]
+            if ok[c]:
+                total += adv[c]
+                pos += one
+            elif c == 255 and pos + one < end:
+                total += one
+                pos += uint64(2)
+            else:
+                return i
+        out_lengths[i] = total
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def fsst_decode_at(codes, starts, ends, sym_bytes, sym_lens, out_offsets, out_data):  # pragma: no cover
+    """:func:`fsst_decode` for selected values ``codes[starts[i]:ends[i]]``, written at
+    ``out_offsets[i]`` (non-decreasing, from :func:`fsst_decoded_lengths_at`)."""
+    one = uint64(1)
+    two = uint64(2)
+    eight = uint64(8)
+    mask = uint64(0xFF)
+    words = np.zeros(256, np.uint64)
+    lens = np.zeros(256, np.uint64)
+    for c in range(min(sym_bytes.shape[0], 256)):
+        w = uint64(0)
+        for k in range(min(sym_bytes.shape[1], 8)):
+            w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
+        words[c] = w
+        lens[c] = sym_lens[c]
+    cap = uint64(out_data.shape[0])
+    for i in range(starts.shape[0]):
+        pos = uint64(starts[i])
+        end = uint64(ends[i])
+        o = uint64(out_offsets[i])
+        while pos < end:
+            c = codes[pos]
+            if c == 255:
+                out_data[o] = codes[pos + one]
+                o += one
+                pos += two
+            else:
+                n = lens[c]
+                w = words[c]
+                if o + eight <= cap:
+                    for k in range(8):
+                        out_data[o + uint64(k)] = (w >> uint64(8 * k)) & mask
+                else:
+                    k = uint64(0)
+                    while k < n:
+                        out_data[o + k] = (w >> (eight * k)) & mask
+                        k += one
+                o += n
+                pos += one

@@ -169,8 +169,11 @@ def extract_runs(
         starts = np.flatnonzero(decoded.rep == canon.max_rep)
         i0 = np.searchsorted(starts, run_l0)
         i1 = np.searchsorted(starts, run_l1)
-        ok = run_preamble | (i0 < i1) & (starts[np.minimum(i0, max(starts.size - 1, 0))] == run_l0 if starts.size else False)
-        if not np.all(ok | (run_l0 == run_l1)):
+        # a run without a preamble must begin exactly at a row start
+        starts_at_l0 = np.zeros(run_l0.size, dtype=bool)
+        inside = i0 < starts.size
+        starts_at_l0[inside] = starts[i0[inside]] == run_l0[inside]
+        if not np.all(run_preamble | starts_at_l0 | (run_l0 == run_l1)):
             raise CorruptFileError("repetition levels do not start a row where the index says", path=path)
         j0 = ra - run_first_row[r]
         j1 = rb - run_first_row[r]

@@ -58,25 +58,58 @@ class _LeafColumn:
         self.pending_rows += len(arr)
         return s
 
-    def flush(self, version: tuple[int, int]) -> tuple[EncodedPage, int] | None:
+    def flush(self, version: tuple[int, int]) -> list[tuple[EncodedPage, int]]:
+        """Encode what is pending: ``[(page, first_row)]`` (several pages when a page with
+        repetition would exceed 65 535 rep/def levels, as pylance 14 splits them)."""
         if self.pending_rows == 0:
-            return None
-        first_row = self.rows_flushed
+            return []
+        out = []
         if self.empty_struct:
-            page = simple_all_null(self.pending_rows)
+            out.append((simple_all_null(self.pending_rows), self.rows_flushed))
+            self.rows_flushed += self.pending_rows
         else:
             slots = concat_slots(self.pending)
-            page = encode_leaf_page(slots, self.params, version)
-            if self.count_slots and slots.rep is None:
-                page.num_rows = len(slots.code)
+            for piece in split_levels(slots, MAX_LEVELS_PER_PAGE):
+                page = encode_leaf_page(piece, self.params, version)
+                if self.count_slots and piece.rep is None:
+                    page.num_rows = len(piece.code)
+                out.append((page, self.rows_flushed))
                 self.rows_flushed += page.num_rows
-                self.pending, self.pending_bytes, self.pending_rows = [], 0, 0
-                return page, first_row
-        self.rows_flushed += self.pending_rows
         self.pending = []
         self.pending_bytes = 0
         self.pending_rows = 0
-        return page, first_row
+        return out
+
+
+MAX_LEVELS_PER_PAGE = 0xFFFF
+
+
+def split_levels(slots: LeafSlots, max_levels: int) -> list[LeafSlots]:
+    """Split at top-level row starts so each piece has at most ``max_levels`` level slots
+    (only slots with repetition are split; a single row longer than that stays whole)."""
+    n = len(slots.code)
+    if slots.rep is None or n <= max_levels:
+        return [slots]
+    max_rep = sum(1 for k in slots.kinds if k == "list")
+    starts = np.flatnonzero(slots.rep == max_rep)
+    vis_before = np.concatenate([[0], np.cumsum(slots.visible)])
+    pieces = []
+    a = 0
+    while a < n:
+        # the last row start <= a + max_levels (exclusive end of this piece)
+        limit = a + max_levels
+        if limit >= n:
+            b = n
+        else:
+            j = np.searchsorted(starts, limit, side="right") - 1
+            b = int(starts[j]) if j >= 0 and starts[j] > a else int(starts[np.searchsorted(starts, a, side="right")]) \
+                if np.searchsorted(starts, a, side="right") < len(starts) else n
+        v0, v1 = int(vis_before[a]), int(vis_before[b])
+        pieces.append(LeafSlots(
+            slots.rep[a:b], slots.code[a:b], slots.visible[a:b], slots.values.slice(v0, v1 - v0),
+            slots.kinds, int((slots.rep[a:b] == max_rep).sum()), slots.forced))
+        a = b
+    return pieces
 
 
 class FieldEncoder:
@@ -120,9 +153,8 @@ class FieldEncoder:
             for leaf in self.leaves:
                 leaf.add(piece)
                 if leaf.pending_bytes >= self.page_bytes:
-                    r = leaf.flush(self.version)
-                    if r is not None:
-                        out.append((leaf.column_index, r[0], r[1]))
+                    for page, first_row in leaf.flush(self.version):
+                        out.append((leaf.column_index, page, first_row))
         for leaf in self.leaves:
             for sl in leaf.pending:
                 sl.values = compact(sl.values)
@@ -131,7 +163,6 @@ class FieldEncoder:
     def finish(self) -> list[tuple[int, EncodedPage, int]]:
         out = []
         for leaf in self.leaves:
-            r = leaf.flush(self.version)
-            if r is not None:
-                out.append((leaf.column_index, r[0], r[1]))
+            for page, first_row in leaf.flush(self.version):
+                out.append((leaf.column_index, page, first_row))
         return out

@@ -197,25 +197,51 @@ def _non_null_block(block, nulls: np.ndarray | None):
     return VarBlock(offs, data, keep.size)
 
 
+DICT_SAMPLE = 4096
+DEFAULT_DICT_DIVISOR = 2
+
+
+def _sample_distinct_ok(block, nulls: np.ndarray | None, divisor: float) -> bool:
+    """Distinct non-null values among the first 4096 slots < 4096 / divisor (pylance 14's
+    cardinality test, reproduced from its choices; ``lance-encoding:dict-divisor``)."""
+    m = min(block.num_values, DICT_SAMPLE)
+    if isinstance(block, FixedBlock):
+        if block.bits_per_value in (8, 16, 32, 64):
+            head = FixedBlock(block.data[:m], block.bits_per_value, m)
+        else:
+            k = block.bits_per_value // 8
+            head = FixedBlock(block.data[: m * k], block.bits_per_value, m)
+    else:
+        head = VarBlock(block.offsets[: m + 1], block.data, m)
+    head = _non_null_block(head, None if nulls is None else nulls[:m])
+    if head.num_values == 0:
+        return True
+    return cardinality(head) < m / divisor
+
+
 def _should_dict(block, params: FieldParams, version: tuple[int, int],
                  nulls: np.ndarray | None = None) -> bool:
-    """The reference's size estimate: dictionary + u32 indices < ratio x raw data (non-null values)."""
+    """Dictionary-encode this page?  As pylance 14: enough rows, few distinct values in the
+    first 4096, and the reference's size estimate (dictionary + u32 indices < ratio x raw data,
+    over the non-null values)."""
     if isinstance(block, FslBlock) or block.num_values < DICT_TOO_SMALL:
         return False
     if isinstance(block, FixedBlock):
         if block.bits_per_value < 8 or (version < (2, 2) and block.bits_per_value < 128):
             return False
+    divisor = params.dict_divisor or DEFAULT_DICT_DIVISOR
+    if not _sample_distinct_ok(block, nulls, divisor):
+        return False
+    if params.dict_divisor is not None:
+        return True
     block = _non_null_block(block, nulls)
     data_size = block.nbytes()
     if data_size == 0 or block.num_values == 0:
         return False
     n = block.num_values
-    if params.dict_divisor is None and isinstance(block, FixedBlock):
-        if n * 4 >= params.dict_size_ratio * data_size:
-            return False  # even one distinct value would not pay off
+    if isinstance(block, FixedBlock) and n * 4 >= params.dict_size_ratio * data_size:
+        return False  # even one distinct value would not pay off
     card = cardinality(block)
-    if params.dict_divisor is not None:
-        return card < block.num_values / params.dict_divisor
     if isinstance(block, FixedBlock):
         est = card * (block.bits_per_value // 8) + n * 4
     else:
