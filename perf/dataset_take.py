@@ -10,6 +10,11 @@ Measured, with the dataset already open and a first take done (metadata cached):
   * ``read_iops`` / ``read_bytes`` of one take by each library's own counters
     (``io_stats_incremental()`` / ``Dataset.io_stats()``);
   * on a moto S3 server, GET requests counted server-side for a cold open + take and a warm take.
+
+With ``--scan``, also a full scan (``to_table()``) of ``--scan-rows`` rows (``perf/suite.py``'s
+table with its 64-dim vector, files of 250,000 rows), without and with ~1% deleted rows:
+reference and lancejit alternate, ``--repeat`` times each; min and median wall times and the
+ratio (compare ratios from one run: the machine is shared).
 """
 
 from __future__ import annotations
@@ -106,6 +111,34 @@ def bench(version: str, table: pa.Table, rows_per_file: int, tmp: str, s3: Count
     return out
 
 
+def bench_scan(version: str, rows: int, tmp: str, repeat: int) -> list[dict]:
+    import lance
+
+    import lancejit.table as lt
+    from suite import make_table as suite_table
+
+    out = []
+    path = os.path.join(tmp, f"scan_{version}")
+    lance.write_dataset(suite_table(rows), path, data_storage_version=version, max_rows_per_file=250_000)
+    for deleted in (False, True):
+        if deleted:
+            lance.dataset(path).delete("id % 97 = 5")
+        ref, ours = lance.dataset(path), lt.dataset(path)
+        assert ours.to_table().equals(ref.to_table())  # also warms both
+        r, o = [], []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            ref.to_table()
+            r.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            ours.to_table()
+            o.append(time.perf_counter() - t0)
+        out.append({"version": version, "rows": rows, "deleted": deleted,
+                    "reference_min": min(r), "lancejit_min": min(o), "ratio_min": min(o) / min(r),
+                    "ratio_median": statistics.median(o) / statistics.median(r)})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=200_000)
@@ -114,6 +147,8 @@ def main() -> None:
     ap.add_argument("--take", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=11)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--scan", action="store_true", help="also time a full scan (see above)")
+    ap.add_argument("--scan-rows", type=int, default=1_000_000)
     args = ap.parse_args()
     table = make_table(args.rows)
     results = []
@@ -133,6 +168,13 @@ def main() -> None:
             for who in ("reference", "lancejit"):
                 print(f"  S3 {who:9s} open+take: {c[who + '_cold']['get']} GETs / {c[who + '_cold']['bytes']:,} B;"
                       f"  warm take: {c[who + '_warm']['get']} GETs / {c[who + '_warm']['bytes']:,} B")
+        if args.scan:
+            for v in args.versions:
+                for res in bench_scan(v, args.scan_rows, tmp, args.repeat):
+                    results.append({"scan": res})
+                    print(f"== scan {v} {res['rows']:,} rows{' with deletions' if res['deleted'] else ''}: "
+                          f"reference {res['reference_min'] * 1e3:8.1f} ms  lancejit {res['lancejit_min'] * 1e3:8.1f} ms"
+                          f"  ratio (min) {res['ratio_min']:.2f}  ratio (median) {res['ratio_median']:.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -388,6 +388,19 @@ class LanceField:
                 return pa.map_(key, value)
             except (ValueError, TypeError, pa.ArrowInvalid) as exc:
                 raise _corrupt(f"invalid map field {self.name!r}: {exc}", path) from None
+        if self.children and lt.startswith("fixed_size_list:"):
+            # pylance 14 gives a fixed-size list of structs one child field ("item")
+            parts = lt.split(":")
+            if len(parts) < 3 or len(self.children) != 1:
+                raise _corrupt(
+                    f"fixed-size list field {self.name!r} (id {self.id}) of type {lt!r} "
+                    f"has {len(self.children)} children", path
+                )
+            size = _parse_int(parts[-1], "list size", lt, path)
+            if size < 0:
+                raise _corrupt(f"negative list size in {lt!r}", path)
+            item = self.children[0].to_arrow_field(dataset=dataset, path=path)
+            return pa.list_(item, size)
         if self.children:
             raise _corrupt(
                 f"field {self.name!r} (id {self.id}) of type {lt!r} cannot have children", path
@@ -426,7 +439,8 @@ class LanceField:
 
         Follows pylance 14: extension types are stored as their storage type with
         ``ARROW:extension:*`` metadata; ``arrow.json``/``lance.json`` become logical
-        ``json`` (JSONB ``large_binary``); fixed-size lists get no child field.
+        ``json`` (JSONB ``large_binary``); fixed-size lists get no child field, except a
+        fixed-size list of structs, whose item is a child field.
         """
         counter = next_id if next_id is not None else [0]
         my_id = counter[0]
@@ -461,6 +475,8 @@ class LanceField:
             child_fields = [data_type.field(0)]
         elif pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
             child_fields = [data_type.value_field]
+        elif pa.types.is_fixed_size_list(data_type) and pa.types.is_struct(data_type.value_type):
+            child_fields = [data_type.value_field]  # pylance 14 writes an "item" child here
         for cf in child_fields:
             children.append(cls.from_arrow(cf, next_id=counter, parent_id=my_id))
         return cls(
@@ -514,6 +530,16 @@ class LanceField:
             dictionary=dictionary,
             unenforced_primary_key=pb.unenforced_primary_key,
         )
+
+
+def _is_blob_descriptor_owner(pb: file_pb2.Field) -> bool:
+    """True for a blob struct that a data file stores without children (blob v2): the
+    descriptor fields following it (id -1, parent -1) belong to it."""
+    if pb.logical_type != "struct" or pb.id < 0:
+        return False
+    value = pb.metadata.get("lance-encoding:blob")
+    return (value is not None and value.lower() in (b"true", b"1", b"yes")) or (
+        pb.extension_name == "lance.blob.v2")
 
 
 def _encoding_hint(logical: str, data_type: pa.DataType) -> int:
@@ -609,15 +635,22 @@ class LanceSchema:
                 *, path: str | None = None) -> "LanceSchema":
         """Rebuild the tree from a pre-order ``lance.file.Field`` list (parents first).
 
-        Fields with ``parent_id == -1`` are top-level (as pylance attaches them, including
-        id -1 fields).  A missing or later parent, or a repeated id, raises
+        Fields with ``parent_id == -1`` are top-level, except the blob v2 descriptor fields a
+        data file stores (id -1, parent -1, right after a childless blob struct): they become
+        that blob field's children (``kind, position, size, blob_id, blob_uri``), as a dataset
+        scan returns them.  A missing or later parent, or a repeated id, raises
         :class:`CorruptFileError` naming ``path``.
         """
         pbs = list(fields)
         children_of: dict[int, list[int]] = {}
         index_of_id: dict[int, int] = {}
         top: list[int] = []
+        blob_owner: int | None = None  # index of a childless blob struct collecting descriptors
         for i, pb in enumerate(pbs):
+            if pb.id == -1 and pb.parent_id == -1 and blob_owner is not None:
+                children_of.setdefault(blob_owner, []).append(i)
+                continue
+            blob_owner = i if _is_blob_descriptor_owner(pb) else None
             if pb.parent_id == -1:
                 top.append(i)
             else:

@@ -43,6 +43,10 @@ OFFLOAD_ROWS = 1 << 16
 #: Most rows one scan window decodes per column (bounds memory for tiny-bytes-per-row columns).
 MAX_WINDOW_ROWS = 1 << 20
 
+#: Range reads of step-plan decoders up to this many encoded bytes (all fields together) run
+#: every field's steps in lockstep (one ``read_ranges`` per step).
+STEPS_READ_BYTES = 4 << 20
+
 _DECODER_MODULES = {
     "2.0": "lancejit.encoding.v20",
     "2.1": "lancejit.encoding.v21",
@@ -346,7 +350,7 @@ class AsyncLanceFileReader:
         end = start + num_rows
 
         decs = [decoders[t] for t in tops]
-        if all(hasattr(d, "range_steps") for d in decs) and all(self._window_rows(d, 1) >= num_rows for d in decs):
+        if all(hasattr(d, "range_steps") for d in decs) and self._small_read(decs, num_rows):
             arrays = await _run_steps(self._ranges, [d.range_steps(start, end) for d in decs], start)
             by_top = dict(zip(tops, [_chunked(a, d.field.type) for a, d in zip(arrays, decs)]))
             return self._table(resolved, [by_top[t] for t, _, _ in resolved], num_rows)
@@ -391,6 +395,20 @@ class AsyncLanceFileReader:
                 arrays = [a.take(order) for a in arrays]
         by_top = dict(zip(tops, arrays))
         return self._table(resolved, [by_top[t] for t, _, _ in resolved], int(idx.size))
+
+    def _small_read(self, decoders: Sequence[Any], num_rows: int) -> bool:
+        """True when ``num_rows`` rows of every decoder fit one window and all of them together
+        are at most :data:`STEPS_READ_BYTES` (then the step plans run in lockstep, decoding on
+        the loop; larger reads keep each decoder's own async path, which may decode in threads)."""
+        total = 0.0
+        for d in decoders:
+            if self._window_rows(d, 1) < num_rows:
+                return False
+            try:
+                total += float(d.estimated_bytes_per_row()) * num_rows
+            except (AttributeError, TypeError, ValueError):
+                return False
+        return total <= STEPS_READ_BYTES
 
     def _window_rows(self, decoder: Any, batch_size: int) -> int:
         """Rows per scan window of one column: ~``scan_read_bytes`` of encoded data, a multiple

@@ -22,7 +22,9 @@ from lancejit.io.store import AsyncWriter
 from lancejit.io.sync import run_sync
 from lancejit.pb import file2_pb2, file_pb2
 
-from .writer_schema import file_schema_pb
+from lancejit.core.schema import LanceSchema
+
+from .writer_schema import apply_field_ids, file_schema_pb
 from .writer_sink import open_sink
 
 ALIGN = 64
@@ -109,15 +111,25 @@ class AsyncLanceFileWriter:
     ``schema``: the Arrow schema (taken from the first batch when None).  ``version``: '2.2'
     (default), '2.1' or '2.0'.  ``max_page_bytes``: target bytes buffered per column before a
     page is written (default 8 MiB).  ``encoding_options``: ``lance-encoding:*`` keys (prefix
-    optional) applied to every field; a field's own metadata overrides them.  Nothing is visible
-    at ``uri`` until :meth:`close` succeeds.
+    optional) applied to every field; a field's own metadata overrides them.  ``lance_schema``:
+    the dataset's :class:`LanceSchema` whose field ids the file's schema should carry (a table's
+    data files do); when ``schema`` is None it also gives the Arrow schema
+    (``lance_schema.to_arrow(dataset=False)``).  Without it fields are numbered from 0 in
+    pre-order.  Nothing is visible at ``uri`` until :meth:`close` succeeds.
     """
 
     def __init__(self, uri: str, schema: pa.Schema | None = None, version: str | None = "2.2",
                  storage_options: dict[str, Any] | None = None,
                  max_page_bytes: int | None = None,
-                 encoding_options: dict[str, str] | None = None) -> None:
+                 encoding_options: dict[str, str] | None = None,
+                 lance_schema: LanceSchema | None = None) -> None:
         self.uri = str(uri)
+        if lance_schema is not None and not isinstance(lance_schema, LanceSchema):
+            raise InvalidInputError(
+                f"lance_schema must be a LanceSchema, got {type(lance_schema).__name__}")
+        self.lance_schema = lance_schema
+        if schema is None and lance_schema is not None:
+            schema = lance_schema.to_arrow(dataset=False)
         self.encoding_options = {
             (k if str(k).startswith("lance-encoding:") else f"lance-encoding:{k}"): str(v)
             for k, v in (encoding_options or {}).items()
@@ -139,12 +151,36 @@ class AsyncLanceFileWriter:
         if schema is not None:
             self._initialize(schema)
 
+    # ------------------------------------------------------------------------------ state
+    @property
+    def num_columns(self) -> int:
+        """Physical columns of the file (0 until the schema is known)."""
+        return len(self._columns)
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes handed to the destination so far (the file size once :meth:`close` returned)."""
+        return self._pos
+
+    @property
+    def field_ids(self) -> list[int]:
+        """Field ids of the file schema, pre-order ([] until the schema is known)."""
+        pb = getattr(self, "_schema_pb", None)
+        return [f.id for f in pb.fields] if pb is not None else []
+
+    @property
+    def rows_written(self) -> int:
+        """Rows accepted so far."""
+        return self._rows
+
     # ------------------------------------------------------------------------------ setup
     def _initialize(self, schema: pa.Schema) -> None:
         for f in schema:
             _reject_unsupported(f)
         self.schema = schema
         self._schema_pb = file_schema_pb(schema)
+        if self.lance_schema is not None:
+            apply_field_ids(self._schema_pb, self.lance_schema)
         first = 0
         encs = []
         for f in schema:
@@ -332,9 +368,30 @@ class LanceFileWriter:
     def __init__(self, uri: str, schema: pa.Schema | None = None, version: str | None = "2.2",
                  storage_options: dict[str, Any] | None = None,
                  max_page_bytes: int | None = None,
-                 encoding_options: dict[str, str] | None = None) -> None:
+                 encoding_options: dict[str, str] | None = None,
+                 lance_schema: LanceSchema | None = None) -> None:
         self._inner = AsyncLanceFileWriter(uri, schema, version, storage_options, max_page_bytes,
-                                           encoding_options)
+                                           encoding_options, lance_schema=lance_schema)
+
+    @property
+    def num_columns(self) -> int:
+        """Physical columns of the file (0 until the schema is known)."""
+        return self._inner.num_columns
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes handed to the destination so far (the file size once :meth:`close` returned)."""
+        return self._inner.bytes_written
+
+    @property
+    def field_ids(self) -> list[int]:
+        """Field ids of the file schema, pre-order."""
+        return self._inner.field_ids
+
+    @property
+    def rows_written(self) -> int:
+        """Rows accepted so far."""
+        return self._inner.rows_written
 
     def write_batch(self, data: pa.RecordBatch | pa.Table) -> None:
         run_sync(self._inner.write_batch(data))

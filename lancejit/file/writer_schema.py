@@ -44,15 +44,15 @@ def _emit(f: pa.Field, parent: int, out: list, counter: list[int]) -> None:
     out.append(pb)
     t = _storage(f.type)
     children: list[pa.Field] = []
-    if node.children:
+    if is_structural_fsl(t):  # whether or not core.schema already gives it the child
+        children = [t.value_field]
+    elif node.children:
         if pa.types.is_struct(t):
             children = [t.field(i) for i in range(t.num_fields)]
         elif pa.types.is_map(t):
             children = [t.field(0)]
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
             children = [t.value_field]
-    elif is_structural_fsl(t):
-        children = [t.value_field]
     for c in children:
         _emit(c, pb.id, out, counter)
 
@@ -70,3 +70,19 @@ def file_schema_pb(schema: pa.Schema) -> file_pb2.Schema:
     for k, v in base.metadata.items():
         result.metadata[k] = v
     return result
+
+
+def apply_field_ids(pb: file_pb2.Schema, lance_schema: LanceSchema) -> bool:
+    """Give the file schema ``pb`` the field ids (and parent ids) of ``lance_schema``, in place.
+
+    The fields are matched one to one in pre-order, by name.  Returns False (``pb`` left
+    numbered from 0) when they do not line up -- e.g. a 2.2 fixed-size list of structs, whose
+    struct is an extra field in the file schema.
+    """
+    theirs = lance_schema.to_pb()
+    if len(theirs) != len(pb.fields) or any(a.name != b.name for a, b in zip(pb.fields, theirs)):
+        return False
+    for mine, t in zip(pb.fields, theirs):
+        mine.id = t.id
+        mine.parent_id = t.parent_id
+    return True

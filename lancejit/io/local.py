@@ -42,7 +42,7 @@ WRITE_BUFFER_BYTES = 1 << 20
 #: A read batch of at most this many bytes runs inline on the event loop (a ``preadv`` from
 #: the page cache is cheaper than the two thread hand-offs of a worker); larger batches go to
 #: the worker pool so that big scans overlap with decoding.  0 disables inline reads.
-INLINE_READ_BYTES = int(os.environ.get("LANCEJIT_LOCAL_INLINE_READ_BYTES", str(2 << 20)))
+INLINE_READ_BYTES = int(os.environ.get("LANCEJIT_LOCAL_INLINE_READ_BYTES", str(4 << 20)))
 
 
 def _tmp_name(path: str) -> str:
@@ -195,7 +195,7 @@ class LocalStore(ObjectStore):
             raise InvalidInputError(f"read_tail needs nbytes >= 0, got {nbytes}")
         stats = self.stats
 
-        def work(cancel: threading.Event) -> tuple[int, memoryview]:
+        def work(cancel: threading.Event | None) -> tuple[int, memoryview]:
             t0 = time.perf_counter()
             fd = os.open(path, os.O_RDONLY)
             try:
@@ -214,6 +214,14 @@ class LocalStore(ObjectStore):
             stats.record_read(n, time.perf_counter() - t0)
             return size, view.toreadonly()
 
+        if nbytes <= self.inline_read_bytes:  # footer reads (64 KiB): no worker hand-off
+            try:
+                return work(None)
+            except BaseException as exc:
+                err = translate_error(exc, path)
+                if err is exc:
+                    raise
+                raise err
         return await self._run(path, work)
 
     async def size(self, path: str) -> int:

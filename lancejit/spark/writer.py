@@ -158,12 +158,8 @@ class LanceWriter(DataSourceArrowWriter):
         name = f"{self.job_id}-{uuid.uuid4().hex}.lance"
         w = LanceFileWriter(store.uri(self._data_path(root, name)), self.file_schema,
                             version=self.file_version_text, storage_options=self.storage_options,
-                            max_page_bytes=self.max_page_bytes)
-        inner = getattr(w, "_inner", None)
-        if inner is not None and getattr(inner, "_lance_schema", None) is not None \
-                and inner._lance_schema.field_ids() != lschema.field_ids():
-            # Keep the dataset's field ids in the file (the writer numbers fields from 0).
-            inner._lance_schema = lschema
+                            max_page_bytes=self.max_page_bytes,
+                            lance_schema=lschema)  # the file keeps the dataset's field ids
         return name, w
 
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -200,7 +196,7 @@ class LanceWriter(DataSourceArrowWriter):
             name, w = current
             current = None
             rows = w.close()
-            size = run_sync(store.size(self._data_path(root, name)))
+            size = w.bytes_written or run_sync(store.size(self._data_path(root, name)))
             done.append(WrittenFile(name, int(rows), int(size)))
             rows_in_file = 0
 

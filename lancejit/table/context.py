@@ -80,6 +80,8 @@ class DatasetContext:
     top_fields: list[TopField]
     caches: SharedCaches
     storage_options: dict[str, str] | None = None
+    #: The manifest's schema as a Lance field tree (ids of nested fields; None: not built).
+    lance_schema: Any = None
 
     @property
     def version(self) -> int:

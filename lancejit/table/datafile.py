@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.config import FOOTER_PREFETCH_BYTES
 from lancejit.core.errors import CorruptFileError, NotFoundError
 
-from .fields import TopField
+from .fields import TopField, conform_array
 from .manifest import DataFile
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,10 +48,29 @@ class DataFileHandle:
             )
         return name
 
-    async def read_range(self, tops: Sequence[TopField], start: int, end: int) -> list[pa.Array]:
+    def conform(self, top: TopField, array: Any, dataset_schema: Any, target: pa.DataType) -> Any:
+        """``array`` (this file's field ``top.id``) with nested children matched to the dataset's
+        field tree ``dataset_schema`` by field id (renames, dropped or missing children)."""
+        file_schema = self.reader.file_metadata.schema
+        if dataset_schema is None or not getattr(file_schema, "has_field_id", lambda _: False)(top.id):
+            return array
+        if not dataset_schema.has_field_id(top.id):
+            return array
+        dfield = dataset_schema.field_by_id(top.id)
+        if not dfield.children:
+            return array
+        ffield = file_schema.field_by_id(top.id)
+        if isinstance(array, pa.ChunkedArray):
+            chunks = [conform_array(c, dfield, ffield, target) for c in array.chunks]
+            return pa.chunked_array(chunks, type=chunks[0].type if chunks else target)
+        return conform_array(array, dfield, ffield, target)
+
+    async def read_range(self, tops: Sequence[TopField], start: int, end: int) -> list[pa.ChunkedArray]:
+        """Fields ``tops`` at rows ``[start, end)`` (half-open), as chunked arrays."""
         names = [self._file_name(t) for t in tops]
         table = await self.reader.read_range(start, end - start, list(dict.fromkeys(names)))
-        return [_one(table.column(n)) for n in names]
+        # chunked as decoded (one chunk per read window): no concatenation copy
+        return [table.column(n) for n in names]
 
     async def take(self, tops: Sequence[TopField], offsets: np.ndarray) -> list[pa.Array]:
         names = [self._file_name(t) for t in tops]
@@ -66,37 +84,97 @@ def _one(col: pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if col.num_chunks else pa.array([], col.type)
 
 
+#: Data files of at most this many bytes that the open's tail read holds entirely are kept in
+#: memory and read from there (the reference reads such files whole, too).  0 disables it.
+WHOLE_FILE_BYTES = 64 * 1024
+
+
+class _WholeFileReader:
+    """A :class:`~lancejit.core.ranges.RangeReader` over a file that the open's tail read
+    already holds entirely (files up to 64 KiB): later reads cost no request.  Other
+    attributes (``stats``, ``store``, ``config``...) are the wrapped scheduler's."""
+
+    def __init__(self, inner: Any, data: memoryview) -> None:
+        self.inner = inner
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def path(self) -> str:
+        return self.inner.path
+
+    async def size(self) -> int:
+        return len(self._data)
+
+    async def read_tail(self, nbytes: int) -> tuple[int, memoryview]:
+        n = len(self._data)
+        return n, self._data[max(0, n - int(nbytes)):]
+
+    async def read_ranges(self, ranges: Any, *, priority: int = 0) -> list[memoryview]:
+        arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+        n = len(self._data)
+        if arr.size and (int(arr[:, 0].min()) < 0 or int(arr[:, 1].max()) > n or bool((arr[:, 1] < arr[:, 0]).any())):
+            bad = arr[(arr[:, 0] < 0) | (arr[:, 1] > n) | (arr[:, 1] < arr[:, 0])][0]
+            raise CorruptFileError(
+                f"byte range [{int(bad[0])}, {int(bad[1])}) is outside the file's {n} bytes", path=self.path
+            )
+        data = self._data
+        return [data[a:b] for a, b in arr.tolist()]
+
+
+class _TailKeeper:
+    """Wraps a scheduler for the open: remembers the tail read (size and bytes)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.tail: tuple[int, memoryview] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def path(self) -> str:
+        return self.inner.path
+
+    async def size(self) -> int:
+        return await self.inner.size()
+
+    async def read_tail(self, nbytes: int) -> tuple[int, memoryview]:
+        self.tail = await self.inner.read_tail(nbytes)
+        return self.tail
+
+    async def read_ranges(self, ranges: Any, *, priority: int = 0) -> list[memoryview]:
+        return await self.inner.read_ranges(ranges, priority=priority)
+
+
 async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFileHandle:
-    """The cached handle of ``data_file`` (opened with one tail read on first use)."""
+    """The cached handle of ``data_file`` (opened with one tail read of 64 KiB on first use,
+    rarely one more; a file the tail holds entirely is then read from memory)."""
     store, path = ctx.data_file_location(data_file)
 
     async def load() -> DataFileHandle:
-        from dataclasses import replace
-
-        from lancejit.file.cache import default_cache, file_key
-        from lancejit.file.container import parse_file_metadata
         from lancejit.file.reader import AsyncLanceFileReader
 
         with ctx.errors(path, store):
-            scheduler = ctx.reader(store, path, data_file.file_size_bytes)
+            uri = store.uri(path)
+            scheduler = ctx.reader(store, path, data_file.file_size_bytes or None)
+            keeper = _TailKeeper(scheduler)
             try:
-                file_size, tail = await scheduler.read_tail(FOOTER_PREFETCH_BYTES)
+                reader = await AsyncLanceFileReader.from_reader(keeper, uri=uri, store=store, stats=ctx.stats)
             except NotFoundError:
                 raise NotFoundError("data file is missing") from None
-            if data_file.file_size_bytes and data_file.file_size_bytes != file_size:
+            file_size, tail = keeper.tail if keeper.tail is not None else (None, None)
+            if file_size is not None and data_file.file_size_bytes and data_file.file_size_bytes != file_size:
                 raise CorruptFileError(
                     f"data file has {file_size} bytes but the manifest records {data_file.file_size_bytes}",
-                    path=store.uri(path),
+                    path=uri,
                 )
-            cache = default_cache()
-            uri = store.uri(path)
-            key = file_key(uri, file_size, tail)
-            metadata = cache.get_metadata(key)
-            if metadata is None:
-                metadata = await parse_file_metadata(scheduler, file_size, tail)
-                metadata = replace(metadata, cache=cache.file(key))
-                cache.put_metadata(key, metadata)
-            reader = AsyncLanceFileReader(uri, store, path, scheduler, metadata)
+            source: Any = scheduler
+            if tail is not None and len(tail) == file_size and file_size <= WHOLE_FILE_BYTES:
+                source = _WholeFileReader(scheduler, tail)
+            reader = AsyncLanceFileReader(uri, store, path, source, reader.file_metadata, ctx.stats)
             return DataFileHandle(reader, data_file, uri)
 
     return await ctx.caches.files.get(store.uri(path), load)

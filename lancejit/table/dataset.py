@@ -86,7 +86,7 @@ def _make_context(
         tops = top_level_fields(manifest.fields, store.uri(manifest_path))
     except LanceJitError as exc:
         raise with_context(exc, where) from exc
-    return DatasetContext(uri, store, root, manifest, manifest_path, schema, tops, caches, storage_options)
+    return DatasetContext(uri, store, root, manifest, manifest_path, schema, tops, caches, storage_options, lschema)
 
 
 def _uri(store: Any, path: str) -> str:

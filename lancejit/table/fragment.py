@@ -145,6 +145,10 @@ class FragmentReader:
                     arrays = await handle.read_range(wanted, rows[0], rows[1])
                 else:
                     arrays = await handle.take(wanted, rows)
+                schema, lschema = self.ctx.schema, self.ctx.lance_schema
+                arrays = [
+                    handle.conform(t, a, lschema, schema.field(t.name).type) for t, a in zip(wanted, arrays)
+                ]
             for i, arr in zip(idxs, arrays):
                 out[i] = arr
 

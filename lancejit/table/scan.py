@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
-from typing import AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -154,23 +154,34 @@ def _rows_per_unit(frag: FragmentReader, batch_size: int) -> int:
     return max(1, min(MAX_UNIT_ROWS, max(batch_size, by_bytes)))
 
 
+def _select(arrays: list, positions: np.ndarray, n: int) -> list:
+    """``arrays`` (``n`` rows each) at the sorted, unique ``positions`` (int64): a boolean
+    filter, which keeps chunking and is far cheaper than ``take`` on wide types."""
+    if len(positions) == n:
+        return list(arrays)
+    mask = np.zeros(n, dtype=bool)
+    mask[positions] = True
+    keep = pa.array(mask)
+    return [a.filter(keep) for a in arrays]
+
+
 async def _read_rows(
     frag: FragmentReader, tops: list[TopField], lo: int, hi: int, live: np.ndarray | None
-) -> list[pa.Array]:
+) -> list[pa.Array | pa.ChunkedArray]:
     """Fields at the live rows of ``[lo, hi)`` (``live``: their offsets, None = all)."""
     if live is None:
         return await frag.read(tops, (lo, hi))
     if len(live) < TAKE_FRACTION * (hi - lo):
         return await frag.read(tops, live)
     arrays = await frag.read(tops, (lo, hi))
-    idx = pa.array(live - lo)
-    return [a.take(idx) for a in arrays]
+    return _select(arrays, live - lo, hi - lo)
 
 
-async def read_unit(
+async def read_unit_table(
     ctx: DatasetContext, frag: FragmentReader, spec: ScanSpec, lo: int, hi: int
-) -> pa.RecordBatch | None:
-    """One unit's output batch (None when no row survives)."""
+) -> pa.Table | None:
+    """One unit's output rows as a table whose columns keep the decoder's chunks (None when no
+    row survives)."""
     deleted = await frag.deleted()
     live: np.ndarray | None = None
     if deleted is not None and len(deleted):
@@ -182,7 +193,7 @@ async def read_unit(
             if len(live) == 0:
                 return None
     tops = list(spec.tops)
-    by_name: dict[str, pa.Array] = {}
+    by_name: dict[str, pa.Array | pa.ChunkedArray] = {}
     if spec.filter is not None:
         ftops = [t for t in ctx.top_fields if t.name in spec.filter.columns]
         farrays = await _read_rows(frag, ftops, lo, hi, live)
@@ -192,18 +203,15 @@ async def read_unit(
         if len(matches) == 0:
             return None
         offsets = (live if live is not None else np.arange(lo, hi, dtype=np.int64))[matches]
-        midx = pa.array(matches)
-        for t, arr in zip(ftops, farrays):
-            if any(t.name == p.name for p in tops):
-                by_name[t.name] = arr.take(midx)
+        wanted = [(t, arr) for t, arr in zip(ftops, farrays) if any(t.name == p.name for p in tops)]
+        picked = _select([arr for _, arr in wanted], matches, n_live)
+        by_name.update({t.name: arr for (t, _), arr in zip(wanted, picked)})
         rest = [t for t in tops if t.name not in by_name]
         if rest:
             if len(offsets) < TAKE_FRACTION * (hi - lo):
                 arrays = await frag.read(rest, offsets)
             else:
-                arrays = await frag.read(rest, (lo, hi))
-                rel = pa.array(offsets - lo)
-                arrays = [a.take(rel) for a in arrays]
+                arrays = _select(await frag.read(rest, (lo, hi)), offsets - lo, hi - lo)
             by_name.update({t.name: a for t, a in zip(rest, arrays)})
         rows: tuple[int, int] | np.ndarray = offsets
     else:
@@ -212,7 +220,51 @@ async def read_unit(
         rows = (lo, hi) if live is None else live
     n = (hi - lo) if isinstance(rows, tuple) else len(rows)
     meta = dict(await frag.meta_columns(rows, spec.with_row_id, spec.with_row_address))
-    return assemble_batch(ctx, spec, by_name, meta, n)
+    return assemble_table(ctx, spec, by_name, meta, n)
+
+
+async def read_unit(
+    ctx: DatasetContext, frag: FragmentReader, spec: ScanSpec, lo: int, hi: int
+) -> pa.RecordBatch | None:
+    """One unit's output batch (None when no row survives); one contiguous batch."""
+    table = await read_unit_table(ctx, frag, spec, lo, hi)
+    if table is None:
+        return None
+    if table.num_columns == 0:
+        return _no_column_batch(table.num_rows, table.schema)
+    return table.combine_chunks().to_batches()[0] if table.num_rows else None
+
+
+def assemble_table(
+    ctx: DatasetContext, spec: ScanSpec, by_top: dict[str, Any], meta: dict[str, pa.Array], n: int
+) -> pa.Table:
+    """The output rows (``n``) from top-level arrays (plain or chunked) and meta arrays."""
+    schema = output_schema(ctx, spec)
+    cols = []
+    for c in output_columns(spec):
+        if c.top is None:
+            cols.append(meta[c.name])
+        elif c.prune is not None:
+            arr = by_top[c.top]
+            if isinstance(arr, pa.ChunkedArray):
+                arr = arr.combine_chunks()
+            cols.append(_prune_array(arr, c.prune))
+        else:
+            cols.append(_child_chunked(by_top[c.top], c.path))
+    if not cols:
+        return pa.Table.from_batches([_no_column_batch(n, schema)])
+    cols = [c if isinstance(c, pa.ChunkedArray) else pa.chunked_array([c], type=c.type) for c in cols]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _child_chunked(array: Any, path: tuple[str, ...]) -> Any:
+    if not path or not isinstance(array, pa.ChunkedArray):
+        return _child(array, path)
+    chunks = [_child(c, path) for c in array.chunks]
+    t = array.type
+    for part in path:
+        t = t.field(part).type
+    return pa.chunked_array(chunks, type=t)
 
 
 def _no_column_batch(n: int, schema: pa.Schema) -> pa.RecordBatch:
@@ -274,7 +326,7 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
                 frag, lo, hi = next(it)
             except StopIteration:
                 return
-            pending.append(asyncio.ensure_future(read_unit(ctx, frag, spec, lo, hi)))
+            pending.append(asyncio.ensure_future(read_unit_table(ctx, frag, spec, lo, hi)))
 
     try:
         fill()
@@ -303,12 +355,13 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
             await asyncio.gather(*pending, return_exceptions=True)
 
 
-def _split(batch: pa.RecordBatch, size: int) -> Iterator[pa.RecordBatch]:
-    if batch.num_rows <= size:
-        yield batch
+def _split(table: pa.Table, size: int) -> Iterator[pa.RecordBatch]:
+    """Batches of at most ``size`` rows, zero-copy (cut at ``size`` and at chunk boundaries)."""
+    if table.num_columns == 0:
+        for start in range(0, table.num_rows, size):
+            yield _no_column_batch(min(size, table.num_rows - start), table.schema)
         return
-    for start in range(0, batch.num_rows, size):
-        yield batch.slice(start, size)
+    yield from table.to_batches(max_chunksize=size)
 
 
 async def count_rows(ctx: DatasetContext, filter: CompiledFilter | None, readahead: int = DEFAULT_READAHEAD) -> int:

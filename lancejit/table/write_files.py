@@ -154,8 +154,8 @@ class FragmentFileWriter:
         w = AsyncLanceFileWriter(
             self.store.uri(self.path_of(self._name)), self.file_schema, version=self.storage_version,
             storage_options=self.storage_options, max_page_bytes=self.max_page_bytes,
+            lance_schema=self._lschema,  # data files carry the dataset's field ids
         )
-        _use_dataset_ids(w, self._lschema)
         self._writer = w
         self._rows = 0
 
@@ -165,13 +165,13 @@ class FragmentFileWriter:
         w, name = self._writer, self._name
         self._writer = None
         rows = await w.close()
-        ncols = len(getattr(w, "_columns", ())) or len(self.field_ids)
+        ncols = w.num_columns or len(self.field_ids)
         if ncols != len(self.field_ids):
             self.files.append(WrittenFile(name, rows, 0))
             raise NotSupportedError(
                 f"data file has {ncols} columns but the schema has {len(self.field_ids)} column fields"
             )
-        size = getattr(w, "_pos", None)
+        size = w.bytes_written
         if not size:
             size = await self.store.size(self.path_of(name))
         wf = WrittenFile(name, int(rows), int(size))
@@ -190,7 +190,7 @@ class FragmentFileWriter:
             await self._writer.write_batch(batch.slice(start, take))
             self._rows += take
             start += take
-            if self._rows >= self.max_rows_per_file or getattr(self._writer, "_pos", 0) >= self.max_bytes_per_file:
+            if self._rows >= self.max_rows_per_file or self._writer.bytes_written >= self.max_bytes_per_file:
                 await self._close_current()
 
     async def finish(self) -> list[WrittenFile]:
@@ -218,22 +218,6 @@ class FragmentFileWriter:
             await self.store.delete_many(paths)
         except Exception:  # noqa: BLE001
             pass
-
-
-def _use_dataset_ids(writer: Any, lschema: LanceSchema) -> None:
-    """Make the file's schema carry the dataset's field ids (the reference's data files do).
-
-    Needs the file writer's ``_schema_pb`` (``lance.file.Schema``); left alone when its fields do
-    not line up one to one with the dataset's."""
-    pb = getattr(writer, "_schema_pb", None)
-    if pb is None:
-        return
-    ours = lschema.to_pb()
-    if len(ours) != len(pb.fields) or any(a.name != b.name for a, b in zip(ours, pb.fields)):
-        return
-    for mine, theirs in zip(pb.fields, ours):
-        mine.id = theirs.id
-        mine.parent_id = theirs.parent_id
 
 
 __all__ = [

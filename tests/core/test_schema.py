@@ -73,6 +73,12 @@ FSL = pa.schema([
     _f("lv", pa.list_(pa.list_(pa.float64(), 2))),
 ])
 
+# pylance 14 gives a fixed-size list of structs an "item" child field (2.2 only)
+FSL_STRUCT = pa.schema([
+    _f("fs", pa.list_(pa.field("item", pa.struct([_f("x", pa.int32()), _f("y", pa.string())])), 3)),
+    _f("sfs", pa.struct([_f("f", pa.list_(pa.struct([_f("z", pa.float64(), False)]), 2))])),
+])
+
 DICTS = pa.schema([
     _f("d8", pa.dictionary(pa.int8(), pa.string())),
     _f("d16", pa.dictionary(pa.int16(), pa.string())),
@@ -102,6 +108,7 @@ CASES = [
     ("nested", NESTED, VERSIONS),
     ("nullable_struct", NULLABLE_STRUCT, ["2.1", "2.2"]),
     ("fsl", FSL, VERSIONS),
+    ("fsl_struct", FSL_STRUCT, ["2.2"]),
     ("dicts", DICTS, VERSIONS),
     ("maps", MAPS, ["2.2"]),
     ("extensions", EXTENSIONS, VERSIONS),
@@ -208,28 +215,61 @@ def test_blob_fields(tmp_path: Path, version: str) -> None:
     ours = LanceSchema.from_pb(manifest.fields, dict(manifest.schema_metadata))
     assert ours.fields[0].is_blob
     _assert_schema_equal(ours.to_arrow(dataset=True), lance.dataset(uri).schema)
-    # the data file's own schema, as pylance's file reader sees it (blob v2: flat descriptor)
+    # the data file's own schema: blob v2 descriptor fields (id -1, parent -1) sit under the
+    # blob field, as the dataset scan returns them (pylance's file reader lists them flat)
     (data_file,) = (uri / "data").glob("*.lance")
     fd = raw.read_raw_file(data_file).descriptor
     file_schema = LanceSchema.from_file_descriptor(fd)
-    _assert_schema_equal(file_schema.to_arrow(), LanceFileReader(str(data_file)).metadata().schema)
     if version == "2.2":
         assert ours.fields[0].extension_name == "lance.blob.v2"
         assert [c.name for c in ours.fields[0].children] == ["data", "uri"]
-        assert [f.name for f in file_schema][:2] == ["blob", "kind"]
+        assert [f.name for f in file_schema] == ["blob", "k"]
+        scanned = lance.dataset(uri).to_table().schema
+        mine = file_schema.to_arrow()
+        assert mine.field("blob").type == scanned.field("blob").type
+        assert mine.field("blob").type == pa.struct([
+            _f("kind", pa.uint8(), False), _f("position", pa.uint64(), False),
+            _f("size", pa.uint64(), False), _f("blob_id", pa.uint32(), False),
+            _f("blob_uri", pa.string(), False)])
+        assert dict(mine.field("blob").metadata) == dict(scanned.field("blob").metadata)
+        _assert_schema_equal(mine.remove(0), scanned.remove(0))
+        assert file_schema.to_pb() == list(fd.schema.fields)
     else:
+        _assert_schema_equal(file_schema.to_arrow(), LanceFileReader(str(data_file)).metadata().schema)
         assert LanceSchema.from_arrow(schema).to_pb() == list(manifest.fields)
 
 
 def test_blob_v2_descriptor_ids_do_not_collide() -> None:
-    pbs = [file_pb2.Field(name="blob", id=0, parent_id=-1, logical_type="struct"),
+    blob = file_pb2.Field(name="blob", id=0, parent_id=-1, logical_type="struct")
+    blob.metadata["lance-encoding:blob"] = b"true"
+    pbs = [blob,
            file_pb2.Field(name="kind", id=-1, parent_id=-1, logical_type="uint8"),
            file_pb2.Field(name="size", id=-1, parent_id=-1, logical_type="uint64"),
            file_pb2.Field(name="x", id=3, parent_id=-1, logical_type="int32")]
     s = LanceSchema.from_pb(pbs, {})
-    assert s.to_arrow().names == ["blob", "kind", "size", "x"]
+    assert s.to_arrow().names == ["blob", "x"]
+    assert [c.name for c in s.fields[0].children] == ["kind", "size"]
     assert s.field_by_id(3).name == "x"
     assert s.to_pb() == pbs
+    # id -1 fields after a plain struct stay top-level
+    plain = [file_pb2.Field(name="s", id=0, parent_id=-1, logical_type="struct"), *pbs[1:]]
+    assert LanceSchema.from_pb(plain, {}).to_arrow().names == ["s", "kind", "size", "x"]
+
+
+def test_fsl_of_struct_children_are_checked() -> None:
+    pbs = [file_pb2.Field(name="f", id=0, parent_id=-1, logical_type="fixed_size_list:struct:2",
+                          nullable=True),
+           file_pb2.Field(name="item", id=1, parent_id=0, logical_type="struct", nullable=True),
+           file_pb2.Field(name="a", id=2, parent_id=1, logical_type="int32", nullable=True)]
+    t = LanceSchema.from_pb(pbs, {}).to_arrow().field("f").type
+    assert t == pa.list_(pa.field("item", pa.struct([pa.field("a", pa.int32())])), 2)
+    extra = pbs + [file_pb2.Field(name="item2", id=3, parent_id=0, logical_type="struct")]
+    with pytest.raises(CorruptFileError):
+        LanceSchema.from_pb(extra, {})
+    bad = [file_pb2.Field(name="f", id=0, parent_id=-1, logical_type="fixed_size_list:struct:x"),
+           *pbs[1:]]
+    with pytest.raises(CorruptFileError):
+        LanceSchema.from_pb(bad, {})
 
 
 # --------------------------------------------------------------------------------------

@@ -78,6 +78,11 @@ def test_create_append_overwrite(spark, tmp_path):
     _same(third.toArrow(), ds.to_table())
     assert lance.dataset(uri, version=2).count_rows() == 320
 
+    spark.range(0, numPartitions=4).selectExpr("id", "cast(id AS STRING) AS s") \
+        .write.format("lancejit").mode("overwrite").save(uri)
+    assert lance.dataset(uri).version == 4 and lance.dataset(uri).count_rows() == 0
+    assert spark.read.format("lancejit").load(uri).count() == 0
+
 
 def test_append_to_pylance_dataset_with_added_column(spark, tmp_path):
     """Appends keep the dataset's field ids (here not the Spark column order)."""
@@ -96,6 +101,9 @@ def test_append_to_pylance_dataset_with_added_column(spark, tmp_path):
     assert got["a"].to_pylist() == [1, 2, 3] + list(range(10, 18))
     assert got["c"].to_pylist() == [10, 20, 30] + [i * 10 for i in range(10, 18)]
     assert got["b"].to_pylist() == ["1", "2", "3"] + [str(i) for i in range(10, 18)]
+    # the new files carry the dataset's field ids: lancejit reads them back the same way
+    back = spark.read.format("lancejit").load(uri).toArrow().sort_by("a")
+    assert back.to_pylist() == got.to_pylist()
 
 
 def test_failing_task_commits_nothing_and_leaves_no_files(spark, tmp_path):

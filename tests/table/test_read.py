@@ -232,7 +232,16 @@ def test_io_stats_are_incremental(make_dataset, version):
     assert first.read_iops > 0 and first.read_bytes > 0
     assert ours.io_stats().read_iops == 0
     ours.take([1, 500])  # files are open and cached now: fewer requests
-    assert 0 < ours.io_stats().read_iops <= first.read_iops
+    warm = ours.io_stats()
+    assert warm.read_iops <= first.read_iops - 1
+    small = all(
+        df.file_size_bytes and df.file_size_bytes <= 64 * 1024
+        for f in ours.context.manifest.fragments for df in f.files
+    )
+    if small:  # files the open's 64 KiB tail read holds entirely are read from memory
+        assert warm.read_iops == 0
+    else:
+        assert warm.read_iops > 0
     # stats are per dataset, not per store: another dataset's reads are not counted here
     other = dataset(make_dataset("stable", version))
     other.to_table()
@@ -241,8 +250,11 @@ def test_io_stats_are_incremental(make_dataset, version):
     assert ours.io_stats().read_iops > 0
 
 
-def test_filter_reads_less(make_dataset, need_decoders):
+def test_filter_reads_less(make_dataset, need_decoders, monkeypatch):
     """A selective filter reads the other columns only for matching rows."""
+    import lancejit.table.datafile as datafile
+
+    monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)  # small files: keep reading ranges
     need_decoders("2.1")
     ours = dataset(make_dataset("bigdel", "2.1"))
     ours.to_table(columns=["a"])  # open files

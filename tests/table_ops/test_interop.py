@@ -138,8 +138,6 @@ def test_drop_nested_and_rename_nested(tmp_path):
     assert ours.to_table(columns=cols).equals(lance.dataset(theirs).to_table(columns=cols))
 
 
-@pytest.mark.xfail(strict=True, reason="read side (lancejit/table/datafile.py) matches struct children "
-                   "by name, so a renamed nested field reads as nulls; same on pylance-made datasets")
 def test_lancejit_reads_nested_rename(tmp_path):
     uri = str(tmp_path / "ref")
     lance.write_dataset(make_table(0, 5), uri).alter_columns({"path": "st.x", "name": "xx"})

@@ -73,19 +73,6 @@ def test_blob_v2_descriptors_and_sidecars(tmp_path, monkeypatch):
     data_file = Path(glob.glob(str(tmp_path / "ds" / "data" / "*.lance"))[0])
     desc_field = ref.schema.field("b")
 
-    # The data file's descriptor children carry field id -1; until lancejit.core.schema maps
-    # them under their parent, use the schema the dataset scan reports (test-only bridge).
-    import lancejit.file.container as container
-
-    real = container._decode_schema
-
-    def decode(pb_schema, path):
-        schema, arrow, md = real(pb_schema, path)
-        if arrow.get_field_index("b") >= 0 and arrow.field("b").type.num_fields == 5:
-            return schema, arrow, md
-        return schema, pa.schema([pa.field("id", pa.int64()), desc_field]), md
-
-    monkeypatch.setattr(container, "_decode_schema", decode)
     op = Opened(data_file)
     got = op.read_all()
     tables_equal(got, ref)

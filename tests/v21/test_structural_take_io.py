@@ -130,4 +130,40 @@ def test_take_list_column_reads_few_chunks(tmp_path, version):
         got = asyncio.run(dec.take(idx))
         assert got.to_pylist() == t.column(name).take(pa.array(idx)).to_pylist()
         assert reader.calls == 1 and len(reader.ranges) <= len(idx)
+        # rows far apart (chunk runs more than TAKE_GAP_BYTES apart): well under the page
+        sparse = np.linspace(0, n - 1, 6).astype(np.int64)
+        reader.reset()
+        got = asyncio.run(dec.take(sparse))
+        assert got.to_pylist() == t.column(name).take(pa.array(sparse)).to_pylist()
+        assert reader.calls == 1 and len(reader.ranges) <= len(sparse)
         assert sum(e - s for s, e in reader.ranges) < page.buffer_sizes[1] // 2
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_take_steps_batch_all_fields(tmp_path, version):
+    """``take_steps`` of every field run by ``run_plans``: one ``read_ranges`` call per step for
+    all fields: cold = page metadata + variable full-zip entries, then every field's data;
+    warm = mini-block chunks + full-zip entries, then the full-zip values."""
+    from lancejit.encoding.v20.steps import run_plans
+
+    rng = np.random.default_rng(5)
+    n = 20000
+    big = [bytes(rng.integers(0, 256, size=300, dtype=np.uint8)) for _ in range(n)]
+    t = pa.table({"i": D.ints(rng, n, pa.int64()), "s": D.strings(rng, n), "big": pa.array(big, pa.binary()),
+                  "l": D.lists(rng, n, D.ints(rng, 5 * n, pa.int32()))})
+    path = write_lance(tmp_path / "steps.lance", t, version)
+    reader = BytesReader(path.read_bytes())
+    meta = asyncio.run(open_file_metadata(reader))
+    decs = make_field_decoders(reader, meta, t.column_names)
+    idx = np.unique(rng.integers(0, n, size=40))
+    for expected_calls in (2, 2):  # cold, then warm (chunk tables kept on the pages)
+        reader.reset()
+        arrs = asyncio.run(run_plans(reader, [d.take_steps(idx) for d in decs]))
+        assert reader.calls == expected_calls
+        for name, arr in zip(t.column_names, arrs):
+            assert arr.to_pylist() == t.column(name).take(pa.array(idx)).to_pylist(), name
+    reader.reset()
+    arrs = asyncio.run(run_plans(reader, [d.range_steps(100, 5000) for d in decs]))
+    assert reader.calls == 2  # mini-block chunks + full-zip entries, then full-zip values
+    for name, arr in zip(t.column_names, arrs):
+        assert arr.to_pylist() == t.column(name).slice(100, 4900).to_pylist(), name

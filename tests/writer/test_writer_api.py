@@ -165,3 +165,42 @@ def test_json_columns_rejected(tmp_path):
         with LanceFileWriter(str(tmp_path / "j.lance")) as w:
             w.write_batch(t)
     assert not (tmp_path / "j.lance").exists()
+
+
+def _renumbered(schema: pa.Schema, offset: int):
+    from lancejit.core.schema import LanceSchema
+
+    pbs = LanceSchema.from_arrow(schema).to_pb()
+    for pb in pbs:
+        pb.id += offset
+        if pb.parent_id >= 0:
+            pb.parent_id += offset
+    return LanceSchema.from_pb(pbs)
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_lance_schema_gives_field_ids_and_state_properties(tmp_path, version):
+    schema = pa.schema([pa.field("a", pa.int64()),
+                        pa.field("s", pa.struct([pa.field("x", pa.int32()), pa.field("y", pa.string())])),
+                        pa.field("b", pa.string())])
+    t = pa.table({"a": pa.array(np.arange(50)),
+                  "s": pa.array([{"x": i, "y": str(i)} for i in range(50)], schema.field("s").type),
+                  "b": pa.array([str(i) for i in range(50)])}, schema=schema)
+    ls = _renumbered(schema, 10)
+    p = tmp_path / "ids.lance"
+    w = LanceFileWriter(str(p), lance_schema=ls, version=version)  # Arrow schema from lance_schema
+    assert w.num_columns > 0 and w.bytes_written == 0 and w.rows_written == 0
+    assert w.field_ids == [10, 11, 12, 13, 14]
+    w.write_batch(t)
+    assert w.rows_written == 50
+    w.close()
+    assert w.bytes_written == p.stat().st_size
+    pf = parse_file(str(p))
+    assert [(f.id, f.parent_id) for f in pf.descriptor.schema.fields] == [(10, -1), (11, -1), (12, 11), (13, 11), (14, -1)]
+    assert w.num_columns == len(pf.columns)
+    assert lance_file.LanceFileReader(str(p)).read_all().to_table().equals(t)
+
+
+def test_lance_schema_type_checked(tmp_path):
+    with pytest.raises(InvalidInputError):
+        LanceFileWriter(str(tmp_path / "x.lance"), lance_schema={"a": 1})

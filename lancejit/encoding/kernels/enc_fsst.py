@@ -56,120 +56,254 @@ def build_lookup(sym_val, sym_len, n_sym, byte_code, short_code, bucket_start, b
 
 
 @njit(cache=True, nogil=True)
-def _match(word, avail, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms):  # pragma: no cover
-    """(code, length) of the longest symbol matching the ``avail`` (<= 8) bytes in ``word``;
-    code -1 = escape (length 1)."""
-    if avail >= 3:
-        b = _bucket(word & np.uint64(0xFFFFFF))
-        for j in range(bucket_start[b], bucket_start[b + 1]):
-            i = bucket_syms[j]
-            ln = sym_len[i]
-            if ln <= avail:
-                if ln == 8:
-                    m = word
-                else:
-                    m = word & ((np.uint64(1) << np.uint64(8 * ln)) - np.uint64(1))
-                if m == sym_val[i]:
-                    return i, ln
-    if avail >= 2:
-        c = short_code[np.int64(word & np.uint64(0xFFFF))]
-        if c >= 0:
-            return c, 2
-    return byte_code[np.int64(word & np.uint64(0xFF))], 1
-
-
-@njit(cache=True, nogil=True)
-def _load(data, pos, end):  # pragma: no cover - compiled
-    """(little-endian u64 of the next <= 8 bytes, their count)."""
-    avail = end - pos
-    if avail > 8:
-        avail = 8
-    word = np.uint64(0)
-    for k in range(avail):
-        word |= np.uint64(data[pos + k]) << np.uint64(8 * k)
-    return word, avail
-
-
-@njit(cache=True, nogil=True)
-def _advance(data, word, avail, cur, ln, end):  # pragma: no cover - compiled
-    """Slide the window ``ln`` bytes: returns (word, avail) for position ``cur + ln``."""
-    if ln >= 8:
-        return _load(data, cur + ln, end)
-    word = word >> np.uint64(8 * ln)
-    avail -= ln
-    nxt = cur + ln + avail  # first byte not yet in the window
-    while avail < 8 and nxt < end:
-        word |= np.uint64(data[nxt]) << np.uint64(8 * avail)
-        avail += 1
-        nxt += 1
-    return word, avail
-
-
-@njit(cache=True, nogil=True)
-def _longest(data, pos, end, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms):  # pragma: no cover
-    """(code, length) of the longest symbol at ``pos``; code -1 = escape (length 1)."""
-    word, avail = _load(data, pos, end)
-    return _match(word, avail, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms)
-
-
-@njit(cache=True, nogil=True)
 def compress_count(data, offsets, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms,
                    count1, count2, count_pairs):  # pragma: no cover - compiled
     """Compress the sample, counting code (count1) and code-pair (count2) frequencies.
 
-    Training codes: escaped byte b -> b, symbol i -> 256 + i.  Returns the gain (bytes saved).
+    Training codes: escaped byte b -> b, symbol i -> 256 + i.  After a symbol longer than one
+    byte, its first byte is counted too (in count1, and as a follower in count2 when
+    ``count_pairs``).  Returns the gain (bytes saved, an escape costing one).  One loop, the
+    matching written out as in :func:`compress_bulk`.
     """
+    tab2 = np.empty(65536, np.int32)
+    short_table(byte_code, short_code, tab2)
+    has_long = bucket_start[BUCKETS] > 0
     gain = 0
     n = offsets.shape[0] - 1
     for s in range(n):
         start = offsets[s]
         end = offsets[s + 1]
-        if start == end:
-            continue
         cur = start
-        c, ln = _longest(data, cur, end, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms)
-        prev = np.int64(data[cur]) if c < 0 else 256 + c
-        gain += ln - 1 - (1 if c < 0 else 0)
-        cur += ln
+        prev = -1
         while cur < end:
-            count1[prev] += 1
-            plen = 1 if prev < 256 else sym_len[prev - 256]
-            if plen != 1:
-                count1[np.int64(data[cur])] += 1
-            c, ln = _longest(data, cur, end, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms)
-            code = np.int64(data[cur]) if c < 0 else 256 + c
-            gain += ln - 1 - (1 if c < 0 else 0)
-            if count_pairs:
-                count2[prev, code] += 1
-                if ln > 1:
-                    count2[prev, np.int64(data[cur])] += 1
+            avail = end - cur
+            if avail > 8:
+                avail = 8
+            word = np.uint64(0)
+            for k in range(avail):
+                word |= np.uint64(data[cur + k]) << np.uint64(8 * k)
+            code = -1
+            ln = 1
+            if has_long and avail >= 3:
+                b = _bucket(word & np.uint64(0xFFFFFF))
+                for j in range(bucket_start[b], bucket_start[b + 1]):
+                    i = bucket_syms[j]
+                    sl = sym_len[i]
+                    if sl <= avail:
+                        if sl == 8:
+                            m = word
+                        else:
+                            m = word & ((np.uint64(1) << np.uint64(8 * sl)) - np.uint64(1))
+                        if m == sym_val[i]:
+                            code = i
+                            ln = sl
+                            break
+            if code < 0:
+                if avail >= 2:
+                    t = tab2[np.int64(word & np.uint64(0xFFFF))]
+                    if t >= 0:
+                        code = t & 0xFFFF
+                        ln = t >> 16
+                else:
+                    code = byte_code[np.int64(word & np.uint64(0xFF))]
+            b0 = np.int64(word & np.uint64(0xFF))
+            if code < 0:
+                tcode = b0
+                gain -= 1
+            else:
+                tcode = 256 + code
+                gain += ln - 1
+            if prev >= 0:
+                count1[prev] += 1
+                if prev >= 256 and sym_len[prev - 256] != 1:
+                    count1[b0] += 1
+                if count_pairs:
+                    count2[prev, tcode] += 1
+                    if ln > 1:
+                        count2[prev, b0] += 1
             cur += ln
-            prev = code
-        count1[prev] += 1
+            prev = tcode
+        if prev >= 0:
+            count1[prev] += 1
     return gain
+
+
+@njit(cache=True, nogil=True)
+def short_table(byte_code, short_code, tab2):  # pragma: no cover - compiled
+    """Fill ``tab2[65536]`` (int32): for a 2-byte little-endian prefix, the longest symbol of
+    length <= 2 matching it as ``code | length << 16``, or -1 (escape)."""
+    for p in range(65536):
+        c = short_code[p]
+        if c >= 0:
+            tab2[p] = np.int32(c | (2 << 16))
+        else:
+            c1 = byte_code[p & 255]
+            if c1 >= 0:
+                tab2[p] = np.int32(c1 | (1 << 16))
+            else:
+                tab2[p] = np.int32(-1)
 
 
 @njit(cache=True, nogil=True)
 def compress_bulk(data, offsets, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms,
                   out, out_offsets):  # pragma: no cover - compiled
-    """Compress every value; ``out`` needs ``2 * len(data)`` bytes.  Returns bytes written."""
+    """Compress every value (greedy longest match); ``out`` needs ``2 * len(data)`` bytes and
+    ``out_offsets`` ``len(offsets)`` entries.  Returns bytes written.
+
+    One loop over a sliding 8-byte window (each input byte loaded once): the symbol of length
+    1 or 2 comes from one lookup in the combined 2-byte table (:func:`short_table`), the longer
+    ones from the 3-byte-prefix buckets.
+    """
+    tab2 = np.empty(65536, np.int32)
+    short_table(byte_code, short_code, tab2)
+    has_long = bucket_start[BUCKETS] > 0
     n = offsets.shape[0] - 1
     o = 0
     out_offsets[0] = 0
     for s in range(n):
         cur = offsets[s]
         end = offsets[s + 1]
-        word, avail = _load(data, cur, end)
+        word = np.uint64(0)
+        avail = 0
+        nxt = cur
+        while avail < 8 and nxt < end:
+            word |= np.uint64(data[nxt]) << np.uint64(8 * avail)
+            avail += 1
+            nxt += 1
         while cur < end:
-            c, ln = _match(word, avail, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms)
-            if c < 0:
+            code = -1
+            ln = 1
+            if has_long and avail >= 3:
+                b = _bucket(word & np.uint64(0xFFFFFF))
+                for j in range(bucket_start[b], bucket_start[b + 1]):
+                    i = bucket_syms[j]
+                    sl = sym_len[i]
+                    if sl <= avail:
+                        if sl == 8:
+                            m = word
+                        else:
+                            m = word & ((np.uint64(1) << np.uint64(8 * sl)) - np.uint64(1))
+                        if m == sym_val[i]:
+                            code = i
+                            ln = sl
+                            break
+            if code < 0:
+                if avail >= 2:
+                    t = tab2[np.int64(word & np.uint64(0xFFFF))]
+                    if t >= 0:
+                        code = t & 0xFFFF
+                        ln = t >> 16
+                else:
+                    code = byte_code[np.int64(word & np.uint64(0xFF))]
+            if code < 0:
                 out[o] = 255
                 out[o + 1] = np.uint8(word & np.uint64(0xFF))
                 o += 2
             else:
-                out[o] = c
+                out[o] = code
                 o += 1
-            word, avail = _advance(data, word, avail, cur, ln, end)
             cur += ln
+            if ln >= 8:
+                word = np.uint64(0)
+            else:
+                word = word >> np.uint64(8 * ln)
+            avail -= ln
+            while avail < 8 and nxt < end:
+                word |= np.uint64(data[nxt]) << np.uint64(8 * avail)
+                avail += 1
+                nxt += 1
         out_offsets[s + 1] = o
     return o
+
+
+@njit(cache=True, nogil=True)
+def gather_candidates(count1, count2, code_val, code_len, ncodes, terminator, min_count, pairs,
+                      cand_val, cand_len, cand_gain):  # pragma: no cover - compiled
+    """List the candidate symbols of one training round, with their gains.
+
+    Codes ``0 .. ncodes`` (half-open) are described by ``code_val`` / ``code_len``.  A code with
+    ``count1`` boosted (x8 for single bytes) at least ``min_count`` gives itself (gain boosted
+    count x length); when ``pairs``, each following code with ``count2 >= max(min_count, 1)``
+    gives the concatenation (cut at 8 bytes; gain count x length) -- unless either starts with
+    the terminator byte, or the first is already 8 bytes long.  Candidates are written in that
+    order (codes ascending, then followers ascending) to ``cand_*`` (``ncodes * (ncodes + 1)``
+    entries); the same symbol may appear several times.  Returns the number written.
+    """
+    k = 0
+    min2 = min_count if min_count > 1 else 1
+    for p1 in range(ncodes):
+        cnt1 = count1[p1]
+        if cnt1 == 0:
+            continue
+        v1 = code_val[p1]
+        l1 = code_len[p1]
+        boosted = cnt1 * 8 if l1 == 1 else cnt1
+        if boosted >= min_count:
+            cand_val[k] = v1
+            cand_len[k] = l1
+            cand_gain[k] = boosted * l1
+            k += 1
+        if (v1 & np.uint64(0xFF)) == np.uint64(terminator) or not pairs or l1 == 8:
+            continue
+        for p2 in range(ncodes):
+            c2 = count2[p1, p2]
+            if c2 < min2:
+                continue
+            v2 = code_val[p2]
+            if (v2 & np.uint64(0xFF)) == np.uint64(terminator):
+                continue
+            l2 = code_len[p2]
+            l3 = l1 + l2
+            if l3 > 8:
+                l3 = 8
+            v3 = v1 | (v2 << np.uint64(8 * l1))
+            if l3 < 8:
+                v3 = v3 & ((np.uint64(1) << np.uint64(8 * l3)) - np.uint64(1))
+            cand_val[k] = v3
+            cand_len[k] = l3
+            cand_gain[k] = c2 * l3
+            k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def merge_candidates(cand_val, cand_len, cand_gain, k, out_val, out_len, out_gain):  # pragma: no cover
+    """Merge the first ``k`` candidates with equal (value, length): gains summed, each symbol
+    kept at the position of its first occurrence.  Writes to ``out_*`` (``k`` entries); returns
+    the number of distinct symbols."""
+    size = 16
+    while size < 2 * k:
+        size *= 2
+    mask = np.uint64(size - 1)
+    slots = np.full(size, -1, dtype=np.int64)
+    m = 0
+    for i in range(k):
+        v = cand_val[i]
+        ln = cand_len[i]
+        h = fmix_key(v ^ (np.uint64(ln) << np.uint64(59)))
+        s = np.int64(h & mask)
+        while True:
+            j = slots[s]
+            if j < 0:
+                slots[s] = m
+                out_val[m] = v
+                out_len[m] = ln
+                out_gain[m] = cand_gain[i]
+                m += 1
+                break
+            if out_val[j] == v and out_len[j] == ln:
+                out_gain[j] += cand_gain[i]
+                break
+            s = (s + 1) & np.int64(size - 1)
+    return m
+
+
+@njit(cache=True, nogil=True)
+def fmix_key(k):  # pragma: no cover - compiled
+    """murmur3's 64-bit finaliser (hash-table slot of a candidate)."""
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xFF51AFD7ED558CCD)
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xC4CEB9FE1A85EC53)
+    k ^= k >> np.uint64(33)
+    return k

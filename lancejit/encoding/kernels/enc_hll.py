@@ -2,8 +2,9 @@
 reference, which also estimates cardinality with HyperLogLog).
 
 Registers: ``2**p`` u8 values; a value's 64-bit hash picks register ``h >> (64 - p)`` and the
-register keeps the maximum rank (1 + leading zeros of the remaining bits).  Hashes: FNV-1a over
-bytes (variable width) or the value itself, finished with the murmur3 ``fmix64`` mixer.
+register keeps the maximum rank (1 + leading zeros of the remaining bits).  Hashes: the value itself
+(fixed width) or an 8-bytes-at-a-time multiply/xor-shift fold of the bytes (variable width,
+:func:`hash_bytes`), finished with the murmur3 ``fmix64`` mixer.
 """
 
 from __future__ import annotations
@@ -43,15 +44,31 @@ def hll_fixed(words, p, regs):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def hash_bytes(data, start, end):  # pragma: no cover - compiled
+    """64-bit hash of ``data[start:end]`` (half-open): the bytes taken 8 at a time as
+    little-endian words (the last word zero-padded), each folded in with ``h = (h ^ w) * P;
+    h ^= h >> 29`` from the FNV offset basis; then the length xored in and ``fmix64``."""
+    h = np.uint64(0xCBF29CE484222325)
+    j = start
+    while j < end:
+        w = np.uint64(0)
+        k = end - j
+        if k > 8:
+            k = 8
+        for b in range(k):
+            w |= np.uint64(data[j + b]) << np.uint64(8 * b)
+        h = (h ^ w) * np.uint64(0x100000001B3)
+        h ^= h >> np.uint64(29)
+        j += 8
+    h ^= np.uint64(end - start)
+    return fmix64(h)
+
+
+@njit(cache=True, nogil=True)
 def hll_bytes(data, offsets, p, regs):  # pragma: no cover - compiled
     """Add the byte strings ``data[offsets[i]:offsets[i+1]]`` to the registers."""
     for i in range(offsets.shape[0] - 1):
-        h = np.uint64(0xCBF29CE484222325)
-        for j in range(offsets[i], offsets[i + 1]):
-            h ^= np.uint64(data[j])
-            h *= np.uint64(0x100000001B3)
-        h ^= np.uint64(offsets[i + 1] - offsets[i])
-        _update(regs, fmix64(h), p)
+        _update(regs, hash_bytes(data, offsets[i], offsets[i + 1]), p)
 
 
 def estimate(regs: np.ndarray) -> float:

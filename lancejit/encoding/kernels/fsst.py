@@ -174,3 +174,135 @@ def fsst_decode_at(codes, starts, ends, sym_bytes, sym_lens, out_offsets, out_da
                         k += one
                 o += n
                 pos += one
+
+
+# ---------------------------------------------------------------------------------------------
+# Mini-block chunks: locate the selected values' codes, then decode them in one pass.
+
+#: Error codes of :func:`variable_chunk_spans`.
+SPANS_OK = 0
+SPANS_BAD_OFFSETS = 1
+
+
+@njit(cache=True, nogil=True)
+def _read_le(data, p, width):  # pragma: no cover
+    """Little-endian unsigned ``width``-byte (4 or 8) integer at ``data[p]`` (``p`` uint64)."""
+    v = uint64(0)
+    for t in range(width):
+        v |= uint64(data[p + uint64(t)]) << uint64(8 * t)
+    return v
+
+
+@njit(cache=True, nogil=True)
+def variable_chunk_spans(data, offs, sizes, counts, width, pick, use_pick, out_starts, out_ends):  # pragma: no cover
+    """Absolute byte spans of values stored as mini-block Variable buffers, without copying.
+
+    Chunk ``k``'s buffer is ``data[offs[k]:offs[k]+sizes[k]]`` (callers check it lies in
+    ``data``); it starts with ``counts[k]+1`` little-endian offsets of ``width`` (4 or 8) bytes,
+    positions inside that buffer.  Value ``v`` counts across the chunks in order.  Fills
+    ``out_starts[j]``/``out_ends[j]`` (half-open, positions in ``data``) for value ``pick[j]``
+    (sorted, non-decreasing, ``< counts.sum()``) when ``use_pick``, else for every value ``j``
+    (``out_starts`` sized ``counts.sum()``).  Returns :data:`SPANS_OK` or
+    :data:`SPANS_BAD_OFFSETS` (an offset before the offsets table, past the buffer, or
+    decreasing).
+    """
+    w = uint64(width)
+    nchunks = offs.shape[0]
+    if not use_pick:
+        j = 0
+        for k in range(nchunks):
+            c = uint64(counts[k])
+            size = uint64(sizes[k])
+            base = uint64(offs[k])
+            lo = (c + uint64(1)) * w
+            if lo > size:
+                return SPANS_BAD_OFFSETS
+            p = base
+            a = _read_le(data, p, width)
+            if a < lo or a > size:
+                return SPANS_BAD_OFFSETS
+            for i in range(c):
+                p += w
+                b = _read_le(data, p, width)
+                if b < a or b > size:
+                    return SPANS_BAD_OFFSETS
+                out_starts[j] = base + a
+                out_ends[j] = base + b
+                a = b
+                j += 1
+        return SPANS_OK
+    k = 0
+    vbase = 0
+    for j in range(pick.shape[0]):
+        v = pick[j]
+        while k < nchunks and v >= vbase + counts[k]:
+            vbase += counts[k]
+            k += 1
+        if k >= nchunks or v < vbase:
+            return SPANS_BAD_OFFSETS
+        c = uint64(counts[k])
+        size = uint64(sizes[k])
+        base = uint64(offs[k])
+        lo = (c + uint64(1)) * w
+        if lo > size:
+            return SPANS_BAD_OFFSETS
+        p = base + uint64(v - vbase) * w
+        a = _read_le(data, p, width)
+        b = _read_le(data, p + w, width)
+        if a < lo or b < a or b > size:
+            return SPANS_BAD_OFFSETS
+        out_starts[j] = base + a
+        out_ends[j] = base + b
+    return SPANS_OK
+
+
+@njit(cache=True, nogil=True)
+def fsst_decode_spans(codes, starts, ends, sym_bytes, sym_lens, n_symbols, out_offsets, out_data):  # pragma: no cover
+    """Validate and decode ``codes[starts[i]:ends[i]]`` for every i in ONE pass.
+
+    ``out_data`` must hold ``max symbol length * sum(ends - starts) + 8`` bytes (each code
+    byte expands to at most one symbol; 8 bytes of slack let every symbol be written as one
+    overlapping 8-byte store).  Fills ``out_offsets`` (``len(starts) + 1`` entries from 0).
+    Returns ``(bytes written, -1)`` or ``(0, i)`` for the first value using a code
+    ``>= n_symbols`` or ending in a dangling escape.
+    """
+    one = uint64(1)
+    two = uint64(2)
+    mask = uint64(0xFF)
+    words = np.zeros(256, np.uint64)
+    lens = np.zeros(256, np.uint64)
+    ok = np.zeros(256, np.bool_)
+    for c in range(min(n_symbols, 255)):
+        w = uint64(0)
+        for k in range(8):
+            w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
+        words[c] = w
+        lens[c] = sym_lens[c]
+        ok[c] = True
+    o = uint64(0)
+    out_offsets[0] = 0
+    for i in range(starts.shape[0]):
+        pos = uint64(starts[i])
+        end = uint64(ends[i])
+        while pos < end:
+            c = codes[pos]
+            if ok[c]:
+                w = words[c]
+                out_data[o] = w & mask
+                out_data[o + uint64(1)] = (w >> uint64(8)) & mask
+                out_data[o + uint64(2)] = (w >> uint64(16)) & mask
+                out_data[o + uint64(3)] = (w >> uint64(24)) & mask
+                out_data[o + uint64(4)] = (w >> uint64(32)) & mask
+                out_data[o + uint64(5)] = (w >> uint64(40)) & mask
+                out_data[o + uint64(6)] = (w >> uint64(48)) & mask
+                out_data[o + uint64(7)] = (w >> uint64(56)) & mask
+                o += lens[c]
+                pos += one
+            elif c == 255 and pos + one < end:
+                out_data[o] = codes[pos + one]
+                o += one
+                pos += two
+            else:
+                return np.int64(0), np.int64(i)
+        out_offsets[i + 1] = o
+    return np.int64(o), np.int64(-1)

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding import arrow_build as AB
-from lancejit.encoding.v20.rowranges import bits_from_ranges, segment_ends, to_pairs, total
+from lancejit.encoding.v20.rowranges import bits_from_ranges, read_gathered, segment_ends, to_pairs, total
 from lancejit.encoding.v20.steps import Steps
 
 Ranges = np.ndarray
@@ -69,8 +69,7 @@ def read_plain(typ: pa.DataType, position: int, length: int, ranges: Ranges, pat
     nleaf = total(ranges) * mult
     if pa.types.is_boolean(storage):
         bs, be = ls // 8, (le + 7) // 8
-        bufs = (yield to_pairs(bs + position, be + position)) if len(bs) else []
-        data = _concat(bufs)
+        data = yield from read_gathered(bs + position, be + position)
         if len(data) != int((be - bs).sum()):
             raise CorruptFileError("boolean page shorter than its rows", path=path)
         starts = np.cumsum(be - bs) - (be - bs)
@@ -80,8 +79,8 @@ def read_plain(typ: pa.DataType, position: int, length: int, ranges: Ranges, pat
         w = AB.byte_width(storage)
         if w is None:
             raise NotSupportedError(f"legacy PLAIN values of type {leaf}")
-        bufs = (yield to_pairs(ls * w + position, le * w + position)) if len(ls) else []
-        arr = AB.fixed_width_array(storage, _concat(bufs), nleaf)
+        data = yield from read_gathered(ls * w + position, le * w + position)
+        arr = AB.fixed_width_array(storage, data, nleaf)
     if isinstance(leaf, pa.ExtensionType):
         arr = pa.ExtensionArray.from_storage(leaf, arr)
     for t in reversed(chain):
@@ -96,8 +95,8 @@ def read_offsets(position: int, length: int, width: int, ranges: Ranges, path: s
     if len(ranges) and int(ranges[-1, 1]) + 1 > length:
         raise CorruptFileError(f"offsets up to {int(ranges[-1, 1]) + 1} requested from a page of {length}", path=path)
     s, e = ranges[:, 0], ranges[:, 1] + 1
-    bufs = (yield to_pairs(s * width + position, e * width + position)) if len(s) else []
-    vals = _concat(bufs).view("<i4" if width == 4 else "<i8").astype(np.int64)
+    raw = yield from read_gathered(s * width + position, e * width + position)
+    vals = raw.view("<i4" if width == 4 else "<i8").astype(np.int64)
     if len(vals) != int((e - s).sum()):
         raise CorruptFileError("offsets page shorter than its rows", path=path)
     lengths, firsts, lasts = segment_ends(vals, e - s)
@@ -112,8 +111,7 @@ def read_var_binary(typ: pa.DataType, nullable: bool, position: int, length: int
     if len(firsts) and firsts.min() < 0:
         raise CorruptFileError("negative value position", path=path)
     sel = lasts > firsts
-    bufs = (yield to_pairs(firsts[sel], lasts[sel])) if sel.any() else []
-    data = _concat(bufs)
+    data = yield from read_gathered(firsts[sel], lasts[sel])
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] != len(data):

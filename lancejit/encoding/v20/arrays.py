@@ -17,7 +17,7 @@ from lancejit.encoding.v20 import blocks as B
 from lancejit.encoding.v20.compression import FsstTable, decompress_buffer
 from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.v20_offsets import decode_end_offsets
-from lancejit.encoding.v20.rowranges import EMPTY, bits_from_ranges, to_pairs, total
+from lancejit.encoding.v20.rowranges import EMPTY, bits_from_ranges, read_gathered, to_pairs, total
 from lancejit.encoding.v20.steps import Steps, gather
 
 #: Row ranges: a ``(k, 2)`` int64 array of half-open ``[start, end)`` rows (see ``rowranges``).
@@ -117,8 +117,7 @@ class FlatDecoder(ArrayDecoder):
         else:
             if len(be) and int(be.max()) > self.size:
                 raise self.ctx.corrupt(f"row range needs {int(be.max())} bytes of a {self.size}-byte buffer")
-            bufs = (yield to_pairs(bs + self.pos, be + self.pos)) if len(bs) else []
-            data = concat_views(bufs)
+            data = yield from read_gathered(bs + self.pos, be + self.pos)
         if self.bits == 1:
             lens = be - bs
             starts = np.cumsum(lens) - lens
@@ -329,8 +328,8 @@ class PackedStructDecoder(ArrayDecoder):
         rb = self.row_bytes
         if len(ranges) and int(ranges[:, 1].max()) * rb > self.size:
             raise self.ctx.corrupt("packed struct rows past the end of the buffer")
-        bufs = (yield to_pairs(ranges[:, 0] * rb + self.pos, ranges[:, 1] * rb + self.pos)) if len(ranges) else []
-        data = concat_views(bufs).reshape(n, rb) if rb else np.zeros((n, 0), np.uint8)
+        data = (yield from read_gathered(ranges[:, 0] * rb + self.pos, ranges[:, 1] * rb + self.pos)) if len(ranges) else np.zeros(0, np.uint8)
+        data = data.reshape(n, rb) if rb else np.zeros((n, 0), np.uint8)
         children = []
         col = 0
         for i, w in enumerate(self.widths):

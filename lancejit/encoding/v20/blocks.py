@@ -165,12 +165,13 @@ def _build_inner(block: Block, typ: pa.DataType, validity: np.ndarray | None, pa
         width = fixed_byte_width(typ)
         if width is None or block.bits != width * 8:
             raise CorruptFileError(f"{block.bits}-bit values for Arrow type {typ}", path=path)
-        return AB.fixed_width_array(typ, block.data, n, validity)
+        # zero-copy: block data is freshly decoded or a read-only view of a read buffer
+        return AB.fixed_width_array(typ, block.data, n, validity, copy=False)
     if isinstance(block, Var):
         if not (pa.types.is_string(typ) or pa.types.is_binary(typ)
                 or pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)):
             raise CorruptFileError(f"variable-width data for Arrow type {typ}", path=path)
-        return AB.binary_array(typ, block.offsets, block.data, validity)
+        return AB.binary_array(typ, block.offsets, block.data, validity, copy=False)
     if isinstance(block, Fsl):
         if not pa.types.is_fixed_size_list(typ) or typ.list_size != block.dim:
             raise CorruptFileError(f"fixed-size list of {block.dim} for Arrow type {typ}", path=path)

@@ -126,3 +126,61 @@ def bits_from_ranges(data: np.ndarray, byte_starts: np.ndarray, bit_offsets: np.
 def pairs_of(ranges: Sequence[tuple[int, int]] | np.ndarray) -> np.ndarray:
     """Alias of :func:`as_ranges` (reads better at call sites taking user pairs)."""
     return as_ranges(ranges)
+
+
+#: Byte ranges closer than this are read as one range and cut apart locally (bytes).
+GATHER_GAP = 4096
+
+#: Fewer ranges than this are requested as they are.
+GATHER_MIN = 16
+
+
+def read_gathered(starts: np.ndarray, ends: np.ndarray):
+    """Step generator: the absolute half-open byte ranges ``[starts[i], ends[i])`` back to back
+    as one uint8 array.
+
+    Many small ranges (a take reads one per row run) are first merged into runs whose gaps are
+    at most :data:`GATHER_GAP` bytes, so the read asks for tens of ranges instead of thousands
+    and the bytes are cut apart by one kernel call instead of one Python buffer per row.  The
+    bytes read are the same the scheduler's coalescing would read.  Ranges must be sorted by
+    start (they may touch or overlap); otherwise, or when there are few, they are asked for
+    as they are.
+    """
+    from lancejit.core.errors import CorruptFileError
+    from lancejit.encoding.kernels.gather import copy_slices
+
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    n = len(s)
+    if n == 0:
+        return np.zeros(0, np.uint8)
+    if n < GATHER_MIN or bool(np.any(s[1:] < s[:-1])) or bool(np.any(e < s)):
+        bufs = yield to_pairs(s, e)
+        return _join(bufs)
+    reach = np.maximum.accumulate(e)
+    brk = np.ones(n, dtype=np.bool_)
+    np.greater(s[1:], reach[:-1] + GATHER_GAP, out=brk[1:])
+    first = np.flatnonzero(brk)
+    run_s = s[first]
+    run_e = reach[np.append(first[1:], n) - 1]
+    bufs = yield to_pairs(run_s, run_e)
+    run_len = run_e - run_s
+    if len(bufs) != len(run_s) or any(len(b) != k for b, k in zip(bufs, run_len.tolist())):
+        raise CorruptFileError("short read of gathered byte ranges")
+    data = _join(bufs)
+    run_base = np.cumsum(run_len) - run_len
+    run_of = np.cumsum(brk) - 1
+    src = run_base[run_of] + (s - run_s[run_of])
+    lens = e - s
+    out_offsets = np.cumsum(lens) - lens
+    out = np.empty(int(lens.sum()), dtype=np.uint8)
+    copy_slices(data, src, lens, n, out_offsets, out)
+    return out
+
+
+def _join(bufs) -> np.ndarray:
+    if not bufs:
+        return np.zeros(0, np.uint8)
+    if len(bufs) == 1:
+        return np.frombuffer(bufs[0], np.uint8)
+    return np.frombuffer(b"".join(bufs), np.uint8)

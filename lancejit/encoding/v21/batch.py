@@ -197,12 +197,24 @@ def fast_values(
     if kind == "inline_bitpacking":
         return _inline_bitpacked(enc, data, offs, sizes, counts, n, path)
     if kind == "fsst":
-        inner = _plain_variable(enc.fsst.values, data, offs, sizes, counts, n, path)
-        if inner is None:
-            return None
-        table = _fsst.parse_symbol_table(enc.fsst.symbol_table, path=path)
-        return _fsst.decode_values(table, inner, path=path)
+        return fsst_values(enc, data, hdr, counts, None, path=path)
     return None
+
+
+def fsst_values(
+    enc: Any, data: np.ndarray, hdr: ChunkHeaders, counts: np.ndarray, pick: np.ndarray | None, *, path: str
+) -> DecodedValues | None:
+    """FSST values of all chunks (``pick`` None) or only the values at sorted indices ``pick``
+    (counted across the chunks), decoded from the chunk buffers in one pass; None when ``enc``
+    is not FSST over an uncompressed Variable with one value buffer."""
+    if len(hdr.bufs) != 1 or enc.WhichOneof("compression") != "fsst":
+        return None
+    width = plain_variable_width(enc.fsst.values)
+    if width is None:
+        return None
+    offs, sizes = hdr.bufs[0]
+    table = _fsst.parse_symbol_table(enc.fsst.symbol_table, path=path)
+    return _fsst.decode_chunk_values(table, data, offs, sizes, counts, width, pick, path=path)
 
 
 def _plain_variable(enc, data, offs, sizes, counts, n, path) -> VariableWidth | None:

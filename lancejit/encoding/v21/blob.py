@@ -27,7 +27,7 @@ from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding import arrow_build as ab
 from lancejit.encoding.pages import PageInfo
-from lancejit.encoding.v21.context import ColumnContext
+from lancejit.encoding.v21.context import ColumnContext, Steps
 from lancejit.encoding.v21.levels import LeafRows
 from lancejit.encoding.v21.repdef import ITEM, canonical_levels, def_translation, translate_def
 
@@ -54,6 +54,16 @@ class BlobPage:
         """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
         ranges = [(int(a), int(b)) for a, b in np.asarray(ranges, dtype=np.int64).reshape(-1, 2).tolist()]
         desc = await self.inner.read(ranges)
+        gen = self._value_steps(desc)
+        return await self.ctx.drive(gen, priority=self.page.priority + ranges[0][0])
+
+    def read_steps(self, ranges: Any) -> Steps:
+        """Step generator: the descriptors' steps, then one step reading the blob values."""
+        ranges = [(int(a), int(b)) for a, b in np.asarray(ranges, dtype=np.int64).reshape(-1, 2).tolist()]
+        desc = yield from self.inner.read_steps(ranges)
+        return (yield from self._value_steps(desc))
+
+    def _value_steps(self, desc: LeafRows) -> Steps:
         arr = desc.values
         n = len(arr)
         pos = np.asarray(arr.field(0).to_numpy(zero_copy_only=False), dtype=np.uint64)
@@ -75,7 +85,7 @@ class BlobPage:
         ):
             raise CorruptFileError("blob descriptor points outside the file", path=self.ctx.path)
         ranges_abs = [(int(s), int(s + ln)) for s, ln in zip(starts, lens)]
-        bufs = await self.ctx.read(ranges_abs, priority=self.page.priority + ranges[0][0])
+        bufs = yield from self.ctx.read_steps(ranges_abs)
         lengths = np.zeros(n, dtype=np.int64)
         lengths[want] = lens
         offsets = np.zeros(n + 1, dtype=np.int64)

@@ -23,7 +23,7 @@ from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding import arrow_build as ab
 from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
-from lancejit.encoding.v21.context import ColumnContext
+from lancejit.encoding.v21.context import ColumnContext, Steps
 from lancejit.encoding.v21.leaf import placeholder, repeat_scalar
 from lancejit.encoding.v21.levels import LeafRows, count_visible, extract_row_ranges
 from lancejit.encoding.v21.repdef import translate_def
@@ -134,17 +134,34 @@ class ConstantPage:
         async with self._lock:
             if self._state is not None:
                 return self._state
-            key = ("v21-constant", self.ctx.column_index, self.page_index)
 
             async def load() -> tuple:
-                idx = ([0] if self.scalar_in_buffer else []) + self.level_bufs
-                ranges = [(self.page.buffer_offsets[i], self.page.buffer_offsets[i] + self.page.buffer_sizes[i]) for i in idx]
+                ranges = self._meta_ranges()
                 bufs = await self.ctx.read(ranges, priority=self.page.priority) if ranges else []
                 return self._parse(bufs)
 
-            st = await self.ctx.cached(key, load, lambda v: sum(a.nbytes for a in v[:2] if a is not None) + 256)
+            st = await self.ctx.cached(self._key(), load, _state_bytes)
             self._state = st
             return st
+
+    def _key(self) -> tuple:
+        return ("v21-constant", self.ctx.column_index, self.page_index)
+
+    def _meta_ranges(self) -> list[tuple[int, int]]:
+        idx = ([0] if self.scalar_in_buffer else []) + self.level_bufs
+        return [(self.page.buffer_offsets[i], self.page.buffer_offsets[i] + self.page.buffer_sizes[i]) for i in idx]
+
+    def _load_steps(self) -> Steps:
+        """Step generator returning the parsed page state (no step when loaded or cached)."""
+        if self._state is not None:
+            return self._state
+        st = self.ctx.cache_get(self._key())
+        if st is None:
+            bufs = yield from self.ctx.read_steps(self._meta_ranges())
+            st = self._parse(bufs)
+            self.ctx.cache_put(self._key(), st, _state_bytes(st))
+        self._state = st
+        return st
 
     def _levels(self, buf: memoryview, enc_field: str, count_field: str) -> np.ndarray | None:
         path = self.ctx.path
@@ -194,15 +211,26 @@ class ConstantPage:
 
     async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
         """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
+        if self._state is None and not self._is_empty_struct():
+            await self._load()
+        return await self.ctx.drive(self.read_steps(ranges), priority=self.page.priority)
+
+    def _is_empty_struct(self) -> bool:
+        t = self.ctx.value_type
+        return pa.types.is_struct(t) and t.num_fields == 0
+
+    def read_steps(self, ranges: Any) -> Steps:
+        """Step generator for rows in the half-open page-relative ``ranges`` (sorted,
+        disjoint): at most one step (the page's scalar and levels, unless cached)."""
         ranges = [(int(a), int(b)) for a, b in np.asarray(ranges, dtype=np.int64).reshape(-1, 2).tolist()]
         t = self.ctx.value_type
         canon = self.ctx.canon
-        if pa.types.is_struct(t) and t.num_fields == 0:
+        if self._is_empty_struct():
             # Empty structs (never null, never in a list: the writer refuses both) are stored as
             # a no-buffer all-null page; the reference reads them back as valid rows.
             total = sum(b - a for a, b in ranges)
             return LeafRows(None, None, ab.struct_array(t, [], total), total)
-        rep, deff, scalar, num_levels = await self._load()
+        rep, deff, scalar, num_levels = yield from self._load_steps()
         if rep is None:
             total = sum(b - a for a, b in ranges)
             d = None if deff is None else np.concatenate([deff[a:b] for a, b in ranges])
@@ -215,6 +243,10 @@ class ConstantPage:
         from lancejit.encoding.v21.levels import concat_rows
 
         return concat_rows(parts, t)
+
+
+def _state_bytes(st: tuple) -> int:
+    return sum(a.nbytes for a in st[:2] if a is not None) + 256
 
 
 def _has_field(msg: Any, name: str) -> bool:

@@ -21,7 +21,8 @@ from lancejit.encoding import arrow_build as ab
 from lancejit.encoding.pages import ColumnInfo
 from lancejit.encoding.v21.columns import LeafPath, count_columns, is_blob, leaf_paths
 from lancejit.encoding.v21.constant import ConstantPage
-from lancejit.encoding.v21.context import ColumnContext
+from lancejit.encoding.v21.context import ColumnContext, Steps
+from lancejit.encoding.v20.steps import gather as gather_steps
 from lancejit.encoding.v21.fullzip import FullZipPage
 from lancejit.encoding.v21.levels import LeafRows, concat_rows
 from lancejit.encoding.v21.miniblock import MiniBlockPage
@@ -73,9 +74,30 @@ class LeafColumn:
     async def read(self, ranges: Any) -> LeafRows:
         """Rows in the half-open ``ranges`` (sorted, disjoint, column-relative; an ``(n, 2)``
         array or a sequence of pairs)."""
+        per_page = self._split(ranges)
+        if not per_page:
+            return concat_rows([], self.ctx.value_type)
+        if len(per_page) == 1:
+            p, rr = per_page[0]
+            return await self.pages[p].read(rr)
+        results = await asyncio.gather(*(self.pages[p].read(rr) for p, rr in per_page))
+        return concat_rows(list(results), self.ctx.value_type)
+
+    def read_steps(self, ranges: Any) -> Steps:
+        """Step generator for :meth:`read`: every touched page's steps in lockstep (one set of
+        byte ranges per step); returns :class:`LeafRows`."""
+        per_page = self._split(ranges)
+        if len(per_page) == 1:
+            p, rr = per_page[0]
+            return (yield from self.pages[p].read_steps(rr))
+        results = yield from gather_steps([self.pages[p].read_steps(rr) for p, rr in per_page])
+        return concat_rows(list(results), self.ctx.value_type)
+
+    def _split(self, ranges: Any) -> list[tuple[int, np.ndarray]]:
+        """``(page, page-relative (n, 2) row ranges)`` for the column-relative ``ranges``."""
         r = as_range_array(ranges)
         if r.shape[0] == 0:
-            return concat_rows([], self.ctx.value_type)
+            return []
         if self.row_scale != 1:
             r = r * self.row_scale
         ra, rb = r[:, 0], r[:, 1]
@@ -100,12 +122,11 @@ class LeafColumn:
         order, first = np.unique(pa_, return_index=True)
         order = order[np.argsort(first)]
         bounds = np.searchsorted(pa_, order, side="left"), np.searchsorted(pa_, order, side="right")
-        tasks = []
+        out = []
         for p, lo, hi in zip(order.tolist(), bounds[0].tolist(), bounds[1].tolist()):
             ps = self.page_starts[p]
-            tasks.append(self.pages[p].read(np.stack([ra[lo:hi] - ps, rb[lo:hi] - ps], axis=1)))
-        results = await asyncio.gather(*tasks)
-        return concat_rows(list(results), self.ctx.value_type)
+            out.append((p, np.stack([ra[lo:hi] - ps, rb[lo:hi] - ps], axis=1)))
+        return out
 
     def encoded_bytes(self) -> int:
         return sum(sum(p.page.buffer_sizes) for p in self.pages)
@@ -177,9 +198,49 @@ class StructuralFieldDecoder:
             raise RowIndexError("take indices must be sorted and unique")
         return await self._read(indices_to_ranges(idx), int(idx.size))
 
+    # -- step generators (the 2.0 decoders' shape; see docs/perf-notes.md) -----------------
+    def range_steps(self, start: int, end: int) -> Steps:
+        """Step generator for rows ``[start, end)``: yields absolute byte ranges (step 1: page
+        metadata not yet loaded or cached, step 2: data, step 3: variable full-zip values
+        after their repetition-index entries), receives one buffer per range, and returns
+        the Arrow array.  Decoding runs synchronously inside ``send``."""
+        if start < 0 or end > self._num_rows or end < start:
+            raise RowIndexError(f"rows [{start}, {end}) outside field of {self._num_rows} rows")
+        if end == start:
+            return ab.empty_array(self._field.type)
+        return (yield from self._steps(np.asarray([[start, end]], dtype=np.int64), end - start))
+
+    def take_steps(self, indices: np.ndarray) -> Steps:
+        """Step generator for the rows at sorted unique ``indices`` (see :meth:`range_steps`)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.size == 0:
+            return ab.empty_array(self._field.type)
+        if idx[0] < 0 or idx[-1] >= self._num_rows:
+            raise RowIndexError(f"row index out of range for field of {self._num_rows} rows")
+        if idx.size > 1 and np.any(np.diff(idx) <= 0):
+            raise RowIndexError("take indices must be sorted and unique")
+        return (yield from self._steps(indices_to_ranges(idx), int(idx.size)))
+
+    def _steps(self, ranges: np.ndarray, nrows: int) -> Steps:
+        try:
+            if len(self.leaves) == 1:
+                parts = [(yield from self.leaves[0].read_steps(ranges))]
+            else:
+                parts = yield from gather_steps([lc.read_steps(ranges) for lc in self.leaves])
+            return self._assemble(list(parts), nrows)
+        except LanceJitError:
+            raise
+        except (ValueError, IndexError, TypeError, OverflowError, KeyError, ArithmeticError, struct.error) as exc:
+            raise CorruptFileError(
+                f"cannot decode field {self._field.name!r} ({type(exc).__name__}: {exc})", path=self.path
+            ) from exc
+
     async def _read(self, ranges: np.ndarray, nrows: int) -> pa.Array:
         try:
-            parts = await asyncio.gather(*(lc.read(ranges) for lc in self.leaves))
+            if len(self.leaves) == 1:
+                parts = [await self.leaves[0].read(ranges)]
+            else:
+                parts = await asyncio.gather(*(lc.read(ranges) for lc in self.leaves))
             nbytes = sum(p.values.nbytes for p in parts)
             if nbytes > (1 << 20):
                 return await asyncio.to_thread(self._assemble, list(parts), nrows)

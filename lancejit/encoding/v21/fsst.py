@@ -16,7 +16,13 @@ import numpy as np
 
 from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.kernels import readonly
-from lancejit.encoding.kernels.fsst import fsst_decode, fsst_decoded_lengths
+from lancejit.encoding.kernels.fsst import (
+    SPANS_OK,
+    fsst_decode,
+    fsst_decode_spans,
+    fsst_decoded_lengths,
+    variable_chunk_spans,
+)
 from lancejit.encoding.v21.values import VariableWidth
 
 _MAGIC = 0x46535354
@@ -88,3 +94,55 @@ def decode_values(table: SymbolTable, values: VariableWidth, *, path: str) -> Va
     out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
     fsst_decode(codes, offsets, n, table.sym_bytes, table.sym_lens, readonly(out_offsets), out)
     return VariableWidth(out_offsets, out, n)
+
+
+def decode_chunk_values(
+    table: SymbolTable,
+    data: np.ndarray,
+    offs: np.ndarray,
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    width: int,
+    pick: np.ndarray | None,
+    *,
+    path: str,
+) -> VariableWidth:
+    """FSST values stored as mini-block Variable buffers (one per chunk: ``data[offs[k]:
+    offs[k]+sizes[k]]``, ``counts[k]`` values, ``width``-byte offsets), decoded straight from
+    the chunks (no copy of the codes) in one validating pass.
+
+    ``pick``: sorted value indices (across the chunks) to decode, or None for all.  Callers
+    have checked that every chunk buffer lies inside ``data``.
+    """
+    total = int(counts.sum())
+    if pick is not None and pick.size and (int(pick[0]) < 0 or int(pick[-1]) >= total):
+        raise CorruptFileError("selected FSST values outside the chunks", path=path)
+    m = total if pick is None else int(pick.size)
+    starts = np.empty(m, dtype=np.int64)
+    ends = np.empty(m, dtype=np.int64)
+    pick_arr = np.zeros(0, dtype=np.int64) if pick is None else np.ascontiguousarray(pick, dtype=np.int64)
+    err = variable_chunk_spans(
+        data, offs.astype(np.int64, copy=False), sizes.astype(np.int64, copy=False),
+        counts.astype(np.int64, copy=False), int(width), pick_arr, pick is not None, starts, ends,
+    )
+    if err != SPANS_OK:
+        raise CorruptFileError("variable chunk offsets out of order or out of bounds", path=path)
+    if not table.enabled:
+        lens = ends - starts
+        out_offsets = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(lens, out=out_offsets[1:])
+        from lancejit.encoding.v21.repdef_kernels import gather_slices
+
+        out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
+        gather_slices(data, starts, lens, out)
+        return VariableWidth(out_offsets, out, m)
+    code_bytes = int((ends - starts).sum())
+    max_len = max(1, int(table.sym_lens[: table.n_symbols].max())) if table.n_symbols else 1
+    out = np.empty(max_len * code_bytes + 8, dtype=np.uint8)
+    out_offsets = np.empty(m + 1, dtype=np.int64)
+    written, bad = fsst_decode_spans(
+        data, starts, ends, table.sym_bytes, table.sym_lens, table.n_symbols, out_offsets, out
+    )
+    if bad >= 0:
+        raise CorruptFileError(f"FSST value {bad} uses an unknown code or ends in an escape", path=path)
+    return VariableWidth(out_offsets, out[: int(written)], m)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
-from lancejit.encoding.v21.context import ColumnContext
+from lancejit.encoding.v21.context import ColumnContext, Steps
 from lancejit.encoding.v21.leaf import values_to_arrow
 from lancejit.encoding.v21.levels import LeafRows
 from lancejit.encoding.v21.repdef import (
@@ -116,13 +116,19 @@ class FullZipPage:
                     f"{self.num_rows} rows of {stride} bytes exceed the data buffer ({self.data_size})", path=path
                 )
 
-    async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
-        """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
+    def _check(self, ranges: Any) -> list[tuple[int, int]]:
         ranges = [(int(a), int(b)) for a, b in np.asarray(ranges, dtype=np.int64).reshape(-1, 2).tolist()]
         for a, b in ranges:
             if a < 0 or b > self.num_rows or b <= a:
                 raise CorruptFileError(f"rows [{a}, {b}) outside page of {self.num_rows}", path=self.ctx.path)
-        prio = self.page.priority + ranges[0][0]
+        return ranges
+
+    def read_steps(self, ranges: Any) -> Steps:
+        """Step generator for rows in the half-open page-relative ``ranges`` (sorted,
+        disjoint): fixed width without repetition reads one byte range per row range;
+        otherwise one step for the repetition-index entries, then one for the data.
+        Returns :class:`LeafRows`, decoded synchronously."""
+        ranges = self._check(ranges)
         if not self.use_index:
             stride = self.cw + self.fixed
             byte_ranges = [(self.data_off + a * stride, self.data_off + b * stride) for a, b in ranges]
@@ -144,7 +150,7 @@ class FullZipPage:
                         entry_ranges.append((self.index_off + a * w, self.index_off + (a + 1) * w))
                         entry_ranges.append((self.index_off + b * w, self.index_off + (b + 1) * w))
                         shape.append(2)
-                entries = await self.ctx.read(entry_ranges, priority=prio)
+                entries = yield from self.ctx.read_steps(entry_ranges)
                 dt = np.dtype(f"<u{w}")
                 byte_ranges = []
                 k = 0
@@ -159,9 +165,13 @@ class FullZipPage:
                             path=self.ctx.path,
                         )
                     byte_ranges.append((self.data_off + s, self.data_off + e))
-        bufs = await self.ctx.read(byte_ranges, priority=prio)
-        nbytes = sum(len(b) for b in bufs)
-        return await self.ctx.decode(nbytes, self._decode_all, bufs, ranges)
+        bufs = yield from self.ctx.read_steps(byte_ranges)
+        return self._decode_all(bufs, ranges)
+
+    async def read(self, ranges: Any) -> LeafRows:
+        """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
+        ranges = self._check(ranges)
+        return await self.ctx.drive(self.read_steps(ranges), priority=self.page.priority + ranges[0][0])
 
     def _decode_all(self, bufs, ranges) -> LeafRows:
         # Whole rows concatenated are still valid zipped data: decode every range in one pass.

@@ -26,7 +26,7 @@ import pyarrow as pa
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
-from lancejit.encoding.v21.context import ColumnContext
+from lancejit.encoding.v21.context import ColumnContext, Steps
 from lancejit.encoding.v21.leaf import take_dictionary, values_to_arrow
 from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, parse_chunk_headers
 from lancejit.encoding.v21.levels import LeafRows, concat_rows, extract_runs, ranges_to_index
@@ -39,6 +39,9 @@ MAX_CHUNK_VALUES = 1 << 16
 PARALLEL_DECODE_BYTES = 4 * 1024 * 1024
 #: Pieces a large run is decoded in.
 DECODE_THREADS = 4
+#: Runs of chunks at most this many bytes apart are read as one byte range (the gap is read
+#: and skipped, never decoded): a random take then asks for a few ranges, not one per run.
+TAKE_GAP_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,24 @@ class ChunkTable:
         if self.dictionary is not None:
             n += self.dictionary.nbytes
         return n + 256
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """What a read of row ranges needs from one mini-block page.
+
+    ``runs``: ``(n, 2)`` half-open chunk index runs; ``run_of``: run of each requested range;
+    ``ra``/``rb``: the page-relative row ranges; ``run_at``: byte position of each run's first
+    chunk in the concatenated span buffers; ``byte_ranges``: absolute half-open file ranges,
+    one per span of runs.
+    """
+
+    runs: np.ndarray
+    run_of: np.ndarray
+    ra: np.ndarray
+    rb: np.ndarray
+    run_at: np.ndarray
+    byte_ranges: list
 
 
 def _pad(n: int) -> int:
@@ -111,21 +132,40 @@ class MiniBlockPage:
         async with self._lock:
             if self._table is not None:
                 return self._table
-            key = ("v21-miniblock", self.ctx.column_index, self.page_index)
 
             async def load() -> ChunkTable:
-                ranges = [self._buf(0)]
-                if self.has_dict:
-                    ranges.append(self._buf(2))
-                if self.rep_depth > 0:
-                    ranges.append(self._buf(len(self.page.buffer_offsets) - 1))
+                ranges = self._meta_ranges()
                 bufs = await self.ctx.read(ranges, priority=self.page.priority)
                 nbytes = sum(len(b) for b in bufs)
                 return await self.ctx.decode(nbytes, self._parse_meta, bufs)
 
-            cached = await self.ctx.cached(key, load, lambda v: v.nbytes())
+            cached = await self.ctx.cached(self._key(), load, lambda v: v.nbytes())
             self._table = cached
             return cached
+
+    def _key(self) -> tuple:
+        return ("v21-miniblock", self.ctx.column_index, self.page_index)
+
+    def _meta_ranges(self) -> list[tuple[int, int]]:
+        ranges = [self._buf(0)]
+        if self.has_dict:
+            ranges.append(self._buf(2))
+        if self.rep_depth > 0:
+            ranges.append(self._buf(len(self.page.buffer_offsets) - 1))
+        return ranges
+
+    def table_steps(self) -> Steps:
+        """Step generator returning the chunk table: no step when loaded or cached, else one
+        step reading buffer 0 (and the dictionary and repetition index)."""
+        if self._table is not None:
+            return self._table
+        t = self.ctx.cache_get(self._key())
+        if t is None:
+            bufs = yield from self.ctx.read_steps(self._meta_ranges())
+            t = self._parse_meta(bufs)
+            self.ctx.cache_put(self._key(), t, t.nbytes())
+        self._table = t
+        return t
 
     def _parse_meta(self, bufs: list[memoryview]) -> ChunkTable:
         path = self.ctx.path
@@ -209,10 +249,8 @@ class MiniBlockPage:
         return ChunkTable(offsets, sizes, counts, row_lo, row_hi, first_row, preamble, dictionary)
 
     # ------------------------------------------------------------------ reads
-    async def read(self, ranges: Any) -> LeafRows:
-        """Rows in the half-open page-relative ``ranges`` (sorted, disjoint; an ``(n, 2)`` array
-        or pairs), concatenated."""
-        t = await self.table()
+    def _plan(self, t: ChunkTable, ranges: Any) -> ReadPlan:
+        """Chunk runs and byte spans for page-relative row ``ranges`` (half-open, sorted)."""
         r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
         ra, rb = r[:, 0], r[:, 1]
         if ra.size and (ra.min() < 0 or rb.max() > self.num_rows or np.any(rb <= ra)):
@@ -221,24 +259,54 @@ class MiniBlockPage:
         c1s = np.searchsorted(t.row_lo, rb, side="left")
         if np.any(c1s <= c0s):
             raise CorruptFileError("no chunk holds some requested rows", path=self.ctx.path)
-        # merge overlapping chunk spans into runs of consecutive chunks
+        # merge overlapping or touching chunk spans into runs of consecutive chunks
         reach = np.maximum.accumulate(c1s)
         new_run = np.ones(ra.size, dtype=bool)
-        new_run[1:] = c0s[1:] >= reach[:-1]
+        new_run[1:] = c0s[1:] > reach[:-1]
         run_of = np.cumsum(new_run) - 1
         run_start_k = np.flatnonzero(new_run)
         run_end_k = np.concatenate([run_start_k[1:], [ra.size]]) - 1
         runs = np.stack([c0s[run_start_k], reach[run_end_k]], axis=1).astype(np.int64)
+        # byte extent of each run inside buffer 1, then runs separated by small gaps share
+        # one byte range (the gap is read and skipped, never decoded)
+        run_b0 = t.offsets[runs[:, 0]]
+        run_b1 = t.offsets[runs[:, 1] - 1] + t.sizes[runs[:, 1] - 1]
+        new_span = np.ones(runs.shape[0], dtype=bool)
+        new_span[1:] = run_b0[1:] - run_b1[:-1] > TAKE_GAP_BYTES
+        span_of = np.cumsum(new_span) - 1
+        sp_first = np.flatnonzero(new_span)
+        sp_last = np.concatenate([sp_first[1:], [runs.shape[0]]]) - 1
+        sp_b0 = run_b0[sp_first]
+        sp_b1 = run_b1[sp_last]
+        sp_len = sp_b1 - sp_b0
+        sp_base = np.zeros(sp_first.size, dtype=np.int64)
+        np.cumsum(sp_len[:-1], out=sp_base[1:])
+        # where each run's first chunk starts in the concatenated span buffers
+        run_at = sp_base[span_of] + (run_b0 - sp_b0[span_of])
         base = self.page.buffer_offsets[1]
-        rc = runs
-        starts_b = (base + t.offsets[rc[:, 0]]).tolist()
-        ends_b = (base + t.offsets[rc[:, 1] - 1] + t.sizes[rc[:, 1] - 1]).tolist()
-        byte_ranges = list(zip(starts_b, ends_b))
-        bufs = await self.ctx.read(byte_ranges, priority=self.page.priority + int(ra[0]))
+        byte_ranges = list(zip((base + sp_b0).tolist(), (base + sp_b1).tolist()))
+        return ReadPlan(runs, run_of, ra, rb, run_at, byte_ranges)
+
+    def read_steps(self, ranges: Any) -> Steps:
+        """Step generator for rows in the half-open page-relative ``ranges`` (sorted,
+        disjoint): the chunk table (if not loaded), then the chunks' bytes; returns
+        :class:`LeafRows`, decoded synchronously."""
+        t = yield from self.table_steps()
+        plan = self._plan(t, ranges)
+        bufs = yield from self.ctx.read_steps(plan.byte_ranges)
+        return self._decode_all(t, plan, bufs)
+
+    async def read(self, ranges: Any) -> LeafRows:
+        """Rows in the half-open page-relative ``ranges`` (sorted, disjoint; an ``(n, 2)`` array
+        or pairs), concatenated."""
+        t = await self.table()
+        plan = self._plan(t, ranges)
+        ra, rb, runs = plan.ra, plan.rb, plan.runs
+        bufs = await self.ctx.read(plan.byte_ranges, priority=self.page.priority + int(ra[0]))
         nbytes = sum(len(b) for b in bufs)
         if ra.size == 1 and not self.has_rep and nbytes >= PARALLEL_DECODE_BYTES:
             return await self._decode_split(t, int(runs[0, 0]), int(runs[0, 1]), bufs[0], int(ra[0]), int(rb[0]))
-        return await self.ctx.decode(nbytes, self._decode_all, t, runs, run_of, bufs, ra, rb)
+        return await self.ctx.decode(nbytes, self._decode_all, t, plan, bufs)
 
     async def _decode_split(self, t: ChunkTable, c0: int, c1: int, buf: memoryview, a: int, b: int) -> LeafRows:
         """Decode one large run (no repetition) as a few pieces in parallel worker threads
@@ -255,22 +323,22 @@ class MiniBlockPage:
             if hi <= lo:
                 continue
             sub = buf[int(t.offsets[p0]) - base : int(t.offsets[p1 - 1] + t.sizes[p1 - 1]) - base]
-            jobs.append(
-                asyncio.to_thread(
-                    self._decode_all,
-                    t,
-                    np.asarray([[p0, p1]], dtype=np.int64),
-                    np.zeros(1, dtype=np.int64),
-                    [sub],
-                    np.asarray([lo], dtype=np.int64),
-                    np.asarray([hi], dtype=np.int64),
-                )
+            plan = ReadPlan(
+                np.asarray([[p0, p1]], dtype=np.int64),
+                np.zeros(1, dtype=np.int64),
+                np.asarray([lo], dtype=np.int64),
+                np.asarray([hi], dtype=np.int64),
+                np.zeros(1, dtype=np.int64),
+                [],
             )
+            jobs.append(asyncio.to_thread(self._decode_all, t, plan, [sub]))
         pieces = await asyncio.gather(*jobs)
         return concat_rows(list(pieces), self.ctx.value_type)
 
-    def _decode_all(self, t: ChunkTable, runs, run_of, bufs, ra, rb) -> LeafRows:
+    def _decode_all(self, t: ChunkTable, plan: ReadPlan, bufs: Sequence[Any]) -> LeafRows:
+        """Decode the planned runs from ``bufs`` (one buffer per span of ``plan``)."""
         path = self.ctx.path
+        runs, run_of, ra, rb = plan.runs, plan.run_of, plan.ra, plan.rb
         try:
             if len(bufs) == 1:
                 data = np.frombuffer(bufs[0], dtype=np.uint8)
@@ -278,11 +346,8 @@ class MiniBlockPage:
                 data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in bufs])
             run_len = runs[:, 1] - runs[:, 0]
             ids = ranges_to_index(runs[:, 0], runs[:, 1])
-            run_bytes = np.asarray([len(b) for b in bufs], dtype=np.int64)
-            run_base = np.zeros(len(runs), dtype=np.int64)
-            np.cumsum(run_bytes[:-1], out=run_base[1:])
             first_chunk = runs[:, 0]
-            starts = np.repeat(run_base - t.offsets[first_chunk], run_len) + t.offsets[ids]
+            starts = np.repeat(plan.run_at - t.offsets[first_chunk], run_len) + t.offsets[ids]
             decoded, levels_per_chunk = self._decode_chunks(t, ids, data, starts)
         except LanceJitError:
             raise

@@ -127,6 +127,11 @@ def should_dictionary(arr: pa.Array) -> bool:
     """Low-cardinality ``utf8`` pages (as the reference: not binary, not large types)."""
     if not pa.types.is_string(arr.type) or len(arr) < DICT_MIN_ROWS:
         return False
+    # exact, but cheap on high-cardinality pages: a prefix with too many distinct values
+    # already decides (distinct values of a prefix never exceed those of the whole)
+    prefix = 16 * DICT_MAX_ITEMS
+    if len(arr) > prefix and pc.count_distinct(arr.slice(0, prefix)).as_py() >= DICT_MAX_ITEMS:
+        return False
     return pc.count_distinct(arr).as_py() < DICT_MAX_ITEMS
 
 

@@ -17,7 +17,8 @@ import struct
 
 import numpy as np
 
-from lancejit.encoding.kernels.enc_fsst import build_lookup, compress_bulk, compress_count
+from lancejit.encoding.kernels.enc_fsst import (build_lookup, compress_bulk, compress_count,
+                                                gather_candidates, merge_candidates)
 
 from .data import VarBlock
 
@@ -56,24 +57,31 @@ class SymbolTable:
 
 
 def _sample(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """About ``SAMPLE_TARGET`` bytes of whole values drawn at random (with replacement, fixed
+    seed): ``(bytes, offsets)``; everything when the data is no bigger than that."""
     if data.size <= SAMPLE_TARGET:
         return data, offsets.astype(np.int64)
     rng = np.random.default_rng(0x5EED)
+    offsets = offsets.astype(np.int64, copy=False)
     n = offsets.shape[0] - 1
-    parts, offs, total = [], [0], 0
-    while total < SAMPLE_TARGET:
-        i = int(rng.integers(0, n))
-        s, e = int(offsets[i]), int(offsets[i + 1])
-        parts.append(data[s:e])
-        total += e - s
-        offs.append(total)
-    return np.concatenate(parts), np.array(offs, dtype=np.int64)
-
-
-def _concat(v1: int, l1: int, v2: int, l2: int) -> tuple[int, int]:
-    ln = min(l1 + l2, 8)
-    v = (v1 | (v2 << (8 * l1))) & ((1 << (8 * ln)) - 1)
-    return v, ln
+    mean = max(data.size / n, 1.0)
+    idx_parts: list[np.ndarray] = []
+    total = 0
+    while total < SAMPLE_TARGET:  # draw in batches until the target is reached
+        k = int((SAMPLE_TARGET - total) / mean * 1.25) + 16
+        idx = rng.integers(0, n, size=k)
+        idx_parts.append(idx)
+        total += int((offsets[idx + 1] - offsets[idx]).sum())
+    idx = np.concatenate(idx_parts)
+    lens = offsets[idx + 1] - offsets[idx]
+    cum = np.cumsum(lens)
+    m = int(np.searchsorted(cum, SAMPLE_TARGET)) + 1  # first prefix reaching the target
+    idx, lens, cum = idx[:m], lens[:m], cum[:m]
+    soffs = np.zeros(m + 1, dtype=np.int64)
+    soffs[1:] = cum
+    starts = offsets[idx]
+    pos = np.arange(int(cum[-1]), dtype=np.int64) + np.repeat(starts - soffs[:-1], lens)
+    return data[pos], soffs
 
 
 def train(data: np.ndarray, offsets: np.ndarray) -> SymbolTable:
@@ -95,41 +103,38 @@ def train(data: np.ndarray, offsets: np.ndarray) -> SymbolTable:
 
 
 def _make_table(st: SymbolTable, count1, count2, frac: int, n_sym: int, terminator: int) -> SymbolTable:
+    """The next round's table: the 255 candidates of highest gain (ties: smaller symbol value,
+    then first found), ordered by length 2..8 then 1."""
     count1[terminator] = 65535
     min_count = (5 * frac) // 128
-    cand: dict[tuple[int, int], int] = {}
-
-    def sym(code: int) -> tuple[int, int]:
-        if code < 256:
-            return code, 1
-        return int(st.vals[code - 256]), int(st.lens[code - 256])
-
     ncodes = 256 + n_sym
-    c1 = count1[:ncodes]
-    for pos1 in np.flatnonzero(c1):
-        cnt1 = int(c1[pos1])
-        v1, l1 = sym(int(pos1))
-        boosted = cnt1 * (8 if l1 == 1 else 1)
-        if boosted >= min_count:
-            cand[(v1, l1)] = cand.get((v1, l1), 0) + boosted * l1
-        if (v1 & 0xFF) == terminator or frac >= 128 or l1 == 8:
-            continue
-        row = count2[pos1, :ncodes]
-        for pos2 in np.flatnonzero(row >= max(min_count, 1)):
-            v2, l2 = sym(int(pos2))
-            if (v2 & 0xFF) == terminator:
-                continue
-            v3, l3 = _concat(v1, l1, v2, l2)
-            cand[(v3, l3)] = cand.get((v3, l3), 0) + int(row[pos2]) * l3
-    # highest gain first; ties: smaller value first
-    items = sorted(cand.items(), key=lambda kv: (-kv[1], kv[0][0]))[:255]
-    if not items:
+    code_val = np.empty(ncodes, dtype=np.uint64)
+    code_len = np.empty(ncodes, dtype=np.int64)
+    code_val[:256] = np.arange(256, dtype=np.uint64)
+    code_len[:256] = 1
+    code_val[256:] = st.vals[:n_sym]
+    code_len[256:] = st.lens[:n_sym]
+    cap = ncodes * (ncodes + 1)
+    cv = np.empty(cap, dtype=np.uint64)
+    cl = np.empty(cap, dtype=np.int64)
+    cg = np.empty(cap, dtype=np.int64)
+    k = gather_candidates(count1, count2, code_val, code_len, ncodes, terminator, min_count,
+                          frac < 128, cv, cl, cg)
+    if k == 0:
         return SymbolTable(np.zeros(0, np.uint64), np.zeros(0, np.int64), terminator)
-    # order: lengths 2..8 then 1 (as the reference's finalised tables)
-    items.sort(key=lambda kv: (kv[0][1] == 1, kv[0][1]))
-    vals = np.array([k[0] for k, _ in items], dtype=np.uint64)
-    lens = np.array([k[1] for k, _ in items], dtype=np.int64)
-    return SymbolTable(vals, lens, terminator)
+    uv = np.empty(k, dtype=np.uint64)
+    ul = np.empty(k, dtype=np.int64)
+    ug = np.empty(k, dtype=np.int64)
+    m = merge_candidates(cv, cl, cg, k, uv, ul, ug)  # first-found order kept
+    uv, ul, ug = uv[:m], ul[:m], ug[:m]
+    if m > 255:  # only candidates reaching the 255th highest gain can be chosen
+        keep = np.flatnonzero(ug >= np.partition(ug, m - 255)[m - 255])
+    else:
+        keep = np.arange(m)
+    top = keep[np.lexsort((keep, uv[keep], -ug[keep]))[:255]]
+    uv, ul = uv[top], ul[top]
+    fin = np.lexsort((ul, ul == 1))  # stable: lengths 2..8, then 1
+    return SymbolTable(uv[fin], ul[fin], terminator)
 
 
 def fsst_compress(block: VarBlock) -> tuple[VarBlock, bytes]:

@@ -6,6 +6,8 @@ dictionary when present, then the repetition index when there is repetition.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from lancejit.core.errors import InvalidInputError
@@ -17,12 +19,7 @@ from .page import EncodedPage
 from .values import MiniChunks
 
 FILL = 0xFE
-
-
-def _pad8(buf: bytearray) -> None:
-    pad = (-len(buf)) % 8
-    if pad:
-        buf.extend(bytes([FILL]) * pad)
+_PADS = [bytes([FILL]) * k for k in range(8)]  # padding to the next multiple of 8, by length
 
 
 def _level_bounds(levels: Levels, counts: list[int]) -> list[tuple[int, int]]:
@@ -93,34 +90,34 @@ def encode_miniblock(
 
     data = bytearray()
     meta = []
-    size_fmt = np.uint32 if large else np.uint16
+    size_code = "I" if large else "H"
+    n_level_bufs = (rep_chunks is not None) + (def_chunks is not None)
+    formats: dict[int, struct.Struct] = {}
     total_chunks = len(counts)
     for i in range(total_chunks):
         start = len(data)
         nlev = (bounds[i][1] - bounds[i][0]) if bounds else 0
         if nlev > 0xFFFF:
             raise InvalidInputError("too many rep/def levels in one mini-block chunk")
-        sizes = [len(b) for b in values.buffers[i]]
+        bufs = values.buffers[i]
+        sizes = [len(b) for b in bufs]
         level_sizes = [len(c[i]) for c in (rep_chunks, def_chunks) if c is not None]
         if max(level_sizes, default=0) > 0xFFFF or (not large and max(sizes, default=0) > 0xFFFF):
             raise InvalidInputError("a mini-block chunk buffer exceeds the 16-bit size field")
-        hdr = [np.array([nlev], np.uint16).tobytes()]
+        fmt = formats.get(len(sizes))
+        if fmt is None:
+            fmt = formats[len(sizes)] = struct.Struct(f"<{1 + n_level_bufs}H{len(sizes)}{size_code}")
+        data += fmt.pack(nlev, *level_sizes, *sizes)
+        data += _PADS[(-len(data)) & 7]
         if rep_chunks is not None:
-            hdr.append(np.array([len(rep_chunks[i])], np.uint16).tobytes())
+            data += rep_chunks[i]
+            data += _PADS[(-len(data)) & 7]
         if def_chunks is not None:
-            hdr.append(np.array([len(def_chunks[i])], np.uint16).tobytes())
-        hdr.append(np.array(sizes, size_fmt).tobytes())
-        data.extend(b"".join(hdr))
-        _pad8(data)
-        if rep_chunks is not None:
-            data.extend(rep_chunks[i])
-            _pad8(data)
-        if def_chunks is not None:
-            data.extend(def_chunks[i])
-            _pad8(data)
-        for b in values.buffers[i]:
-            data.extend(b)
-            _pad8(data)
+            data += def_chunks[i]
+            data += _PADS[(-len(data)) & 7]
+        for b in bufs:
+            data += b
+            data += _PADS[(-len(data)) & 7]
         nbytes = len(data) - start
         if not large and nbytes > 32 * 1024:
             raise InvalidInputError("mini-block chunk larger than 32 KiB in a 2.1 file")

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError
+from lancejit.encoding.kernels.enc_gather import gather_var_values
 
 from . import allnull, blocks, general, pbutil, values as V
 from .blob import encode_blob
@@ -186,15 +187,8 @@ def _non_null_block(block, nulls: np.ndarray | None):
         k = block.bits_per_value // 8
         rows = block.data[: block.num_values * k].reshape(block.num_values, k)[keep]
         return FixedBlock(rows.reshape(-1), block.bits_per_value, keep.size)
-    lens = block.lengths()[keep]
-    offs = np.concatenate([[0], np.cumsum(lens)]).astype(block.offsets.dtype)
-    starts = block.offsets[keep].astype(np.int64)
-    if lens.sum():
-        idx = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
-        data = block.data[idx]
-    else:
-        data = np.zeros(0, np.uint8)
-    return VarBlock(offs, data, keep.size)
+    data, offs = gather_var_values(block.data, block.offsets[: block.num_values + 1], keep)
+    return VarBlock(offs.astype(block.offsets.dtype), data, keep.size)
 
 
 DICT_SAMPLE = 4096
