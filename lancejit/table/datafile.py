@@ -1,8 +1,11 @@
 """Opening a fragment's data file through the dataset's store and reading dataset fields from it.
 
-A data file is opened once per dataset object (cached by path): one tail read of 64 KiB,
-rarely one more.  Dataset top-level fields are matched to the file's top-level fields by Lance
-field id (names may differ after a rename); arrays come back under the dataset's names.
+A data file is opened once per dataset object (cached by path) with
+``AsyncLanceFileReader.from_reader`` on a scheduler counting into the dataset's stats and
+knowing the manifest's file size: one tail read of 64 KiB, rarely one more; a file that tail
+holds entirely is read from it afterwards (no further request).  Dataset fields are matched to
+the file's fields by Lance field id at every level (names may differ after a rename, nested
+children may be renamed, dropped or missing); arrays come back with the dataset's names.
 """
 
 from __future__ import annotations
