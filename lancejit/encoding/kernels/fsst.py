@@ -271,14 +271,12 @@ def fsst_decode_spans(codes, starts, ends, sym_bytes, sym_lens, n_symbols, out_o
     mask = uint64(0xFF)
     words = np.zeros(256, np.uint64)
     lens = np.zeros(256, np.uint64)
-    ok = np.zeros(256, np.bool_)
     for c in range(min(n_symbols, 255)):
         w = uint64(0)
         for k in range(8):
             w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
         words[c] = w
-        lens[c] = sym_lens[c]
-        ok[c] = True
+        lens[c] = sym_lens[c]  # 1..8 (checked when the table is parsed); 0 = invalid code
     o = uint64(0)
     out_offsets[0] = 0
     for i in range(starts.shape[0]):
@@ -286,7 +284,8 @@ def fsst_decode_spans(codes, starts, ends, sym_bytes, sym_lens, n_symbols, out_o
         end = uint64(ends[i])
         while pos < end:
             c = codes[pos]
-            if ok[c]:
+            n = lens[c]
+            if n != uint64(0):
                 w = words[c]
                 out_data[o] = w & mask
                 out_data[o + uint64(1)] = (w >> uint64(8)) & mask
@@ -296,7 +295,7 @@ def fsst_decode_spans(codes, starts, ends, sym_bytes, sym_lens, n_symbols, out_o
                 out_data[o + uint64(5)] = (w >> uint64(40)) & mask
                 out_data[o + uint64(6)] = (w >> uint64(48)) & mask
                 out_data[o + uint64(7)] = (w >> uint64(56)) & mask
-                o += lens[c]
+                o += n
                 pos += one
             elif c == 255 and pos + one < end:
                 out_data[o] = codes[pos + one]

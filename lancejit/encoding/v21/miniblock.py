@@ -28,7 +28,7 @@ from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext, Steps
 from lancejit.encoding.v21.leaf import take_dictionary, values_to_arrow
-from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, parse_chunk_headers
+from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, fsst_values, parse_chunk_headers
 from lancejit.encoding.v21.levels import LeafRows, concat_rows, extract_runs, ranges_to_index
 from lancejit.encoding.v21.repdef import max_visible_canonical, translate_def
 
@@ -348,6 +348,11 @@ class MiniBlockPage:
             ids = ranges_to_index(runs[:, 0], runs[:, 1])
             first_chunk = runs[:, 0]
             starts = np.repeat(plan.run_at - t.offsets[first_chunk], run_len) + t.offsets[ids]
+            if not self.has_rep:
+                pick = self._pick(t, ids, runs, run_of, ra, rb)
+                if pick is not None:
+                    # few rows of many decoded: decode (FSST) or keep only the rows asked for
+                    return self._decode_chunks(t, ids, data, starts, pick)[0]
             decoded, levels_per_chunk = self._decode_chunks(t, ids, data, starts)
         except LanceJitError:
             raise
@@ -372,6 +377,30 @@ class MiniBlockPage:
             path=path,
         )
 
+    def _pick(self, t: ChunkTable, ids: np.ndarray, runs: np.ndarray, run_of: np.ndarray,
+              ra: np.ndarray, rb: np.ndarray) -> np.ndarray | None:
+        """For a page without repetition (one level and one value per row): the positions of
+        the requested rows among the decoded chunks' values, in order, when they are fewer
+        than half of them; else None (decode everything, then slice)."""
+        if pa.types.is_dictionary(self.ctx.value_type):
+            return None  # (re-encoded after decoding: keep the dictionary of whole chunks)
+        counts = t.counts[ids]
+        total = int(counts.sum())
+        wanted = int((rb - ra).sum())
+        if wanted * 2 >= total:
+            return None
+        level0 = np.zeros(ids.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=level0[1:])
+        run_first_idx = np.zeros(len(runs) + 1, dtype=np.int64)
+        np.cumsum(runs[:, 1] - runs[:, 0], out=run_first_idx[1:])
+        run_l0 = level0[run_first_idx[:-1]]
+        run_l1 = level0[run_first_idx[1:]]
+        p0 = run_l0[run_of] + (ra - t.first_row[runs[:, 0]][run_of])
+        p1 = p0 + (rb - ra)
+        if np.any(p0 < run_l0[run_of]) or np.any(p1 > run_l1[run_of]):
+            raise CorruptFileError("requested rows fall outside the decoded chunks", path=self.ctx.path)
+        return ranges_to_index(p0, p1)
+
     def _levels_per_chunk(self, enc, buf, where, nl) -> np.ndarray:
         out = []
         for k in range(nl.size):
@@ -379,9 +408,14 @@ class MiniBlockPage:
             out.append(cmp.decode_levels(enc, buf[o : o + z], int(nl[k]), path=self.ctx.path))
         return np.concatenate(out).astype(np.uint16, copy=False) if out else np.zeros(0, np.uint16)
 
-    def _decode_chunks(self, t: ChunkTable, ids: np.ndarray, data: np.ndarray, starts: np.ndarray) -> tuple[LeafRows, np.ndarray]:
+    def _decode_chunks(
+        self, t: ChunkTable, ids: np.ndarray, data: np.ndarray, starts: np.ndarray, pick: np.ndarray | None = None
+    ) -> tuple[LeafRows, np.ndarray]:
         """Decode chunks ``ids`` whose bytes start at ``starts`` in ``data``; returns the
-        concatenated rows and the number of levels of each chunk."""
+        concatenated rows and the number of levels of each chunk.
+
+        ``pick`` (pages without repetition only): sorted positions among the chunks' levels
+        to return instead of all of them (FSST values outside it are never decoded)."""
         path = self.ctx.path
         buf = data
         sizes = t.sizes[ids]
@@ -423,6 +457,13 @@ class MiniBlockPage:
         if self.has_def and not self.has_rep and not np.array_equal(hdr.num_levels, counts):
             raise CorruptFileError("chunk level counts disagree with the value counts", path=path)
         total = int(counts.sum())
+        picked = None
+        if pick is not None and t.dictionary is None:
+            picked = fsst_values(self.layout.value_compression, data, hdr, counts, pick, path=path)
+        if picked is not None:
+            values = values_to_arrow(picked, self.ctx.value_type, path=path)
+            deff = None if deff is None else deff[pick]
+            return LeafRows(None, deff, values, int(pick.size)), np.asarray(levels_per_chunk, dtype=np.int64)
         dv = fast_values(self.layout.value_compression, data, hdr, counts, path=path)
         if dv is None:
             parts = []
@@ -441,6 +482,12 @@ class MiniBlockPage:
                 values = values.dictionary_encode().cast(self.ctx.value_type) if len(values) else pa.array([], type=self.ctx.value_type)
         else:
             values = values_to_arrow(dv, self.ctx.value_type, path=path)
+        if pick is not None:
+            if len(values) != num_levels:
+                raise CorruptFileError(f"{len(values)} values for {num_levels} rows", path=path)
+            values = values.take(pa.array(pick))
+            deff = None if deff is None else deff[pick]
+            return LeafRows(None, deff, values, int(pick.size)), np.asarray(levels_per_chunk, dtype=np.int64)
         return LeafRows(rep, deff, values, num_levels), np.asarray(levels_per_chunk, dtype=np.int64)
 
 
