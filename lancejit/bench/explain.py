@@ -4,25 +4,23 @@ With the file's metadata loaded (the dataset's manifests, deletion files and dat
 footers too), the plan lists for every data file touched:
 
 * the **pages** of each projected column holding the taken rows (from page metadata alone);
-* every ``read_ranges`` call the decoders will make, as *steps*: the byte ranges asked for
-  (mini-block chunks, value ranges, offsets...) and, after coalescing with
-  :func:`lancejit.io.planner.plan_reads` under the store's ``block_size`` /
-  ``max_request_size``, the physical **requests** and bytes;
+* every batch of byte ranges the file reader hands to the I/O scheduler (*steps*; the ranges
+  asked for: mini-block chunks, value ranges, offsets...) and the physical **requests** and
+  bytes the scheduler makes of them (:func:`lancejit.io.planner.plan_reads` under the
+  scheduler's ``block_size`` / ``max_request_size``);
 * the predicted request count (the sum over calls; this is what the store's counters then
   measure) and, given a :class:`~lancejit.bench.model.LatencyModel`, the predicted latency.
 
-How ranges are found, per decoder family:
-
-* 2.0 and legacy decoders expose ``take_steps(indices)``, and the file reader runs the fields'
-  step generators in lockstep (step k of every field in one ``read_ranges`` call).  Step 1
-  comes from metadata alone (``source="metadata"``); later steps depend on the bytes of
-  earlier ones (e.g. string offsets, then the string bytes) and are found by reading those
-  earlier steps (``source="data"``);
-* 2.1/2.2 decoders have no plan hook yet: the ``read_ranges`` calls that a file reader over a
-  recording :class:`~lancejit.core.ranges.RangeReader` makes for the take are *recorded*
-  (``source="recorded"``; same-tick calls of different fields arrive merged, as in the real
-  reader).  The take runs twice: the first run loads the decoders' cached page metadata
-  (chunk tables, dictionaries...: ``warmup_requests``), the second is the plan.
+The plan is made by the SAME machinery as the real read, so it follows the reader as it
+evolves (:mod:`lancejit.bench.observe`): the reader's own take runs over a probed copy of the
+file's reader chain.  Its ``CoalescingReader`` merges the reads of one loop tick (all fields)
+into one batch; decoders with step plans (``take_steps``: 2.0, legacy, and 2.1/2.2 when they
+have them) run in lockstep, step 1 known from metadata (``source="metadata"``), later steps
+from the bytes of earlier ones (``source="data"``); other decoders' batches are
+``source="recorded"``.  Data files the dataset layer holds whole in memory (the open's tail
+read covered them) plan 0 requests (``in_memory``).  The take runs twice: the first run loads
+the decoders' cached page metadata (chunk tables, dictionaries...: ``warmup_requests``), the
+second is the plan.
 
 Byte ranges are half-open ``(start, end)``; row ranges ``[start, end)``; times in seconds.
 """
@@ -30,7 +28,6 @@ Byte ranges are half-open ``(start, end)``; row ranges ``[start, end)``; times i
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -38,7 +35,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from lancejit.core.errors import InvalidInputError
-from lancejit.io.planner import plan_reads
 
 
 # ----------------------------------------------------------------------------- values
@@ -57,9 +53,12 @@ class PageTouch:
 class CallPlan:
     """One ``read_ranges`` call of one field's take: step ``step`` (1-based).
 
-    ``ranges``: what the decoder asks for; ``requests``: the physical reads after coalescing.
-    ``source``: ``"metadata"`` (known before any data is read), ``"data"`` (depends on bytes of
-    an earlier step) or ``"recorded"`` (observed while the decoder ran).
+    ``ranges``: what the decoders ask for in one scheduler batch (same-tick calls of several
+    fields merged, as the file reader's ``CoalescingReader`` merges them); ``requests``: the
+    physical reads the scheduler plans for them (none when ``in_memory``: the file is held
+    whole in memory).  ``source``: ``"metadata"`` (first step of step-plan decoders: known
+    from metadata), ``"data"`` (a later step: depends on bytes of an earlier one) or
+    ``"recorded"`` (decoders without step plans, observed while they ran).
     """
 
     field: str
@@ -67,6 +66,7 @@ class CallPlan:
     source: str
     ranges: tuple[tuple[int, int], ...]
     requests: tuple[tuple[int, int], ...]
+    in_memory: bool = False
 
     @property
     def num_requests(self) -> int:
@@ -161,7 +161,7 @@ class TakePlan:
                     "pages": [{"field": p.field, "column": p.column, "pages": list(p.pages),
                                "num_pages": p.num_pages, "bytes": p.bytes} for p in f.pages],
                     "calls": [{"field": c.field, "step": c.step, "source": c.source,
-                               "ranges": [list(r) for r in c.ranges],
+                               "in_memory": c.in_memory, "ranges": [list(r) for r in c.ranges],
                                "requests": [list(r) for r in c.requests]} for c in f.calls],
                 }
                 for f in self.files
@@ -194,7 +194,7 @@ class TakePlan:
                 lines.append(
                     f"  {c.field} step {c.step} ({c.source}): {len(c.ranges)} ranges, "
                     f"{human_bytes(c.bytes_requested)} -> {c.num_requests} requests, "
-                    f"{human_bytes(c.bytes_read)}: {rng}{more}"
+                    f"{human_bytes(c.bytes_read)}{' (held in memory)' if c.in_memory else ''}: {rng}{more}"
                 )
         lines.append(f"planned: {self.num_requests} requests, {human_bytes(self.bytes_read)} read "
                      f"({human_bytes(self.bytes_requested)} asked for), {len(self.steps())} sequential steps")
@@ -206,34 +206,6 @@ class TakePlan:
             lines.append(f"measured: {m['requests']} requests, {human_bytes(m['bytes_read'])} read, "
                          f"{human_seconds(m['seconds'])} ({match} the plan)")
         return "\n".join(lines)
-
-
-# ----------------------------------------------------------------------------- recording
-class RecordingReader:
-    """A :class:`~lancejit.core.ranges.RangeReader` that records every ``read_ranges`` call
-    (the ranges as asked) and returns the real bytes from ``inner``."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.calls: list[list[tuple[int, int]]] = []
-
-    @property
-    def path(self) -> str:
-        return self.inner.path
-
-    async def size(self) -> int:
-        return await self.inner.size()
-
-    async def read_ranges(self, ranges: Sequence[tuple[int, int]], *, priority: int = 0) -> list[memoryview]:
-        ranges = [(int(s), int(e)) for s, e in ranges]
-        self.calls.append(ranges)
-        return await self.inner.read_ranges(ranges, priority=priority)
-
-    async def read_tail(self, nbytes: int) -> tuple[int, memoryview]:
-        return await self.inner.read_tail(nbytes)
-
-    def __getattr__(self, name: str) -> Any:  # store, stats, uri...
-        return getattr(self.inner, name)
 
 
 # ----------------------------------------------------------------------------- file plans
@@ -288,90 +260,58 @@ def page_touches(metadata: Any, names: Sequence[str], idx: np.ndarray) -> list[P
     return out
 
 
-def _requests(ranges: Sequence[tuple[int, int]], cfg: Any) -> tuple[tuple[int, int], ...]:
-    plan = plan_reads(ranges, cfg.block_size, cfg.max_request_size)
-    return tuple((r.start, r.end) for r in plan.reads)
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-async def plan_file_take(scheduler: Any, metadata: Any, names: Sequence[str], idx: np.ndarray,
-                         *, config: Any = None, uri: str | None = None,
-                         fragment: int | None = None) -> FilePlan:
+async def plan_file_take(source: Any, metadata: Any, names: Sequence[str], idx: np.ndarray,
+                         *, uri: str | None = None, fragment: int | None = None,
+                         store: Any = None, stats: Any = None) -> FilePlan:
     """The plan of taking sorted unique rows ``idx`` of top-level fields ``names`` of one file.
 
-    ``scheduler``: the file's :class:`~lancejit.io.FileScheduler` (reads for ``"data"`` /
-    ``"recorded"`` steps go through it); ``config``: the planning ``IOConfig`` (default: the
-    scheduler's).  As the file reader does, step-generator decoders run in lockstep (step k of
-    every field in one ``read_ranges`` call); other decoders are recorded through a private
-    :class:`~lancejit.file.reader.AsyncLanceFileReader` over a :class:`RecordingReader`.
+    ``source``: the :class:`~lancejit.core.ranges.RangeReader` the real reads go through (a
+    ``FileScheduler``, or the dataset layer's wrapper of one, e.g. the whole-file reader of
+    small data files).  The take runs through a private
+    :class:`~lancejit.file.reader.AsyncLanceFileReader` over a probed copy of ``source``
+    (:mod:`lancejit.bench.observe`): the batches its ``CoalescingReader`` issues are the calls,
+    and the physical reads ``plan_reads`` makes of what reaches the scheduler (under the
+    scheduler's config) are the requests; ranges served from memory plan none.  The take runs
+    twice: the first run loads the decoders' cached page metadata (``warmup_requests``).
     """
-    from lancejit.file.reader import decoder_factory
+    from lancejit.bench.observe import BatchRecorder, LabelledDecoder, probe_chain
+    from lancejit.file.reader import AsyncLanceFileReader
 
-    cfg = config if config is not None else scheduler.config
     idx = np.ascontiguousarray(idx, dtype=np.int64)
-    name = uri or getattr(scheduler, "uri", scheduler.path)
+    name = uri or getattr(source, "uri", None) or source.path
     plan = FilePlan(name, metadata.version, int(idx.size), fragment, page_touches(metadata, names, idx))
     if idx.size == 0 or not names:
         return plan
-    decoders = list(await _maybe_await(decoder_factory(metadata.version)(scheduler, metadata, list(names))))
-    if all(hasattr(d, "take_steps") for d in decoders):
-        plan.calls.extend(await _plan_lockstep(scheduler, list(names), [d.take_steps(idx) for d in decoders], cfg))
-        return plan
-    from lancejit.file.reader import AsyncLanceFileReader
-
-    recorder = RecordingReader(scheduler)
-    reader = AsyncLanceFileReader(name, getattr(scheduler, "store", None), getattr(scheduler, "store_path", name),
-                                  recorder, metadata)
-    await reader.take_rows(idx, list(names))  # warm-up: loads cached page metadata
-    warm = sum(len(_requests(c, cfg)) for c in recorder.calls)
-    recorder.calls.clear()
-    await reader.take_rows(idx, list(names))
-    label = ",".join(names)
-    for step, ranges in enumerate(recorder.calls, start=1):
-        plan.calls.append(CallPlan(label, step, "recorded", tuple(ranges), _requests(ranges, cfg)))
+    recorder = BatchRecorder(probe_chain(source))
+    store = store if store is not None else getattr(source, "store", None)
+    reader = AsyncLanceFileReader(name, store, getattr(source, "store_path", name), recorder, metadata, stats)
+    names = list(names)
+    # Label each lockstep batch with the fields asking for ranges in it: the reader's decoders
+    # (made by its own factory over the probed chain) are wrapped where it keeps them.
+    stepped = False
+    decoders_for, made = getattr(reader, "_decoders_for", None), getattr(reader, "_decoders", None)
+    if decoders_for is not None and isinstance(made, dict):
+        decoders = await decoders_for(names)
+        stepped = all(hasattr(d, "take_steps") for d in decoders.values())
+        if stepped:
+            for n, d in decoders.items():
+                made[n] = LabelledDecoder(d, n, recorder)
+    await reader.take_rows(idx, names)  # warm-up: loads cached page metadata
+    warm = sum(len(b.requests) for b in recorder.batches)
+    recorder.batches.clear()
+    recorder.pending_labels.clear()
+    await reader.take_rows(idx, names)
+    recorder.recording = False
+    for step, batch in enumerate(recorder.batches, start=1):
+        if stepped:
+            source_kind = "metadata" if step == 1 else "data"
+            label = ",".join(batch.labels) or ",".join(names)
+        else:
+            source_kind, label = "recorded", ",".join(names)
+        plan.calls.append(CallPlan(label, step, source_kind, batch.ranges, batch.requests,
+                                   in_memory=not batch.reached_scheduler))
     plan.warmup_requests = max(0, warm - plan.num_requests)
     return plan
-
-
-async def _plan_lockstep(scheduler: Any, names: list[str], gens: list[Any], cfg: Any) -> list[CallPlan]:
-    """Walk step generators in lockstep (as ``lancejit.encoding.v20.steps.gather``): step 1 is
-    known from metadata, later steps from the bytes of earlier ones (read through
-    ``scheduler``).  Steps with no ranges issue no request."""
-    calls: list[CallPlan] = []
-    pending: dict[int, list[tuple[int, int]]] = {}
-    for i, g in enumerate(gens):
-        try:
-            pending[i] = [(int(a), int(b)) for a, b in next(g)]
-        except StopIteration:
-            pass
-    step = 0
-    try:
-        while pending:
-            step += 1
-            order = list(pending.items())
-            merged = [r for _, req in order for r in req]
-            bufs: list[Any] = []
-            if merged:
-                label = ",".join(names[i] for i, req in order if req)
-                calls.append(CallPlan(label, len(calls) + 1, "metadata" if step == 1 else "data",
-                                      tuple(merged), _requests(merged, cfg)))
-                bufs = list(await scheduler.read_ranges(merged))
-            pos = 0
-            pending = {}
-            for i, req in order:
-                part = bufs[pos:pos + len(req)]
-                pos += len(req)
-                try:
-                    pending[i] = [(int(a), int(b)) for a, b in gens[i].send(part)]
-                except StopIteration:
-                    pass
-    finally:
-        for g in gens:
-            g.close()
-    return calls
 
 
 # ----------------------------------------------------------------------------- targets
@@ -457,7 +397,7 @@ async def plan_take(target: TakeTarget, rows: Any, columns: Sequence[str] | None
     if target.kind == "file":
         reader = target.handle
         plan.files.append(await plan_file_take(target.scheduler, reader.file_metadata, names, unique,
-                                               uri=target.uri))
+                                               uri=target.uri, store=target.store))
     else:
         plan.files.extend(await _plan_dataset(target.handle, unique, columns))
     if model is not None:
@@ -491,9 +431,12 @@ async def _plan_dataset(ds: Any, offsets: np.ndarray, columns: Sequence[str] | N
             handle = await open_data_file(ctx, df)
             store, path = ctx.data_file_location(df)
             names = list(dict.fromkeys(handle._file_name(t) for t in tops))
-            sched = ctx.reader(store, path, handle.reader.file_metadata.file_size)
-            plans.append(await plan_file_take(sched, handle.reader.file_metadata, names, physical,
-                                              uri=store.uri(path), fragment=frag.id))
+            # the reader chain the real take reads through (scheduler, or the whole-file reader)
+            source = getattr(handle.reader, "_scheduler", None)
+            if source is None:
+                source = ctx.reader(store, path, handle.reader.file_metadata.file_size)
+            plans.append(await plan_file_take(source, handle.reader.file_metadata, names, physical,
+                                              uri=store.uri(path), fragment=frag.id, store=store))
     return plans
 
 
@@ -534,7 +477,6 @@ __all__ = [
     "CallPlan",
     "FilePlan",
     "PageTouch",
-    "RecordingReader",
     "TakePlan",
     "TakeTarget",
     "explain_take",

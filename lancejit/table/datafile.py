@@ -92,14 +92,18 @@ def _one(col: pa.ChunkedArray) -> pa.Array:
 WHOLE_FILE_BYTES = 64 * 1024
 
 
-class _WholeFileReader:
-    """A :class:`~lancejit.core.ranges.RangeReader` over a file that the open's tail read
-    already holds entirely (files up to 64 KiB): later reads cost no request.  Other
-    attributes (``stats``, ``store``, ``config``...) are the wrapped scheduler's."""
+class _SmallFileReader:
+    """The :class:`~lancejit.core.ranges.RangeReader` a data file is opened through: forwards
+    to the dataset's scheduler, except that once a tail read has returned the whole file (at
+    most ``WHOLE_FILE_BYTES``), every later read is served from that buffer (no request).
+    Other attributes (``stats``, ``store``, ``config``...) are the scheduler's."""
 
-    def __init__(self, inner: Any, data: memoryview) -> None:
+    def __init__(self, inner: Any, expected_size: int | None = None) -> None:
         self.inner = inner
-        self._data = data
+        #: The size the manifest records (bytes), checked on the first tail read.
+        self.expected_size = expected_size
+        self._whole: memoryview | None = None
+        self._seen_tail = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -109,47 +113,36 @@ class _WholeFileReader:
         return self.inner.path
 
     async def size(self) -> int:
-        return len(self._data)
-
-    async def read_tail(self, nbytes: int) -> tuple[int, memoryview]:
-        n = len(self._data)
-        return n, self._data[max(0, n - int(nbytes)):]
-
-    async def read_ranges(self, ranges: Any, *, priority: int = 0) -> list[memoryview]:
-        arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
-        n = len(self._data)
-        if arr.size and (int(arr[:, 0].min()) < 0 or int(arr[:, 1].max()) > n or bool((arr[:, 1] < arr[:, 0]).any())):
-            bad = arr[(arr[:, 0] < 0) | (arr[:, 1] > n) | (arr[:, 1] < arr[:, 0])][0]
-            raise CorruptFileError(
-                f"byte range [{int(bad[0])}, {int(bad[1])}) is outside the file's {n} bytes", path=self.path
-            )
-        data = self._data
-        return [data[a:b] for a, b in arr.tolist()]
-
-
-class _TailKeeper:
-    """Wraps a scheduler for the open: remembers the tail read (size and bytes)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.tail: tuple[int, memoryview] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    @property
-    def path(self) -> str:
-        return self.inner.path
-
-    async def size(self) -> int:
+        if self._whole is not None:
+            return len(self._whole)
         return await self.inner.size()
 
     async def read_tail(self, nbytes: int) -> tuple[int, memoryview]:
-        self.tail = await self.inner.read_tail(nbytes)
-        return self.tail
+        if self._whole is not None:
+            n = len(self._whole)
+            return n, self._whole[max(0, n - int(nbytes)):]
+        size, data = await self.inner.read_tail(nbytes)
+        if not self._seen_tail:
+            self._seen_tail = True
+            if self.expected_size and self.expected_size != size:
+                raise CorruptFileError(
+                    f"data file has {size} bytes but the manifest records {self.expected_size}", path=self.path
+                )
+            if len(data) == size and size <= WHOLE_FILE_BYTES:
+                self._whole = data
+        return size, data
 
     async def read_ranges(self, ranges: Any, *, priority: int = 0) -> list[memoryview]:
-        return await self.inner.read_ranges(ranges, priority=priority)
+        whole = self._whole
+        if whole is None:
+            return await self.inner.read_ranges(ranges, priority=priority)
+        arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+        n = len(whole)
+        bad = (arr[:, 0] < 0) | (arr[:, 1] > n) | (arr[:, 1] < arr[:, 0])
+        if bad.any():
+            a, b = (int(v) for v in arr[bad][0])
+            raise CorruptFileError(f"byte range [{a}, {b}) is outside the file's {n} bytes", path=self.path)
+        return [whole[a:b] for a, b in arr.tolist()]
 
 
 async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFileHandle:
@@ -162,22 +155,12 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
 
         with ctx.errors(path, store):
             uri = store.uri(path)
-            scheduler = ctx.reader(store, path, data_file.file_size_bytes or None)
-            keeper = _TailKeeper(scheduler)
+            size = data_file.file_size_bytes or None
+            source = _SmallFileReader(ctx.reader(store, path, size), size)
             try:
-                reader = await AsyncLanceFileReader.from_reader(keeper, uri=uri, store=store, stats=ctx.stats)
+                reader = await AsyncLanceFileReader.from_reader(source, uri=uri, store=store, stats=ctx.stats)
             except NotFoundError:
                 raise NotFoundError("data file is missing") from None
-            file_size, tail = keeper.tail if keeper.tail is not None else (None, None)
-            if file_size is not None and data_file.file_size_bytes and data_file.file_size_bytes != file_size:
-                raise CorruptFileError(
-                    f"data file has {file_size} bytes but the manifest records {data_file.file_size_bytes}",
-                    path=uri,
-                )
-            source: Any = scheduler
-            if tail is not None and len(tail) == file_size and file_size <= WHOLE_FILE_BYTES:
-                source = _WholeFileReader(scheduler, tail)
-            reader = AsyncLanceFileReader(uri, store, path, source, reader.file_metadata, ctx.stats)
             return DataFileHandle(reader, data_file, uri)
 
     return await ctx.caches.files.get(store.uri(path), load)

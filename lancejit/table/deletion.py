@@ -73,3 +73,16 @@ def live_offsets(physical_rows: int, deleted: np.ndarray | None) -> np.ndarray:
     mask = np.ones(physical_rows, dtype=bool)
     mask[deleted.astype(np.int64)] = False
     return np.flatnonzero(mask).astype(np.int64, copy=False)
+
+
+def physical_of_logical(logical: np.ndarray, deleted: np.ndarray | None) -> np.ndarray:
+    """Physical offsets (int64) of the live rows at ``logical`` positions (0-based among the
+    live rows, any order), given the sorted unique ``deleted`` offsets; the same as
+    ``live_offsets(n, deleted)[logical]`` without building the live-offset array: before
+    ``deleted[i]`` there are ``deleted[i] - i`` live rows, so a live row at logical ``l`` has
+    ``k = #{i : deleted[i] - i <= l}`` deleted rows before it and sits at ``l + k``."""
+    logical = np.asarray(logical, dtype=np.int64)
+    if deleted is None or len(deleted) == 0:
+        return logical.copy()
+    shifted = deleted.astype(np.int64) - np.arange(len(deleted), dtype=np.int64)
+    return logical + np.searchsorted(shifted, logical, side="right")

@@ -23,14 +23,16 @@ from .fields import TopField
 from .filter import CompiledFilter, evaluate_filter
 from .fragment import ROWADDR, ROWID, FragmentReader
 
-#: Target encoded bytes per unit (bounds batch memory).
-UNIT_TARGET_BYTES = 16 * 1024 * 1024
+#: Target encoded bytes per unit (bounds batch memory).  Larger units waste less at their
+#: edges (a page straddling two units is read and decoded by both): 32 MiB costs ~15% less CPU
+#: than 16 MiB on a 1M-row scan; ``DEFAULT_READAHEAD`` keeps the bytes in flight at 128 MiB.
+UNIT_TARGET_BYTES = 32 * 1024 * 1024
 #: Most physical rows per unit (units are decoded at once, then cut into ``batch_size`` batches).
 MAX_UNIT_ROWS = 1 << 17
 #: Fraction of a unit's rows below which rows are fetched by take rather than by range.
 TAKE_FRACTION = 0.25
 #: Units in flight at once.
-DEFAULT_READAHEAD = 8
+DEFAULT_READAHEAD = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +176,18 @@ async def _read_rows(
     if len(live) < TAKE_FRACTION * (hi - lo):
         return await frag.read(tops, live)
     arrays = await frag.read(tops, (lo, hi))
-    return _select(arrays, live - lo, hi - lo)
+    return await _select_async(arrays, live - lo, hi - lo)
+
+
+#: Rows from which selecting the live rows of a unit runs in a worker thread (pyarrow's filter
+#: releases the GIL), so the event loop keeps issuing reads and decodes meanwhile.
+OFFLOAD_SELECT_ROWS = 1 << 15
+
+
+async def _select_async(arrays: list, positions: np.ndarray, n: int) -> list:
+    if n >= OFFLOAD_SELECT_ROWS and len(positions) < n:
+        return await asyncio.to_thread(_select, arrays, positions, n)
+    return _select(arrays, positions, n)
 
 
 async def read_unit_table(
@@ -211,7 +224,7 @@ async def read_unit_table(
             if len(offsets) < TAKE_FRACTION * (hi - lo):
                 arrays = await frag.read(rest, offsets)
             else:
-                arrays = _select(await frag.read(rest, (lo, hi)), offsets - lo, hi - lo)
+                arrays = await _select_async(await frag.read(rest, (lo, hi)), offsets - lo, hi - lo)
             by_name.update({t.name: a for t, a in zip(rest, arrays)})
         rows: tuple[int, int] | np.ndarray = offsets
     else:

@@ -15,6 +15,7 @@ import pyarrow as pa
 from lancejit.core.errors import InvalidInputError, RowIndexError
 
 from .context import DatasetContext
+from .deletion import physical_of_logical
 from .fragment import FragmentReader
 from .rowids import RowIdIndex, split_addresses
 from .scan import ScanSpec, assemble_batch, output_schema
@@ -111,7 +112,7 @@ async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.
         if frag.fragment.deletion_file is None:
             physical[sel] = local[sel]
         else:
-            physical[sel] = (await frag.live_offsets())[local[sel]]
+            physical[sel] = physical_of_logical(local[sel], await frag.deleted())
 
     await asyncio.gather(*(to_physical(i) for i in touched))
     frags = {i: frag_list[i] for i in touched}

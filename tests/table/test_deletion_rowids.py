@@ -265,3 +265,22 @@ def test_external_row_id_sequences(make_dataset, tmp_path):
     assert ds.to_table(columns=["a"], with_row_id=True).equals(expected)
     ids = expected["_rowid"].to_numpy()[[5, 1, 300]]
     assert ds.take_rows(ids, columns=["a"]).equals(expected.take([5, 1, 300]).select(["a"]))
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 300).flatmap(lambda n: st.tuples(
+    st.just(n), st.sets(st.integers(0, n - 1), max_size=n - 1), st.data())))
+def test_physical_of_logical_equals_live_offsets(case):
+    """The searchsorted mapping logical -> physical equals indexing the live-offset array."""
+    from lancejit.table.deletion import physical_of_logical
+
+    n, deleted_set, data = case
+    deleted = np.array(sorted(deleted_set), dtype=np.uint32)
+    live = live_offsets(n, deleted)
+    logical = np.array(data.draw(st.lists(st.integers(0, len(live) - 1), max_size=50)), dtype=np.int64)
+    np.testing.assert_array_equal(physical_of_logical(logical, deleted), live[logical])
+    np.testing.assert_array_equal(physical_of_logical(logical, None), logical)

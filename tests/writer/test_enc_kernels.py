@@ -231,3 +231,23 @@ def test_hll_bytes_estimate_close_to_exact(card):
     hll_bytes(data, offsets, 14, regs)
     exact = len(set(ids.tolist()))
     assert abs(estimate(regs) - exact) <= max(2, 0.03 * exact)
+
+
+# --------------------------------------------------------------------------- batched level packing
+
+from lancejit.encoding.v21.encode.blocks import BlockCompressor  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 1023), min_size=1, max_size=30), st.integers(1, 15), st.integers(0, 2**32 - 1),
+       st.booleans())
+def test_compress_fixed_many_matches_per_piece(lens, width, seed, one_long):
+    if one_long:  # a piece of 1024+ values: the per-piece path
+        lens = lens + [1500]
+    rng = np.random.default_rng(seed)
+    n = int(sum(lens))
+    words = rng.integers(0, 1 << width, n).astype(np.uint16)
+    cuts = np.concatenate([[0], np.cumsum(lens)])
+    bounds = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+    comp = BlockCompressor("ool", 16, width=width)
+    assert comp.compress_fixed_many(words, bounds) == [comp.compress_fixed(words[a:b]) for a, b in bounds]

@@ -313,3 +313,75 @@ def test_edge_cases(tmp_path, version, page, case):
     p = tmp_path / "e.lance"
     _write(p, t, version, max_page_bytes=page)
     _check(p, t)
+
+
+def _page_rows(path) -> list[list[int]]:
+    pf = parse_file(str(path))
+    return [[p.length for p in c.pages] for c in pf.columns]
+
+
+def _list_shape(shape: str, rng, n: int) -> pa.Array:
+    lens = np.full(n, 3)
+    if shape == "empty_lists":
+        lens[rng.random(n) < 0.05] = 0
+    offs = pa.array(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32))
+    m = int(lens.sum())
+    item_nulls = shape in ("dense_item_nulls", "null_lists_item_nulls", "struct_struct_list_item_nulls")
+    items = pa.array(rng.integers(0, 9, m).astype(np.int32), mask=(rng.random(m) < 0.1) if item_nulls else None)
+    if shape == "list_list":
+        items = pa.ListArray.from_arrays(pa.array((np.arange(m + 1) * 2).astype(np.int32)),
+                                         pa.array(rng.integers(0, 9, 2 * m).astype(np.int32)))
+    null_lists = shape in ("null_lists", "null_lists_item_nulls", "struct_struct_list_item_nulls")
+    arr = pa.ListArray.from_arrays(offs, items, mask=pa.array(rng.random(n) < 0.05) if null_lists else None)
+    if shape.startswith("struct_"):
+        for _ in range(shape.count("struct_")):
+            arr = pa.StructArray.from_arrays([arr], names=["s"], mask=pa.array(rng.random(n) < 0.1))
+    return arr
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("shape", ["dense", "dense_item_nulls", "null_lists", "empty_lists", "list_list",
+                                   "null_lists_item_nulls", "struct_list", "struct_struct_list_item_nulls"])
+def test_list_pages_split_like_reference(tmp_path, version, shape):
+    """Pages with many rep/def levels: pylance 14 cuts them only when some list is null or
+    empty (dense lists stay in one page), at 65 535 / 43 690 / 32 767 levels by level width."""
+    rng = np.random.default_rng(11)
+    t = pa.table({"a": _list_shape(shape, rng, 40_000)})
+    ours, ref = tmp_path / "o.lance", tmp_path / "r.lance"
+    _write(ours, t, version)
+    with lance_file.LanceFileWriter(str(ref), t.schema, version=version) as w:
+        w.write_batch(t)
+    assert _page_rows(ours) == _page_rows(ref)
+    _check(ours, t)
+
+
+def _uses_fsst(path) -> bool:
+    return "fsst" in str(parse_file(str(path)).page_layouts(0)[0])
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("kind", ["string", "large_string", "binary", "large_binary", "wide_binary", "wide_string"])
+def test_fsst_chosen_like_reference(tmp_path, version, kind):
+    """pylance 14 compresses utf8 pages with FSST on its own, never binary ones."""
+    reps = 40 if kind.startswith("wide") else 1
+    texts = [f"the quick brown fox {i} jumps" * reps for i in range(3000 if reps > 1 else 20_000)]
+    typ = {"string": pa.string(), "large_string": pa.large_string(), "binary": pa.binary(),
+           "large_binary": pa.large_binary(), "wide_binary": pa.binary(), "wide_string": pa.string()}[kind]
+    vals = texts if "string" in kind else [s.encode() for s in texts]
+    t = pa.table({"a": pa.array(vals, typ)})
+    ours, ref = tmp_path / "o.lance", tmp_path / "r.lance"
+    _write(ours, t, version)
+    with lance_file.LanceFileWriter(str(ref), t.schema, version=version) as w:
+        w.write_batch(t)
+    assert _uses_fsst(ours) == _uses_fsst(ref) == ("string" in kind)
+    _check(ours, t)
+
+
+def test_binary_fsst_when_asked(tmp_path):
+    f = pa.field("a", pa.binary(), metadata={"lance-encoding:compression": "fsst"})
+    t = pa.table({"a": pa.array([f"value {i} of a binary column".encode() for i in range(20_000)])},
+                 schema=pa.schema([f]))
+    p = tmp_path / "b.lance"
+    _write(p, t, "2.2")
+    assert _uses_fsst(p)
+    _check(p, t)

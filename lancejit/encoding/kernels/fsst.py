@@ -257,6 +257,52 @@ def variable_chunk_spans(data, offs, sizes, counts, width, pick, use_pick, out_s
 
 
 @njit(cache=True, nogil=True)
+def _symbol_words(sym_bytes, sym_lens, n_symbols):  # pragma: no cover
+    """Each code's symbol as one little-endian 64-bit word, and its length (0 = invalid)."""
+    words = np.zeros(256, np.uint64)
+    lens = np.zeros(256, np.uint64)
+    for c in range(min(n_symbols, 255)):
+        w = uint64(0)
+        for k in range(8):
+            w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
+        words[c] = w
+        lens[c] = sym_lens[c]  # 1..8 (checked when the table is parsed); 0 = invalid code
+    return words, lens
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decode_value(codes, pos, end, words, lens, out_data, o):  # pragma: no cover
+    """Decode ``codes[pos:end]`` (uint64 positions) at ``out_data[o]``; returns the new output
+    position and whether the value was well formed.  Every symbol is one 8-byte store
+    (callers leave 8 bytes of slack after the largest possible output)."""
+    one = uint64(1)
+    two = uint64(2)
+    mask = uint64(0xFF)
+    while pos < end:
+        c = codes[pos]
+        n = lens[c]
+        if n != uint64(0):
+            w = words[c]
+            out_data[o] = w & mask
+            out_data[o + uint64(1)] = (w >> uint64(8)) & mask
+            out_data[o + uint64(2)] = (w >> uint64(16)) & mask
+            out_data[o + uint64(3)] = (w >> uint64(24)) & mask
+            out_data[o + uint64(4)] = (w >> uint64(32)) & mask
+            out_data[o + uint64(5)] = (w >> uint64(40)) & mask
+            out_data[o + uint64(6)] = (w >> uint64(48)) & mask
+            out_data[o + uint64(7)] = (w >> uint64(56)) & mask
+            o += n
+            pos += one
+        elif c == 255 and pos + one < end:
+            out_data[o] = codes[pos + one]
+            o += one
+            pos += two
+        else:
+            return o, False
+    return o, True
+
+
+@njit(cache=True, nogil=True)
 def fsst_decode_spans(codes, starts, ends, sym_bytes, sym_lens, n_symbols, out_offsets, out_data):  # pragma: no cover
     """Validate and decode ``codes[starts[i]:ends[i]]`` for every i in ONE pass.
 
@@ -266,42 +312,55 @@ def fsst_decode_spans(codes, starts, ends, sym_bytes, sym_lens, n_symbols, out_o
     Returns ``(bytes written, -1)`` or ``(0, i)`` for the first value using a code
     ``>= n_symbols`` or ending in a dangling escape.
     """
-    one = uint64(1)
-    two = uint64(2)
-    mask = uint64(0xFF)
-    words = np.zeros(256, np.uint64)
-    lens = np.zeros(256, np.uint64)
-    for c in range(min(n_symbols, 255)):
-        w = uint64(0)
-        for k in range(8):
-            w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
-        words[c] = w
-        lens[c] = sym_lens[c]  # 1..8 (checked when the table is parsed); 0 = invalid code
+    words, lens = _symbol_words(sym_bytes, sym_lens, n_symbols)
     o = uint64(0)
     out_offsets[0] = 0
     for i in range(starts.shape[0]):
-        pos = uint64(starts[i])
-        end = uint64(ends[i])
-        while pos < end:
-            c = codes[pos]
-            n = lens[c]
-            if n != uint64(0):
-                w = words[c]
-                out_data[o] = w & mask
-                out_data[o + uint64(1)] = (w >> uint64(8)) & mask
-                out_data[o + uint64(2)] = (w >> uint64(16)) & mask
-                out_data[o + uint64(3)] = (w >> uint64(24)) & mask
-                out_data[o + uint64(4)] = (w >> uint64(32)) & mask
-                out_data[o + uint64(5)] = (w >> uint64(40)) & mask
-                out_data[o + uint64(6)] = (w >> uint64(48)) & mask
-                out_data[o + uint64(7)] = (w >> uint64(56)) & mask
-                o += n
-                pos += one
-            elif c == 255 and pos + one < end:
-                out_data[o] = codes[pos + one]
-                o += one
-                pos += two
-            else:
-                return np.int64(0), np.int64(i)
+        o, ok = _decode_value(codes, uint64(starts[i]), uint64(ends[i]), words, lens, out_data, o)
+        if not ok:
+            return np.int64(0), np.int64(i)
         out_offsets[i + 1] = o
+    return np.int64(o), np.int64(-1)
+
+
+#: :func:`fsst_decode_chunks` result for chunk offsets out of order or out of bounds.
+FSST_BAD_OFFSETS = -2
+
+
+@njit(cache=True, nogil=True)
+def fsst_decode_chunks(data, offs, sizes, counts, width, sym_bytes, sym_lens, n_symbols, out_offsets, out_data):  # pragma: no cover
+    """Validate and decode every FSST value stored in mini-block Variable chunks, in one pass.
+
+    Chunk layout as in :func:`variable_chunk_spans` (callers check every chunk lies inside
+    ``data``).  ``out_data`` must hold ``max symbol length * sum(sizes) + 8`` bytes;
+    ``out_offsets`` gets ``counts.sum() + 1`` entries from 0.  Returns ``(bytes written, -1)``,
+    ``(0, i)`` for the first malformed value i, or ``(0, FSST_BAD_OFFSETS)``.
+    """
+    words, lens = _symbol_words(sym_bytes, sym_lens, n_symbols)
+    w = uint64(width)
+    o = uint64(0)
+    out_offsets[0] = 0
+    j = 0
+    for k in range(offs.shape[0]):
+        c = uint64(counts[k])
+        size = uint64(sizes[k])
+        base = uint64(offs[k])
+        lo = (c + uint64(1)) * w
+        if lo > size:
+            return np.int64(0), np.int64(FSST_BAD_OFFSETS)
+        p = base
+        a = _read_le(data, p, width)
+        if a < lo or a > size:
+            return np.int64(0), np.int64(FSST_BAD_OFFSETS)
+        for i in range(c):
+            p += w
+            b = _read_le(data, p, width)
+            if b < a or b > size:
+                return np.int64(0), np.int64(FSST_BAD_OFFSETS)
+            o, ok = _decode_value(data, base + a, base + b, words, lens, out_data, o)
+            if not ok:
+                return np.int64(0), np.int64(j)
+            j += 1
+            out_offsets[j] = o
+            a = b
     return np.int64(o), np.int64(-1)

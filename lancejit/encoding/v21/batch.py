@@ -338,3 +338,30 @@ def batch_levels(enc: Any, data: np.ndarray, offs: np.ndarray, sizes: np.ndarray
         fw = _inline_bitpacked(enc, data, offs, sizes, counts, n, path)
         return None if fw is None else fw.data.view(np.uint16)
     return None
+
+
+def picked_values(
+    enc: Any, data: np.ndarray, hdr: ChunkHeaders, counts: np.ndarray, pick: np.ndarray, *, path: str
+) -> DecodedValues | None:
+    """Only the values at sorted indices ``pick`` (counted across the chunks) for FSST and
+    plain whole-byte encodings, read straight from the chunk buffers; None otherwise."""
+    total = int(counts.sum())
+    if pick.size and (int(pick[0]) < 0 or int(pick[-1]) >= total):
+        raise CorruptFileError("selected values outside the chunks", path=path)
+    got = fsst_values(enc, data, hdr, counts, pick, path=path)
+    if got is not None or len(hdr.bufs) != 1:
+        return got
+    bits = plain_width_bits(enc)
+    if bits is None or bits == 1:
+        return None
+    w = bits // 8
+    offs, sizes = hdr.bufs[0]
+    if np.any(counts * w > sizes):
+        raise CorruptFileError("flat chunk buffer shorter than its values", path=path)
+    base = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=base[1:])
+    chunk = np.searchsorted(base, pick, side="right") - 1
+    pos = offs[chunk].astype(np.int64) + (pick - base[chunk]) * w
+    out = np.empty(pick.size * w, dtype=np.uint8)
+    gather_slices(data, pos, np.full(pick.size, w, dtype=np.int64), out)
+    return _wrap_plain(enc, out, bits, int(pick.size))

@@ -74,7 +74,7 @@ def _flat(bits: int, buf: np.ndarray, n: int, path: str) -> FixedWidth:
         raise CorruptFileError(
             f"flat buffer of {len(buf)} bytes too short for {n} values of {bits} bits", path=path
         )
-    return FixedWidth(buf[:need].copy(), bits, n)
+    return FixedWidth(buf[:need], bits, n)  # a view: read buffers are immutable and kept alive
 
 
 def _flat_enc(enc, buf: np.ndarray, n: int, path: str) -> FixedWidth:
@@ -135,7 +135,7 @@ def _variable_miniblock(enc, buf: np.ndarray, n: int, path: str, *, copy: bool =
     _check_offsets(offsets, (n + 1) * w, len(buf), path)
     if not copy:
         return VariableWidth(offsets, buf, n)
-    data = buf[offsets[0] : offsets[-1]].copy()
+    data = buf[offsets[0] : offsets[-1]]  # a view (read buffers are immutable)
     return VariableWidth(offsets - offsets[0], data, n)
 
 
@@ -163,7 +163,7 @@ def _variable_block(buf: np.ndarray, n: int, path: str) -> VariableWidth:
     offsets = raw.astype(np.int64)
     data = buf[start:]
     _check_offsets(offsets, 0, len(data), path)
-    return VariableWidth(offsets - offsets[0], data[offsets[0] : offsets[-1]].copy(), n)
+    return VariableWidth(offsets - offsets[0], data[offsets[0] : offsets[-1]], n)
 
 
 def _rle(enc, values_buf: np.ndarray, lengths_buf: np.ndarray, n: int, path: str) -> FixedWidth:
@@ -240,7 +240,7 @@ def _bitmap(buf: np.ndarray, nbits: int, path: str) -> np.ndarray:
     need = (nbits + 7) // 8
     if len(buf) < need:
         raise CorruptFileError(f"validity bitmap of {len(buf)} bytes for {nbits} items", path=path)
-    return buf[:need].copy()
+    return buf[:need]
 
 
 # ---------------------------------------------------------------------------------------------

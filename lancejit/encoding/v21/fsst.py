@@ -17,12 +17,15 @@ import numpy as np
 from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.fsst import (
+    FSST_BAD_OFFSETS,
     SPANS_OK,
+    fsst_decode_chunks,
     fsst_decode,
     fsst_decode_spans,
     fsst_decoded_lengths,
     variable_chunk_spans,
 )
+from lancejit.encoding.v21.repdef_kernels import gather_slices
 from lancejit.encoding.v21.values import VariableWidth
 
 _MAGIC = 0x46535354
@@ -117,32 +120,49 @@ def decode_chunk_values(
     total = int(counts.sum())
     if pick is not None and pick.size and (int(pick[0]) < 0 or int(pick[-1]) >= total):
         raise CorruptFileError("selected FSST values outside the chunks", path=path)
+    # kernel inputs read-only and int64 so each kernel compiles once
+    data = readonly(data, np.uint8)
+    offs, sizes, counts = (readonly(a, np.int64) for a in (offs, sizes, counts))
+    if pick is None and table.enabled:
+        # every value: one kernel walks the chunks' offsets and decodes as it goes
+        max_len = _max_symbol_len(table)
+        out = np.empty(max_len * int(sizes.sum()) + 8, dtype=np.uint8)
+        out_offsets = np.empty(total + 1, dtype=np.int64)
+        written, bad = fsst_decode_chunks(
+            data, offs, sizes, counts, int(width), table.sym_bytes, table.sym_lens,
+            table.n_symbols, out_offsets, out,
+        )
+        if bad == FSST_BAD_OFFSETS:
+            raise CorruptFileError("variable chunk offsets out of order or out of bounds", path=path)
+        if bad >= 0:
+            raise CorruptFileError(f"FSST value {bad} uses an unknown code or ends in an escape", path=path)
+        return VariableWidth(out_offsets, out[: int(written)], total)
     m = total if pick is None else int(pick.size)
     starts = np.empty(m, dtype=np.int64)
     ends = np.empty(m, dtype=np.int64)
-    pick_arr = np.zeros(0, dtype=np.int64) if pick is None else np.ascontiguousarray(pick, dtype=np.int64)
-    err = variable_chunk_spans(
-        data, offs.astype(np.int64, copy=False), sizes.astype(np.int64, copy=False),
-        counts.astype(np.int64, copy=False), int(width), pick_arr, pick is not None, starts, ends,
-    )
+    pick_arr = readonly(np.zeros(0, dtype=np.int64) if pick is None else pick, np.int64)
+    err = variable_chunk_spans(data, offs, sizes, counts, int(width), pick_arr, pick is not None, starts, ends)
     if err != SPANS_OK:
         raise CorruptFileError("variable chunk offsets out of order or out of bounds", path=path)
     if not table.enabled:
         lens = ends - starts
         out_offsets = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(lens, out=out_offsets[1:])
-        from lancejit.encoding.v21.repdef_kernels import gather_slices
-
         out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
         gather_slices(data, starts, lens, out)
         return VariableWidth(out_offsets, out, m)
     code_bytes = int((ends - starts).sum())
-    max_len = max(1, int(table.sym_lens[: table.n_symbols].max())) if table.n_symbols else 1
+    max_len = _max_symbol_len(table)
     out = np.empty(max_len * code_bytes + 8, dtype=np.uint8)
     out_offsets = np.empty(m + 1, dtype=np.int64)
     written, bad = fsst_decode_spans(
-        data, starts, ends, table.sym_bytes, table.sym_lens, table.n_symbols, out_offsets, out
+        data, readonly(starts), readonly(ends), table.sym_bytes, table.sym_lens, table.n_symbols, out_offsets, out
     )
     if bad >= 0:
         raise CorruptFileError(f"FSST value {bad} uses an unknown code or ends in an escape", path=path)
     return VariableWidth(out_offsets, out[: int(written)], m)
+
+
+def _max_symbol_len(table: SymbolTable) -> int:
+    """Longest symbol of ``table`` in bytes (at least 1)."""
+    return max(1, int(table.sym_lens[: table.n_symbols].max())) if table.n_symbols else 1

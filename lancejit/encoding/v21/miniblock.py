@@ -28,7 +28,7 @@ from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext, Steps
 from lancejit.encoding.v21.leaf import take_dictionary, values_to_arrow
-from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, fsst_values, parse_chunk_headers
+from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, parse_chunk_headers, picked_values
 from lancejit.encoding.v21.levels import LeafRows, concat_rows, extract_runs, ranges_to_index
 from lancejit.encoding.v21.repdef import max_visible_canonical, translate_def
 
@@ -41,7 +41,7 @@ PARALLEL_DECODE_BYTES = 4 * 1024 * 1024
 DECODE_THREADS = 4
 #: Runs of chunks at most this many bytes apart are read as one byte range (the gap is read
 #: and skipped, never decoded): a random take then asks for a few ranges, not one per run.
-TAKE_GAP_BYTES = 16 * 1024
+TAKE_GAP_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,7 +459,7 @@ class MiniBlockPage:
         total = int(counts.sum())
         picked = None
         if pick is not None and t.dictionary is None:
-            picked = fsst_values(self.layout.value_compression, data, hdr, counts, pick, path=path)
+            picked = picked_values(self.layout.value_compression, data, hdr, counts, pick, path=path)
         if picked is not None:
             values = values_to_arrow(picked, self.ctx.value_type, path=path)
             deff = None if deff is None else deff[pick]

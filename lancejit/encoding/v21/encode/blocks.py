@@ -47,6 +47,46 @@ class BlockCompressor:
         raise ValueError(self.kind)
 
 
+    def compress_fixed_many(self, words: np.ndarray, bounds: list[tuple[int, int]]) -> list[bytes]:
+        """``[compress_fixed(words[s:e]) for s, e in bounds]`` (ranges half-open, consecutive),
+        with the out-of-line bit-packing of short pieces done in one kernel call."""
+        if self.kind == "ool" and bounds and all(e - s < 1024 for s, e in bounds):
+            return _ool_pack_short(words, bounds, self.bits, self.width)
+        return [self.compress_fixed(words[s:e]) for s, e in bounds]
+
+
+def _ool_pack_short(words: np.ndarray, bounds: list[tuple[int, int]], bits: int, width: int) -> list[bytes]:
+    """:func:`_ool_pack` of each piece ``words[s:e]`` (each shorter than 1024 values): a piece
+    is bit-packed into one zero-padded block when that is smaller than its raw words."""
+    dt = uint_dtype(bits)
+    wpb = (1024 * width + bits - 1) // bits
+    starts = np.array([b[0] for b in bounds], dtype=np.int64)
+    lens = np.array([b[1] - b[0] for b in bounds], dtype=np.int64)
+    pack = (lens > 0) & (width * (1024 - lens) < max(bits - width, 0) * lens)
+    out: list[bytes] = []
+    packed_rows: dict[int, int] = {}
+    sel = np.flatnonzero(pack)
+    if sel.size:
+        k = sel.size
+        mat = np.zeros((k, 1024), dtype=dt)
+        plens = lens[sel]
+        row = np.repeat(np.arange(k), plens)
+        first = np.concatenate([[0], np.cumsum(plens)[:-1]])
+        col = np.arange(int(plens.sum())) - np.repeat(first, plens)
+        src = np.repeat(starts[sel], plens) + col
+        mat[row, col] = words[src]
+        packed = np.zeros(k * wpb, dtype=dt)
+        pack_blocks(mat.reshape(-1), width, k, packed)
+        raw = packed.tobytes()
+        nb = wpb * packed.itemsize
+        packed_rows = {int(i): j * nb for j, i in enumerate(sel)}
+        for i, (s, e) in enumerate(bounds):
+            off = packed_rows.get(i)
+            out.append(raw[off : off + nb] if off is not None else np.ascontiguousarray(words[s:e]).tobytes())
+        return out
+    return [np.ascontiguousarray(words[s:e]).tobytes() for s, e in bounds]
+
+
 def _inline_pack(words: np.ndarray, bits: int) -> bytes:
     dt = uint_dtype(bits)
     n = words.shape[0]

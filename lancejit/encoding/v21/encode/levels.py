@@ -128,6 +128,12 @@ def _valid_mask(arr: pa.Array) -> np.ndarray | None:
 def leaf_slots(arr: pa.Array, leaf: Leaf) -> LeafSlots:
     """Walk ``arr`` (the top-level array) down ``leaf.path`` and record one slot per level."""
     n = len(arr)
+    if len(leaf.path) == 1:  # a flat column: one visible slot per row, code 1 where null
+        code = np.zeros(n, dtype=np.uint16)
+        valid = _valid_mask(arr)
+        if valid is not None:
+            code[~valid] = 1
+        return LeafSlots(None, code, np.ones(n, dtype=bool), arr, ["item"], n, frozenset())
     kinds: list[str] = []
     has_list = any(
         pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_map(f.type)
@@ -277,8 +283,8 @@ def resolve(slots: LeafSlots) -> Levels:
     depth = len(slots.kinds)
     present = np.zeros(2 * depth + 2, dtype=bool)
     if len(slots.code):
-        u = np.unique(slots.code)
-        present[u] = True
+        seen = np.bincount(slots.code)  # codes are small (< 2 * depth + 2)
+        present[np.flatnonzero(seen)] = True
     for c in slots.forced:
         present[c] = True
     layers_outer_first: list[int] = []

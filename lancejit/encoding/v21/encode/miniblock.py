@@ -82,11 +82,11 @@ def encode_miniblock(
     rep_index = None
     if levels.rep is not None:
         rep_comp = blocks.choose_fixed(levels.rep, 16, version, allow_rle=True)
-        rep_chunks = [rep_comp.compress_fixed(levels.rep[s:e]) for s, e in bounds]
+        rep_chunks = rep_comp.compress_fixed_many(levels.rep, bounds)
         rep_index = _rep_index(levels.rep, bounds, levels.max_rep)
     if levels.deff is not None:
         def_comp = blocks.choose_fixed(levels.deff, 16, version, allow_rle=True)
-        def_chunks = [def_comp.compress_fixed(levels.deff[s:e]) for s, e in bounds]
+        def_chunks = def_comp.compress_fixed_many(levels.deff, bounds)
 
     data = bytearray()
     meta = []

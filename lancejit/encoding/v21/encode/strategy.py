@@ -148,20 +148,24 @@ def _fixed_value_chunks(block: FixedBlock, params: FieldParams, is_float: bool,
     return base
 
 
-def _use_fsst(block: VarBlock, params: FieldParams) -> bool:
+def _use_fsst(block: VarBlock, params: FieldParams, is_text: bool) -> bool:
+    """FSST for this page?  Asked for, or (as pylance 14, which applies it to utf8 pages
+    only, never on its own to binary ones) text with long enough values and enough bytes."""
     if params.compression == "none":
         return False
     if params.compression == "fsst":
         return True
     if params.scheme is not None:
         return False  # pylance 14: general compression replaces FSST
+    if not is_text:
+        return False
     # the reference's DataSize statistic counts the offsets too
     data_size = block.nbytes() + block.offsets.dtype.itemsize * (block.num_values + 1)
     return block.max_length() >= FSST_LEAST_INPUT_MAX_LENGTH and data_size >= FSST_LEAST_INPUT_SIZE
 
 
-def _variable_value_chunks(block: VarBlock, params: FieldParams) -> V.MiniChunks:
-    if _use_fsst(block, params):
+def _variable_value_chunks(block: VarBlock, params: FieldParams, is_text: bool) -> V.MiniChunks:
+    if _use_fsst(block, params, is_text):
         comp, table = fsst_compress(block)
         base = V.variable_chunks(comp)
         base.encoding = pbutil.fsst(table, base.encoding)
@@ -289,6 +293,8 @@ def _constant_page(block, levels: Levels, values: pa.Array) -> EncodedPage | Non
             return allnull.constant(levels, bytes([int(v[0])]), None)
         k = block.bits_per_value // 8
         rows = block.data.view(np.uint8)[: block.num_values * k].reshape(block.num_values, k)
+        if nulls is None and rows.shape[0] > 64 and not (rows[:64] == rows[0]).all():
+            return None  # cheap early exit: most pages differ within their first values
         if nulls is not None:
             rows = rows[~nulls]
         if rows.shape[0] == 0 or not (rows == rows[0]).all():
@@ -303,7 +309,7 @@ def _constant_page(block, levels: Levels, values: pa.Array) -> EncodedPage | Non
     if sel.size == 0:
         return None
     l0 = int(lens[sel[0]])
-    if not (lens[sel] == l0).all():
+    if not (lens[sel[:64]] == l0).all() or not (lens[sel] == l0).all():
         return None
     s0 = int(offs[sel[0]])
     first = block.data[s0 : s0 + l0]
@@ -353,6 +359,13 @@ def _arrow_dictionary_page(values: pa.DictionaryArray, levels: Levels, params: F
 
 def _is_float(t: pa.DataType) -> bool:
     return pa.types.is_floating(t)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    """utf8 values (the only ones pylance 14 compresses with FSST unasked)."""
+    if isinstance(t, pa.BaseExtensionType):
+        t = t.storage_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
 def encode_leaf_page(slots: LeafSlots, params: FieldParams, version: tuple[int, int]) -> EncodedPage:
@@ -428,7 +441,7 @@ def _plain_page(block, levels: Levels, params: FieldParams, version: tuple[int, 
     use_mini = params.structural == "miniblock" or (params.structural is None and narrow)
     if use_mini:
         if isinstance(block, VarBlock):
-            chunks = _variable_value_chunks(block, params)
+            chunks = _variable_value_chunks(block, params, _is_text(values.type))
         elif isinstance(block, FslBlock):
             chunks = V.fsl_chunks(block)
         else:
@@ -439,7 +452,7 @@ def _plain_page(block, levels: Levels, params: FieldParams, version: tuple[int, 
         requested = params.scheme is not None
         if (block.max_length() > PER_VALUE_GENERAL_MIN_LEN or requested) and block.nbytes() >= FSST_LEAST_INPUT_SIZE:
             per_value = params.scheme or "zstd"
-        if per_value is None and _use_fsst(block, params):
+        if per_value is None and _use_fsst(block, params, _is_text(values.type)):
             return encode_fullzip(block, levels, None, None, fsst=True)
     level = params.compression_level
     if per_value is not None and params.scheme is None:
