@@ -6,6 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fsst_ref import ref_fsst
+from fsst_ref import symbol_table as _table
 from lancejit.encoding.kernels import readonly as ro
 from lancejit.encoding.kernels.bss import bss_join, bss_split
 from lancejit.encoding.kernels.fsst import fsst_decode, fsst_decoded_lengths
@@ -17,38 +19,12 @@ from lancejit.encoding.kernels.varpacked import scan_rows
 # -- FSST ----------------------------------------------------------------------------------
 
 
-def ref_fsst(codes: bytes, symbols: list[bytes]) -> bytes | None:
-    out, i = bytearray(), 0
-    while i < len(codes):
-        c = codes[i]
-        if c == 255:
-            if i + 1 >= len(codes):
-                return None
-            out.append(codes[i + 1])
-            i += 2
-        else:
-            if c >= len(symbols):
-                return None
-            out += symbols[c]
-            i += 1
-    return bytes(out)
-
-
 @st.composite
 def fsst_case(draw):
     nsym = draw(st.integers(0, 254))
     symbols = [draw(st.binary(min_size=1, max_size=8)) for _ in range(nsym)]
     values = draw(st.lists(st.binary(max_size=20), max_size=20))
     return symbols, values
-
-
-def _table(symbols):
-    sym_bytes = np.zeros((256, 8), np.uint8)
-    sym_lens = np.zeros(256, np.uint8)
-    for i, s in enumerate(symbols):
-        sym_bytes[i, : len(s)] = np.frombuffer(s, np.uint8)
-        sym_lens[i] = len(s)
-    return sym_bytes, sym_lens
 
 
 @settings(max_examples=80, deadline=None)

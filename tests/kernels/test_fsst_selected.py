@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from fsst_ref import encoded_cases as cases
+from fsst_ref import ref_fsst
+from fsst_ref import symbol_table as _table
 from lancejit.encoding.kernels import readonly as ro
 from lancejit.encoding.kernels.fsst import (
     fsst_decode,
@@ -14,57 +16,6 @@ from lancejit.encoding.kernels.fsst import (
     fsst_decoded_lengths,
     fsst_decoded_lengths_at,
 )
-
-
-def ref_fsst(codes: bytes, symbols: list[bytes]) -> bytes | None:
-    out, i = bytearray(), 0
-    while i < len(codes):
-        c = codes[i]
-        if c == 255:
-            if i + 1 >= len(codes):
-                return None
-            out.append(codes[i + 1])
-            i += 2
-        else:
-            if c >= len(symbols):
-                return None
-            out += symbols[c]
-            i += 1
-    return bytes(out)
-
-
-def _table(symbols):
-    sym_bytes = np.zeros((256, 8), np.uint8)
-    sym_lens = np.zeros(256, np.uint8)
-    for i, s in enumerate(symbols):
-        sym_bytes[i, : len(s)] = np.frombuffer(s, np.uint8)
-        sym_lens[i] = len(s)
-    return ro(sym_bytes), ro(sym_lens)
-
-
-@st.composite
-def cases(draw):
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    nsym = int(rng.integers(1, 255))
-    symbols = [rng.integers(0, 256, int(rng.integers(1, 9)), dtype=np.uint8).tobytes() for _ in range(nsym)]
-    nvals = int(rng.integers(0, 60))
-    values = []
-    for _ in range(nvals):
-        n = int(rng.integers(0, 40))
-        codes = rng.integers(0, nsym, n).astype(np.uint8)
-        esc = rng.random(n) < 0.1
-        codes[esc] = 255
-        if n and codes[-1] == 255:
-            codes[-1] = 0
-        # after an escape comes a literal byte (any value)
-        for j in np.flatnonzero(codes[:-1] == 255):
-            codes[j + 1] = rng.integers(0, 256)
-        values.append(codes.tobytes())
-    if values and draw(st.booleans()):  # a malformed value somewhere
-        k = int(rng.integers(0, len(values)))
-        values[k] = values[k] + (b"\xff" if draw(st.booleans()) else bytes([min(254, nsym)]))
-    return symbols, values, int(rng.integers(0, 2**31))
 
 
 @settings(max_examples=60, deadline=None)

@@ -17,6 +17,95 @@ FSST_ESCAPE = 255
 
 
 @njit(cache=True, nogil=True)
+def _length_tables(sym_lens, n_symbols):  # pragma: no cover
+    """Per code: the decoded length it adds (uint64) and whether it is a valid symbol code."""
+    adv = np.zeros(256, np.uint64)
+    ok = np.zeros(256, np.bool_)
+    for c in range(min(n_symbols, 255)):
+        adv[c] = sym_lens[c]
+        ok[c] = True
+    return adv, ok
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _value_length(codes, pos, end, adv, ok):  # pragma: no cover
+    """Decoded byte length of ``codes[pos:end]`` (uint64 positions) and whether it is well formed
+    (no code outside the table, no dangling escape).  (Unsigned positions and a 256-entry table
+    of valid codes keep the inner loop to one predictable branch.)"""
+    one = uint64(1)
+    total = uint64(0)
+    while pos < end:
+        c = codes[pos]
+        if ok[c]:
+            total += adv[c]
+            pos += one
+        elif c == 255 and pos + one < end:
+            total += one
+            pos += uint64(2)
+        else:
+            return total, False
+    return total, True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _store8(out_data, o, w):  # pragma: no cover
+    """Write the 8 little-endian bytes of uint64 ``w`` at ``out_data[o:o+8]``."""
+    mask = uint64(0xFF)
+    out_data[o] = w & mask
+    out_data[o + uint64(1)] = (w >> uint64(8)) & mask
+    out_data[o + uint64(2)] = (w >> uint64(16)) & mask
+    out_data[o + uint64(3)] = (w >> uint64(24)) & mask
+    out_data[o + uint64(4)] = (w >> uint64(32)) & mask
+    out_data[o + uint64(5)] = (w >> uint64(40)) & mask
+    out_data[o + uint64(6)] = (w >> uint64(48)) & mask
+    out_data[o + uint64(7)] = (w >> uint64(56)) & mask
+
+
+@njit(cache=True, nogil=True)
+def _all_symbol_words(sym_bytes, sym_lens):  # pragma: no cover
+    """Every table row as one little-endian 64-bit word and its length (no validity check)."""
+    words = np.zeros(256, np.uint64)
+    lens = np.zeros(256, np.uint64)
+    for c in range(min(sym_bytes.shape[0], 256)):
+        w = uint64(0)
+        for k in range(min(sym_bytes.shape[1], 8)):
+            w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
+        words[c] = w
+        lens[c] = sym_lens[c]
+    return words, lens
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decode_checked_value(codes, pos, end, words, lens, out_data, o, cap):  # pragma: no cover
+    """Decode the validated ``codes[pos:end]`` (uint64 positions) at ``out_data[o]``; returns the
+    new output position.  Each symbol is one 8-byte store while ``o + 8 <= cap``, byte by byte
+    near the end of ``out_data``."""
+    one = uint64(1)
+    two = uint64(2)
+    eight = uint64(8)
+    mask = uint64(0xFF)
+    while pos < end:
+        c = codes[pos]
+        if c == 255:
+            out_data[o] = codes[pos + one]
+            o += one
+            pos += two
+        else:
+            n = lens[c]
+            w = words[c]
+            if o + eight <= cap:
+                _store8(out_data, o, w)
+            else:
+                k = uint64(0)
+                while k < n:
+                    out_data[o + k] = (w >> (eight * k)) & mask
+                    k += one
+            o += n
+            pos += one
+    return o
+
+
+@njit(cache=True, nogil=True)
 def fsst_decoded_lengths(codes, offsets, num_values, sym_lens, n_symbols, out_lengths):  # pragma: no cover
     """Fill ``out_lengths[i]`` with the decoded byte length of value i.
 
@@ -24,26 +113,11 @@ def fsst_decoded_lengths(codes, offsets, num_values, sym_lens, n_symbols, out_le
     code ``>= n_symbols`` or ends with a dangling escape byte.  (Unsigned positions and a
     256-entry table of valid codes keep the inner loop to one predictable branch.)
     """
-    one = uint64(1)
-    adv = np.zeros(256, np.uint64)
-    ok = np.zeros(256, np.bool_)
-    for c in range(min(n_symbols, 255)):
-        adv[c] = sym_lens[c]
-        ok[c] = True
+    adv, ok = _length_tables(sym_lens, n_symbols)
     for i in range(num_values):
-        pos = uint64(offsets[i])
-        end = uint64(offsets[i + 1])
-        total = uint64(0)
-        while pos < end:
-            c = codes[pos]
-            if ok[c]:
-                total += adv[c]
-                pos += one
-            elif c == 255 and pos + one < end:
-                total += one
-                pos += uint64(2)
-            else:
-                return i
+        total, good = _value_length(codes, uint64(offsets[i]), uint64(offsets[i + 1]), adv, ok)
+        if not good:
+            return i
         out_lengths[i] = total
     return -1
 
@@ -58,48 +132,11 @@ def fsst_decode(codes, offsets, num_values, sym_bytes, sym_lens, out_offsets, ou
     (the bytes past the symbol are overwritten by the values that follow), byte by byte near
     the end.  Indices are unsigned so no negative-index wraparound code is generated.
     """
-    one = uint64(1)
-    two = uint64(2)
-    eight = uint64(8)
-    mask = uint64(0xFF)
-    words = np.zeros(256, np.uint64)
-    lens = np.zeros(256, np.uint64)
-    for c in range(min(sym_bytes.shape[0], 256)):
-        w = uint64(0)
-        for k in range(min(sym_bytes.shape[1], 8)):
-            w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
-        words[c] = w
-        lens[c] = sym_lens[c]
+    words, lens = _all_symbol_words(sym_bytes, sym_lens)
     cap = uint64(out_data.shape[0])
     for i in range(num_values):
-        pos = uint64(offsets[i])
-        end = uint64(offsets[i + 1])
-        o = uint64(out_offsets[i])
-        while pos < end:
-            c = codes[pos]
-            if c == 255:
-                out_data[o] = codes[pos + one]
-                o += one
-                pos += two
-            else:
-                n = lens[c]
-                w = words[c]
-                if o + eight <= cap:
-                    out_data[o] = w & mask
-                    out_data[o + uint64(1)] = (w >> uint64(8)) & mask
-                    out_data[o + uint64(2)] = (w >> uint64(16)) & mask
-                    out_data[o + uint64(3)] = (w >> uint64(24)) & mask
-                    out_data[o + uint64(4)] = (w >> uint64(32)) & mask
-                    out_data[o + uint64(5)] = (w >> uint64(40)) & mask
-                    out_data[o + uint64(6)] = (w >> uint64(48)) & mask
-                    out_data[o + uint64(7)] = (w >> uint64(56)) & mask
-                else:
-                    k = uint64(0)
-                    while k < n:
-                        out_data[o + k] = (w >> (eight * k)) & mask
-                        k += one
-                o += n
-                pos += one
+        pos, end = uint64(offsets[i]), uint64(offsets[i + 1])
+        _decode_checked_value(codes, pos, end, words, lens, out_data, uint64(out_offsets[i]), cap)
 
 
 @njit(cache=True, nogil=True)
@@ -110,26 +147,11 @@ def fsst_decoded_lengths_at(codes, starts, ends, sym_lens, n_symbols, out_length
     Lets a take decode only the values it returns instead of whole chunks.  Returns -1, or the
     index of the first malformed value.
     """
-    one = uint64(1)
-    adv = np.zeros(256, np.uint64)
-    ok = np.zeros(256, np.bool_)
-    for c in range(min(n_symbols, 255)):
-        adv[c] = sym_lens[c]
-        ok[c] = True
+    adv, ok = _length_tables(sym_lens, n_symbols)
     for i in range(starts.shape[0]):
-        pos = uint64(starts[i])
-        end = uint64(ends[i])
-        total = uint64(0)
-        while pos < end:
-            c = codes[pos]
-            if ok[c]:
-                total += adv[c]
-                pos += one
-            elif c == 255 and pos + one < end:
-                total += one
-                pos += uint64(2)
-            else:
-                return i
+        total, good = _value_length(codes, uint64(starts[i]), uint64(ends[i]), adv, ok)
+        if not good:
+            return i
         out_lengths[i] = total
     return -1
 
@@ -138,42 +160,11 @@ def fsst_decoded_lengths_at(codes, starts, ends, sym_lens, n_symbols, out_length
 def fsst_decode_at(codes, starts, ends, sym_bytes, sym_lens, out_offsets, out_data):  # pragma: no cover
     """:func:`fsst_decode` for selected values ``codes[starts[i]:ends[i]]``, written at
     ``out_offsets[i]`` (non-decreasing, from :func:`fsst_decoded_lengths_at`)."""
-    one = uint64(1)
-    two = uint64(2)
-    eight = uint64(8)
-    mask = uint64(0xFF)
-    words = np.zeros(256, np.uint64)
-    lens = np.zeros(256, np.uint64)
-    for c in range(min(sym_bytes.shape[0], 256)):
-        w = uint64(0)
-        for k in range(min(sym_bytes.shape[1], 8)):
-            w |= uint64(sym_bytes[c, k]) << uint64(8 * k)
-        words[c] = w
-        lens[c] = sym_lens[c]
+    words, lens = _all_symbol_words(sym_bytes, sym_lens)
     cap = uint64(out_data.shape[0])
     for i in range(starts.shape[0]):
-        pos = uint64(starts[i])
-        end = uint64(ends[i])
-        o = uint64(out_offsets[i])
-        while pos < end:
-            c = codes[pos]
-            if c == 255:
-                out_data[o] = codes[pos + one]
-                o += one
-                pos += two
-            else:
-                n = lens[c]
-                w = words[c]
-                if o + eight <= cap:
-                    for k in range(8):
-                        out_data[o + uint64(k)] = (w >> uint64(8 * k)) & mask
-                else:
-                    k = uint64(0)
-                    while k < n:
-                        out_data[o + k] = (w >> (eight * k)) & mask
-                        k += one
-                o += n
-                pos += one
+        pos, end = uint64(starts[i]), uint64(ends[i])
+        _decode_checked_value(codes, pos, end, words, lens, out_data, uint64(out_offsets[i]), cap)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,20 +268,11 @@ def _decode_value(codes, pos, end, words, lens, out_data, o):  # pragma: no cove
     (callers leave 8 bytes of slack after the largest possible output)."""
     one = uint64(1)
     two = uint64(2)
-    mask = uint64(0xFF)
     while pos < end:
         c = codes[pos]
         n = lens[c]
         if n != uint64(0):
-            w = words[c]
-            out_data[o] = w & mask
-            out_data[o + uint64(1)] = (w >> uint64(8)) & mask
-            out_data[o + uint64(2)] = (w >> uint64(16)) & mask
-            out_data[o + uint64(3)] = (w >> uint64(24)) & mask
-            out_data[o + uint64(4)] = (w >> uint64(32)) & mask
-            out_data[o + uint64(5)] = (w >> uint64(40)) & mask
-            out_data[o + uint64(6)] = (w >> uint64(48)) & mask
-            out_data[o + uint64(7)] = (w >> uint64(56)) & mask
+            _store8(out_data, o, words[c])
             o += n
             pos += one
         elif c == 255 and pos + one < end:
