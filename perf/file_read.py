@@ -45,15 +45,6 @@ def make_tables(rows: int, vec_rows: int, seed: int = 0) -> tuple[pa.Table, pa.T
     return scalar, vector
 
 
-def timed(fn, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
-
-
 def timed_pair(ref_fn, lj_fn, repeat: int) -> dict:
     """Alternate the two functions ``repeat`` times: wall-clock medians and minima, the median
     ratio, and process CPU time medians (all threads; JSON only: in some sandboxes the process

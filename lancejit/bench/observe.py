@@ -26,6 +26,7 @@ from typing import Any, Generator, Sequence
 
 import numpy as np
 
+from lancejit.io.forwarding import ForwardingReader
 from lancejit.io.planner import plan_reads
 from lancejit.io.scheduler import FileScheduler
 
@@ -54,29 +55,7 @@ def _pairs(ranges: Any) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in arr.tolist()]
 
 
-class _Forwarding:
-    """A RangeReader forwarding everything to ``inner``."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":  # not set yet (copying): no recursion
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    @property
-    def path(self) -> str:
-        return self.inner.path
-
-    async def size(self) -> int:
-        return await self.inner.size()
-
-    async def read_tail(self, nbytes: int) -> tuple[int, Any]:
-        return await self.inner.read_tail(nbytes)
-
-
-class SchedulerProbe(_Forwarding):
+class SchedulerProbe(ForwardingReader):
     """In place of a ``FileScheduler``: plans each call's ranges as the scheduler will
     (``plan_reads`` with its config) into the current batch, then forwards the call."""
 
@@ -92,7 +71,7 @@ class SchedulerProbe(_Forwarding):
         return await self.inner.read_ranges(ranges, priority=priority)
 
 
-class BatchRecorder(_Forwarding):
+class BatchRecorder(ForwardingReader):
     """Top of the probed chain: records every batch (see :class:`ObservedBatch`) while
     ``recording`` is true.  ``pending_labels`` is filled by :func:`labelled_steps`."""
 

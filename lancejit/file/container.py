@@ -31,6 +31,7 @@ from lancejit.core.config import FOOTER_PREFETCH_BYTES
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding.pages import ColumnInfo, PageInfo
+from lancejit.file.region import MetadataRegion
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -261,33 +262,6 @@ async def _open_legacy(
     )
 
 
-class _Region:
-    """Bytes ``[start, start + len(data))`` of the file with bounds-checked slicing."""
-
-    __slots__ = ("start", "data", "path")
-
-    def __init__(self, start: int, data: memoryview, path: str) -> None:
-        self.start = start
-        self.data = data
-        self.path = path
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.data)
-
-    def covers(self, start: int, end: int) -> bool:
-        return self.start <= start and end <= self.end
-
-    def slice(self, start: int, end: int, what: str) -> memoryview:
-        if not self.covers(start, end):
-            raise CorruptFileError(
-                f"{what} at bytes [{start}, {end}) lies outside the metadata region "
-                f"[{self.start}, {self.end})",
-                path=self.path,
-            )
-        return self.data[start - self.start : end - self.start]
-
-
 def _read_pairs(buf: memoryview, count: int) -> list[tuple[int, int]]:
     """``count`` little-endian ``(u64 position, u64 size)`` pairs from ``buf``."""
     values = struct.unpack_from(f"<{2 * count}Q", buf, 0)
@@ -317,7 +291,7 @@ async def _parse_v2(
         )
 
     tail_start = file_size - len(tail)
-    region = _Region(tail_start, tail, path)
+    region = MetadataRegion(tail_start, tail, path)
     if gbo_pos < tail_start:
         # The global buffer table starts before the tail (thousands of columns or buffers):
         # read from the column metadata to the tail, and (if the schema lies still earlier)
@@ -325,7 +299,7 @@ async def _parse_v2(
         (extra,) = await reader.read_ranges([(cm_start, tail_start)])
         if len(extra) != tail_start - cm_start:
             raise CorruptFileError("short read of the file metadata", path=path)
-        region = _Region(cm_start, memoryview(bytes(extra) + bytes(tail)), path)
+        region = MetadataRegion(cm_start, memoryview(bytes(extra) + bytes(tail)), path)
 
     gbo = _read_pairs(region.slice(gbo_pos, gbo_pos + 16 * ngb, "global buffer table"), ngb)
     for i, (pos, size) in enumerate(gbo):
@@ -344,7 +318,7 @@ async def _parse_v2(
         (extra,) = await reader.read_ranges([(need_start, region.start)])
         if len(extra) != region.start - need_start:
             raise CorruptFileError("short read of the file metadata", path=path)
-        region = _Region(need_start, memoryview(bytes(extra) + bytes(region.data)), path)
+        region = MetadataRegion(need_start, memoryview(bytes(extra) + bytes(region.data)), path)
 
     args = (region, footer, gbo, file_size, major, minor, version, path, need_start)
     if len(region.data) >= PARSE_IN_THREAD_BYTES:
@@ -354,7 +328,7 @@ async def _parse_v2(
 
 
 def _decode_v2(
-    region: "_Region",
+    region: MetadataRegion,
     footer: Footer,
     gbo: list[tuple[int, int]],
     file_size: int,

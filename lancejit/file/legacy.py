@@ -38,6 +38,7 @@ from google.protobuf.message import DecodeError
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.core.ranges import RangeReader
 from lancejit.core.schema import LanceSchema
+from lancejit.file.region import MetadataRegion
 from lancejit.pb import file_pb2, table_pb2
 
 LEGACY_FOOTER_LEN = 16
@@ -77,25 +78,7 @@ class LegacyMetadata:
         return int(pos), int(length)
 
 
-class _Region:
-    """Bytes ``[start, start + len(data))`` of the file held in memory."""
-
-    def __init__(self, start: int, data: memoryview) -> None:
-        self.start = start
-        self.data = data
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.data)
-
-    def covers(self, s: int, e: int) -> bool:
-        return self.start <= s <= e <= self.end
-
-    def get(self, s: int, e: int) -> memoryview:
-        return self.data[s - self.start : e - self.start]
-
-
-def _framed(region: _Region, pos: int, msg, what: str, path: str, limit: int):
+def _framed(region: MetadataRegion, pos: int, msg, what: str, path: str, limit: int):
     if not region.covers(pos, pos + 4):
         raise CorruptFileError(f"{what} position {pos} outside the file's metadata", path=path)
     (n,) = struct.unpack("<I", region.get(pos, pos + 4))
@@ -129,10 +112,10 @@ async def parse_legacy_metadata(reader: RangeReader, tail, file_size, *, schema:
     footer_start = file_size - LEGACY_FOOTER_LEN
     if not (0 <= meta_pos < footer_start):
         raise CorruptFileError(f"metadata position {meta_pos} outside the file", path=path)
-    region = _Region(file_size - len(tail), tail)
+    region = MetadataRegion(file_size - len(tail), tail)
     if not region.covers(meta_pos, footer_start):
         (buf,) = await reader.read_ranges([(meta_pos, footer_start)], priority=0)
-        region = _Region(meta_pos, memoryview(buf))
+        region = MetadataRegion(meta_pos, memoryview(buf))
     md, _ = _framed(region, meta_pos, file_pb2.Metadata(), "metadata", path, footer_start)
     mpos = int(md.manifest_position)
     ptpos = int(md.page_table_position)
@@ -149,7 +132,7 @@ async def parse_legacy_metadata(reader: RangeReader, tail, file_size, *, schema:
     lo = min(mpos, ptpos) if embedded else ptpos
     if not region.covers(lo, meta_pos):
         (buf,) = await reader.read_ranges([(lo, footer_start)], priority=0)
-        region = _Region(lo, memoryview(buf))
+        region = MetadataRegion(lo, memoryview(buf))
     if embedded:
         manifest, _ = _framed(region, mpos, table_pb2.Manifest(), "manifest", path, meta_pos)
         schema = LanceSchema.from_pb(manifest.fields, dict(manifest.schema_metadata), path=path)
@@ -187,7 +170,7 @@ async def parse_legacy_metadata(reader: RangeReader, tail, file_size, *, schema:
     )
 
 
-async def _load_dictionaries(reader: RangeReader, schema: LanceSchema, region: _Region, file_size: int, path: str) -> dict[int, pa.Array]:
+async def _load_dictionaries(reader: RangeReader, schema: LanceSchema, region: MetadataRegion, file_size: int, path: str) -> dict[int, pa.Array]:
     """Decode the values of every dictionary field (``Field.dictionary {offset, length}``),
     serving ranges from ``region`` when it holds them; all other ranges go in one request per step."""
     from lancejit.encoding.legacy.values import read_dictionary_values

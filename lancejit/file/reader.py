@@ -592,27 +592,9 @@ class LanceFileReader:
         end: int | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Scan as record batches of at most ``batch_size`` rows (windows read ahead on the I/O loop)."""
-        from lancejit.io.sync import run_sync
+        from lancejit.io.sync import iter_sync
 
-        agen = self._inner.to_batches(columns, batch_size, start=start, end=end)
-
-        async def step():
-            try:
-                return await agen.__anext__()
-            except StopAsyncIteration:
-                return None
-
-        try:
-            while True:
-                batch = run_sync(step())
-                if batch is None:
-                    return
-                yield batch
-        finally:
-            from lancejit.io.sync import in_loop_thread
-
-            if not in_loop_thread():  # (a generator collected on the loop thread cannot block it)
-                run_sync(agen.aclose())
+        return iter_sync(self._inner.to_batches(columns, batch_size, start=start, end=end))
 
     def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
         """Alias of :meth:`read_all`."""

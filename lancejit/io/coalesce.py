@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from lancejit.io.forwarding import ForwardingReader
 from lancejit.io.planner import range_array
 from lancejit.io.scheduler import FileScheduler
 
@@ -38,7 +39,7 @@ class _Batch:
         self.seen = 0
 
 
-class CoalescingReader:
+class CoalescingReader(ForwardingReader):
     """A :class:`~lancejit.core.ranges.RangeReader` over ``inner`` that merges the
     ``read_ranges`` calls of one event-loop tick into a single ``inner.read_ranges`` call.
 
@@ -48,7 +49,7 @@ class CoalescingReader:
     """
 
     def __init__(self, inner: Any, *, settle_ticks: int = 1) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.settle_ticks = int(settle_ticks)
         self._batch: _Batch | None = None
         #: Calls received and merged ``inner.read_ranges`` calls issued (for tests/diagnostics).
@@ -56,19 +57,6 @@ class CoalescingReader:
         self.batches = 0
         #: ``inner.read_ranges`` calls that served several callers at once.
         self.merged_calls = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    @property
-    def path(self) -> str:
-        return self.inner.path
-
-    async def size(self) -> int:
-        return await self.inner.size()
-
-    async def read_tail(self, nbytes: int) -> tuple[int, memoryview]:
-        return await self.inner.read_tail(nbytes)
 
     async def read_ranges(self, ranges: Sequence[tuple[int, int]], *, priority: int = 0) -> list[memoryview]:
         """Half-open byte ranges -> one buffer each, in order (merged with same-tick callers)."""

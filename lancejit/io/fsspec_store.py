@@ -235,6 +235,32 @@ class FsspecStore(ObjectStore):
     async def _put_single(self, path: str, data: Buffer, *, if_absent: bool) -> None:
         raise NotImplementedError
 
+    async def _timed_write(self, nbytes: int, request: Any) -> Any:
+        """Await the upload ``request`` (an awaitable) and record ``nbytes`` written and its
+        duration, also when it fails."""
+        t0 = time.perf_counter()
+        try:
+            return await request
+        finally:
+            self.stats.record_write(nbytes, time.perf_counter() - t0)
+
+    async def delete(self, path: str) -> None:
+        """Delete the object; deleting a missing object is not an error."""
+        key = self._key(path)
+
+        async def op(fs: Any) -> None:
+            self.stats.record_meta()
+            await self._delete_request(fs, key)
+
+        try:
+            await self._call(path, op)
+        except NotFoundError:
+            pass
+
+    async def _delete_request(self, fs: Any, key: str) -> None:
+        """Send the backend's delete request for object ``key``."""
+        raise NotImplementedError
+
     async def _put_streamed(self, path: str, data: Buffer, *, if_absent: bool) -> None:
         writer = await self.open_writer(path, if_absent=if_absent)
         async with writer:

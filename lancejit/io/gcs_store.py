@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from datetime import datetime
 from typing import Any
 
 from lancejit.core.config import CLOUD_IO, MiB, IOConfig
-from lancejit.core.errors import InvalidInputError, NotFoundError
+from lancejit.core.errors import InvalidInputError
 from lancejit.io import fsspec_store
 from lancejit.io.fsspec_store import FsspecStore, parse_content_range
 from lancejit.io.stats import IOStats
@@ -155,29 +154,16 @@ class GCSStore(FsspecStore):
             params["ifGenerationMatch"] = "0"
 
         async def op(fs: Any) -> None:
-            t0 = time.perf_counter()
-            try:
-                await fs._call(
-                    "POST", f"{fs._location}/upload/storage/v1/b/{{}}/o", self.bucket,
-                    headers={"Content-Type": f'multipart/related; boundary="{boundary.decode()}"'},
-                    data=body, json_out=True, **params,
-                )
-            finally:
-                self.stats.record_write(len(payload), time.perf_counter() - t0)
+            await self._timed_write(len(payload), fs._call(
+                "POST", f"{fs._location}/upload/storage/v1/b/{{}}/o", self.bucket,
+                headers={"Content-Type": f'multipart/related; boundary="{boundary.decode()}"'},
+                data=body, json_out=True, **params,
+            ))
 
         await self._call(path, op)
 
-    async def delete(self, path: str) -> None:
-        key = self._key(path)
-
-        async def op(fs: Any) -> None:
-            self.stats.record_meta()
-            await fs._call("DELETE", "b/{}/o/{}", self.bucket, key)
-
-        try:
-            await self._call(path, op)
-        except NotFoundError:
-            pass
+    async def _delete_request(self, fs: Any, key: str) -> None:
+        await fs._call("DELETE", "b/{}/o/{}", self.bucket, key)
 
     async def open_writer(self, path: str, *, if_absent: bool = False) -> AsyncWriter:
         from lancejit.io.fsspec_writers import GCSWriter

@@ -137,6 +137,17 @@ class LocalStore(ObjectStore):
             raise err  # keeps __cause__ = the OS error
 
     @staticmethod
+    def _run_inline(path: str, fn: Callable[[None], T]) -> T:
+        """Run ``fn(None)`` on the calling thread (small reads), errors translated as by :meth:`_run`."""
+        try:
+            return fn(None)
+        except BaseException as exc:
+            err = translate_error(exc, path)
+            if err is exc:
+                raise
+            raise err  # keeps __cause__ = the OS error
+
+    @staticmethod
     def to_os_path(path: str) -> str:
         """``path`` as an absolute OS path."""
         return os.path.abspath(os.path.expanduser(path))
@@ -181,13 +192,7 @@ class LocalStore(ObjectStore):
             return out
 
         if total <= self.inline_read_bytes:
-            try:
-                return work(None)
-            except BaseException as exc:
-                err = translate_error(exc, path)
-                if err is exc:
-                    raise
-                raise err
+            return self._run_inline(path, work)
         return await self._run(path, work)
 
     async def read_tail(self, path: str, nbytes: int) -> tuple[int, memoryview]:
@@ -215,13 +220,7 @@ class LocalStore(ObjectStore):
             return size, view.toreadonly()
 
         if nbytes <= self.inline_read_bytes:  # footer reads (64 KiB): no worker hand-off
-            try:
-                return work(None)
-            except BaseException as exc:
-                err = translate_error(exc, path)
-                if err is exc:
-                    raise
-                raise err
+            return self._run_inline(path, work)
         return await self._run(path, work)
 
     async def size(self, path: str) -> int:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Iterable
 
 from lancejit.core.config import CLOUD_IO, MiB, IOConfig
-from lancejit.core.errors import InvalidInputError, NotFoundError
+from lancejit.core.errors import InvalidInputError
 from lancejit.io import fsspec_store
 from lancejit.io._tasks import gather_all
 from lancejit.io.fsspec_store import FsspecStore, parse_content_range
@@ -133,25 +132,14 @@ class S3Store(FsspecStore):
         extra = {"IfNoneMatch": "*"} if if_absent else {}
 
         async def op(fs: Any) -> None:
-            t0 = time.perf_counter()
-            try:
-                await fs._call_s3("put_object", Bucket=self.bucket, Key=key, Body=payload, **extra)
-            finally:
-                self.stats.record_write(len(payload), time.perf_counter() - t0)
+            await self._timed_write(
+                len(payload), fs._call_s3("put_object", Bucket=self.bucket, Key=key, Body=payload, **extra)
+            )
 
         await self._call(path, op)
 
-    async def delete(self, path: str) -> None:
-        key = self._key(path)
-
-        async def op(fs: Any) -> None:
-            self.stats.record_meta()
-            await fs._call_s3("delete_object", Bucket=self.bucket, Key=key)
-
-        try:
-            await self._call(path, op)
-        except NotFoundError:
-            pass
+    async def _delete_request(self, fs: Any, key: str) -> None:
+        await fs._call_s3("delete_object", Bucket=self.bucket, Key=key)
 
     async def delete_many(self, paths: Iterable[str]) -> None:
         keys = [self._key(p) for p in paths]

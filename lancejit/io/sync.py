@@ -18,7 +18,7 @@ import atexit
 import concurrent.futures
 import os
 import threading
-from typing import Any, Coroutine, TypeVar
+from typing import Any, AsyncIterator, Coroutine, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -113,4 +113,32 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         raise
 
 
-__all__ = ["get_loop", "in_loop_thread", "run_sync", "shutdown"]
+_END = object()
+
+
+def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate the async generator ``agen`` synchronously: each item is fetched with
+    :func:`run_sync` on the I/O loop thread.
+
+    When the returned iterator finishes, fails or is closed early, ``agen`` is closed on the loop
+    too (skipped when the iterator is collected on the loop thread itself, which cannot block).
+    """
+
+    async def step() -> Any:
+        try:
+            return await agen.__anext__()
+        except StopAsyncIteration:
+            return _END
+
+    try:
+        while True:
+            item = run_sync(step())
+            if item is _END:
+                return
+            yield item
+    finally:
+        if not in_loop_thread():
+            run_sync(agen.aclose())
+
+
+__all__ = ["get_loop", "in_loop_thread", "iter_sync", "run_sync", "shutdown"]

@@ -15,7 +15,7 @@ from typing import AsyncIterator, Iterator, Sequence
 import pyarrow as pa
 
 from lancejit.core.errors import InvalidInputError, NotFoundError
-from lancejit.io.sync import run_sync
+from lancejit.io.sync import iter_sync
 from lancejit.table import Dataset
 from lancejit.table import scan as _scan
 from lancejit.table.fragment import FragmentReader
@@ -73,22 +73,7 @@ async def scan_fragment_range(
 
 def iter_fragment_range(ds: Dataset, fragment_id: int, lo: int, hi: int, **kwargs) -> Iterator[pa.RecordBatch]:
     """Synchronous :func:`scan_fragment_range` (runs on lancejit's I/O loop thread)."""
-    agen = scan_fragment_range(ds, fragment_id, lo, hi, **kwargs)
-
-    async def step():
-        try:
-            return await agen.__anext__()
-        except StopAsyncIteration:
-            return None
-
-    try:
-        while True:
-            b = run_sync(step())
-            if b is None:
-                return
-            yield b
-    finally:
-        run_sync(agen.aclose())
+    return iter_sync(scan_fragment_range(ds, fragment_id, lo, hi, **kwargs))
 
 
 def output_schema(ds: Dataset, columns: Sequence[str] | None) -> pa.Schema:

@@ -14,12 +14,10 @@ import tw_helpers as H
 import lance
 from lancejit.io.sync import run_sync
 from lancejit.table.commit import (
-    Delete,
     Overwrite,
     Restore,
     commit,
     create_tag,
-    delete_rows,
     delete_tag,
     latest_version,
     list_tags,
@@ -45,24 +43,9 @@ async def _create(store, root, tables, **kw) -> int:
 
 async def _delete_where(store, root, mask_fn) -> tuple[int, dict]:
     """Delete rows whose ``a`` matches ``mask_fn`` (reads ``a`` with pylance); returns version."""
-    lm = await load_manifest(store, root)
-    rv = lm.manifest.version
-    uri = store.uri(root)
-    ds = lance.dataset(uri, version=rv)
-    updated, removed, affected = [], [], {}
-    for frag in lm.manifest.fragments:
-        t = ds.get_fragment(frag.id).to_table(columns=["a"], with_row_address=True)
-        hit = mask_fn(t["a"].to_numpy())
-        if not hit.any():
-            continue
-        offsets = (t["_rowaddr"].to_numpy()[hit] & 0xFFFFFFFF).astype(np.int64)
-        new = await delete_rows(store, root, frag, rv, offsets)
-        affected[frag.id] = offsets
-        if new is None:
-            removed.append(frag.id)
-        else:
-            updated.append(new)
-    v = await commit(store, root, Delete(tuple(updated), tuple(removed), "test"), rv, affected_rows=affected)
+    rv = (await load_manifest(store, root)).manifest.version
+    op, affected = await H.prepare_delete(store, root, rv, mask_fn)
+    v = await commit(store, root, op, rv, affected_rows=affected)
     return v, affected
 
 

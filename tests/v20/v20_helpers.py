@@ -84,6 +84,15 @@ def random_sorted_indices(rng: np.random.Generator, n: int, k: int) -> np.ndarra
     return np.sort(rng.choice(n, size=k, replace=False)).astype(np.int64)
 
 
+def flip_random_bytes(data: bytes, seed: int) -> bytes:
+    """``data`` with ``1 + seed % 8`` bytes at random positions XOR-ed with a non-zero byte."""
+    rng = np.random.default_rng(seed)
+    out = bytearray(data)
+    for pos in rng.integers(0, len(out), 1 + seed % 8):
+        out[int(pos)] ^= int(rng.integers(1, 256))
+    return bytes(out)
+
+
 # ------------------------------------------------------------------------------------------
 # data generation
 # ------------------------------------------------------------------------------------------

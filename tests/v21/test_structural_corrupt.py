@@ -49,6 +49,23 @@ def _data_end(meta) -> int:
     return min(p for p, _ in meta.global_buffers)
 
 
+def _read_with_page(good: bytes, meta, col, page_index: int, page, rng) -> Exception | None:
+    """Read column ``col`` of ``good`` with its page ``page_index`` replaced by ``page``: the
+    exception raised if it is not lancejit's own, else None."""
+    pages = list(col.pages)
+    pages[page_index] = page
+    cols = list(meta.columns)
+    cols[col.index] = dataclasses.replace(col, pages=tuple(pages))
+    m2 = dataclasses.replace(meta, columns=tuple(cols), cache=None)
+    try:
+        asyncio.run(_read_everything(good, m2, rng, col.index))
+    except LanceJitError:
+        pass
+    except Exception as exc:  # noqa: BLE001
+        return exc
+    return None
+
+
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
 def test_flipped_bytes(tmp_path, version):
     rng = np.random.default_rng(5)
@@ -86,16 +103,8 @@ def test_truncated_pages(tmp_path, version):
                 for cut in {size // 2, size - 1, 1}:
                     sizes = list(page.buffer_sizes)
                     sizes[bi] = cut
-                    pages = list(col.pages)
-                    pages[pi] = dataclasses.replace(page, buffer_sizes=tuple(sizes))
-                    cols = list(meta.columns)
-                    cols[col.index] = dataclasses.replace(col, pages=tuple(pages))
-                    m2 = dataclasses.replace(meta, columns=tuple(cols), cache=None)
-                    try:
-                        asyncio.run(_read_everything(good, m2, rng, col.index))
-                    except LanceJitError:
-                        pass
-                    except Exception as exc:  # noqa: BLE001
+                    exc = _read_with_page(good, meta, col, pi, dataclasses.replace(page, buffer_sizes=tuple(sizes)), rng)
+                    if exc is not None:
                         foreign.append(f"col {col.index} page {pi} buf {bi} cut {cut}: {exc!r}"[:300])
     assert not foreign, foreign
 
@@ -122,15 +131,7 @@ def test_mutated_page_messages(tmp_path, version):
                     enc = type(page.encoding)()
                     enc.CopyFrom(page.encoding)
                     setattr(getattr(enc, which), fname, v)
-                    pages = list(col.pages)
-                    pages[pi] = dataclasses.replace(page, encoding=enc)
-                    cols = list(meta.columns)
-                    cols[col.index] = dataclasses.replace(col, pages=tuple(pages))
-                    m2 = dataclasses.replace(meta, columns=tuple(cols), cache=None)
-                    try:
-                        asyncio.run(_read_everything(good, m2, rng, col.index))
-                    except LanceJitError:
-                        pass
-                    except Exception as exc:  # noqa: BLE001
+                    exc = _read_with_page(good, meta, col, pi, dataclasses.replace(page, encoding=enc), rng)
+                    if exc is not None:
                         foreign.append(f"col {col.index} {which}.{fname}={v}: {exc!r}"[:300])
     assert not foreign, foreign

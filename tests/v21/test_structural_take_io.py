@@ -13,7 +13,6 @@ import pytest
 
 import v21data as D
 from lancejit.encoding.v21 import make_field_decoders
-from lancejit.encoding.v21 import miniblock
 from lancejit.encoding.v21.field import indices_to_ranges
 from lancejit.file.cache import FileCache
 from lancejit.file.container import open_file_metadata
@@ -111,7 +110,7 @@ def test_take_iops_on_store_counters(tmp_path, version):
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
-def test_take_list_column_reads_few_chunks(tmp_path, version, monkeypatch):
+def test_take_list_column_reads_few_chunks(tmp_path, version):
     """A take on a list column (mini-block with repetition index) reads, with metadata cached,
     at most one range per requested row and well under the whole page."""
     rng = np.random.default_rng(4)
@@ -131,8 +130,7 @@ def test_take_list_column_reads_few_chunks(tmp_path, version, monkeypatch):
         got = asyncio.run(dec.take(idx))
         assert got.to_pylist() == t.column(name).take(pa.array(idx)).to_pylist()
         assert reader.calls == 1 and len(reader.ranges) <= len(idx)
-        # rows far apart (chunk runs more than TAKE_GAP_BYTES apart): well under the page
-        monkeypatch.setattr(miniblock, "TAKE_GAP_BYTES", 4096)
+        # rows far apart (chunk runs more than the reader's 4 KiB block apart): well under the page
         sparse = np.linspace(0, n - 1, 6).astype(np.int64)
         reader.reset()
         got = asyncio.run(dec.take(sparse))

@@ -15,6 +15,7 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def fmix64(k):  # pragma: no cover - compiled
+    """murmur3's 64-bit finaliser (also hashes the FSST trainer's candidates)."""
     k ^= k >> np.uint64(33)
     k *= np.uint64(0xFF51AFD7ED558CCD)
     k ^= k >> np.uint64(33)

@@ -113,13 +113,8 @@ def fsst_decoded_lengths(codes, offsets, num_values, sym_lens, n_symbols, out_le
     code ``>= n_symbols`` or ends with a dangling escape byte.  (Unsigned positions and a
     256-entry table of valid codes keep the inner loop to one predictable branch.)
     """
-    adv, ok = _length_tables(sym_lens, n_symbols)
-    for i in range(num_values):
-        total, good = _value_length(codes, uint64(offsets[i]), uint64(offsets[i + 1]), adv, ok)
-        if not good:
-            return i
-        out_lengths[i] = total
-    return -1
+    return fsst_decoded_lengths_at(codes, offsets[:num_values], offsets[1 : num_values + 1], sym_lens, n_symbols,
+                                   out_lengths)
 
 
 @njit(cache=True, nogil=True)
@@ -132,11 +127,7 @@ def fsst_decode(codes, offsets, num_values, sym_bytes, sym_lens, out_offsets, ou
     (the bytes past the symbol are overwritten by the values that follow), byte by byte near
     the end.  Indices are unsigned so no negative-index wraparound code is generated.
     """
-    words, lens = _all_symbol_words(sym_bytes, sym_lens)
-    cap = uint64(out_data.shape[0])
-    for i in range(num_values):
-        pos, end = uint64(offsets[i]), uint64(offsets[i + 1])
-        _decode_checked_value(codes, pos, end, words, lens, out_data, uint64(out_offsets[i]), cap)
+    fsst_decode_at(codes, offsets[:num_values], offsets[1 : num_values + 1], sym_bytes, sym_lens, out_offsets, out_data)
 
 
 @njit(cache=True, nogil=True)

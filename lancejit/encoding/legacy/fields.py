@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError, RowIndexError
+from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding import arrow_build as AB
 from lancejit.encoding.legacy.values import (
@@ -26,8 +26,9 @@ from lancejit.encoding.legacy.values import (
     read_plain,
     read_var_binary,
 )
-from lancejit.encoding.v20.rowranges import EMPTY, indices_to_ranges, merge_touching, split_by_pages, total
-from lancejit.encoding.v20.steps import Steps, done, gather, run_plans
+from lancejit.encoding.v20.rowranges import EMPTY, merge_touching, split_by_pages, total
+from lancejit.encoding.v20.step_field import StepFieldDecoder
+from lancejit.encoding.v20.steps import Steps, gather
 
 #: Row ranges: ``(k, 2)`` int64 arrays of half-open ``[start, end)`` rows.
 Ranges = np.ndarray
@@ -187,7 +188,7 @@ def build_node(field, typ: pa.DataType, legacy, path: str) -> LegacyNode:
     raise NotSupportedError(f"legacy field {field.name!r} of type {typ}")
 
 
-class LegacyFieldDecoder:
+class LegacyFieldDecoder(StepFieldDecoder):
     """Decodes one top-level field of a 0.1 file (see :class:`FieldDecoder`)."""
 
     def __init__(self, reader: RangeReader, field: pa.Field, node: LegacyNode, legacy) -> None:
@@ -197,14 +198,6 @@ class LegacyFieldDecoder:
         self._offsets_arr = np.asarray(legacy.batch_offsets, dtype=np.int64)
         self._num_rows = int(self._offsets_arr[-1])
         self._legacy = legacy
-
-    @property
-    def field(self) -> pa.Field:
-        return self._field
-
-    @property
-    def num_rows(self) -> int:
-        return self._num_rows
 
     def estimated_bytes_per_row(self) -> float:
         """Encoded bytes per row estimated from the page table's value counts and value widths
@@ -219,7 +212,7 @@ class LegacyFieldDecoder:
             total_bytes += values * _value_width(typ)
         return max(total_bytes / max(self._num_rows, 1), 1.0)
 
-    def _plan(self, ranges: Ranges) -> Steps:
+    def _read_rows(self, ranges: Ranges) -> Steps:
         parts = split_by_pages(ranges, self._offsets_arr)
         arrays = yield from gather([self._node.read(b, local) for b, local in parts])
         if not arrays:
@@ -227,38 +220,6 @@ class LegacyFieldDecoder:
         if len(arrays) == 1:
             return arrays[0]
         return pa.concat_arrays(arrays)
-
-    def range_steps(self, start: int, end: int) -> Steps:
-        """Step generator reading rows ``[start, end)`` (see :func:`run_plans`)."""
-        if not (0 <= start <= end <= self._num_rows):
-            raise RowIndexError(f"row range [{start}, {end}) outside a file of {self._num_rows} rows")
-        if start == end:
-            return done(pa.array([], type=self._field.type))
-        return self._plan(np.array([[start, end]], dtype=np.int64))
-
-    def take_steps(self, indices: np.ndarray) -> Steps:
-        """Step generator reading the rows at sorted unique ``indices`` (see :func:`run_plans`)."""
-        idx = np.asarray(indices, dtype=np.int64)
-        if len(idx) == 0:
-            return done(pa.array([], type=self._field.type))
-        if idx[0] < 0 or idx[-1] >= self._num_rows:
-            raise RowIndexError(f"row index outside a file of {self._num_rows} rows")
-        if len(idx) > 1 and np.any(np.diff(idx) <= 0):
-            raise InvalidInputError("take indices must be sorted and unique")
-        return self._plan(indices_to_ranges(idx))
-
-    async def read_range(self, start: int, end: int) -> pa.Array:
-        """Rows ``[start, end)``."""
-        (out,) = await run_plans(self._reader, [self.range_steps(start, end)], priority=start,
-                                 what=f"field {self._field.name!r}")
-        return out
-
-    async def take(self, indices: np.ndarray) -> pa.Array:
-        """Rows at sorted unique ``indices``."""
-        idx = np.asarray(indices, dtype=np.int64)
-        (out,) = await run_plans(self._reader, [self.take_steps(idx)], priority=int(idx[0]) if len(idx) else 0,
-                                 what=f"field {self._field.name!r}")
-        return out
 
 
 def make_field_decoders(reader: RangeReader, metadata, field_names: Sequence[str] | None) -> list[LegacyFieldDecoder]:

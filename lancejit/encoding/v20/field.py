@@ -13,17 +13,12 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import (
-    CorruptFileError,
-    InvalidInputError,
-    NotSupportedError,
-    RowIndexError,
-)
+from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding.pages import ColumnInfo
 from lancejit.encoding.v20.columns import BlobNode, ListNode, Node, PrimitiveNode, StructNode
-from lancejit.encoding.v20.rowranges import indices_to_ranges
-from lancejit.encoding.v20.steps import Steps, done, run_plans
+from lancejit.encoding.v20.step_field import StepFieldDecoder
+from lancejit.encoding.v20.steps import Steps
 
 
 def is_packed_struct(field) -> bool:
@@ -78,7 +73,7 @@ def _has_packed_pages(col: ColumnInfo) -> bool:
     return bool(col.pages) and col.pages[0].encoding.WhichOneof("array_encoding") == "packed_struct"
 
 
-class V20FieldDecoder:
+class V20FieldDecoder(StepFieldDecoder):
     """Decodes one top-level field of a 2.0 file (see :class:`FieldDecoder`)."""
 
     def __init__(self, reader: RangeReader, field: pa.Field, node: Node, num_rows: int) -> None:
@@ -87,48 +82,11 @@ class V20FieldDecoder:
         self._node = node
         self._num_rows = num_rows
 
-    @property
-    def field(self) -> pa.Field:
-        return self._field
-
-    @property
-    def num_rows(self) -> int:
-        return self._num_rows
-
     def estimated_bytes_per_row(self) -> float:
         return self._node.nbytes / max(self._num_rows, 1)
 
-    def range_steps(self, start: int, end: int) -> Steps:
-        """Step generator reading rows ``[start, end)`` (see :func:`run_plans`)."""
-        if not (0 <= start <= end <= self._num_rows):
-            raise RowIndexError(f"row range [{start}, {end}) outside a file of {self._num_rows} rows")
-        if start == end:
-            return done(pa.array([], type=self._field.type))
-        return self._node.read(np.array([[start, end]], dtype=np.int64))
-
-    def take_steps(self, indices: np.ndarray) -> Steps:
-        """Step generator reading the rows at sorted unique ``indices`` (see :func:`run_plans`)."""
-        idx = np.asarray(indices, dtype=np.int64)
-        if len(idx) == 0:
-            return done(pa.array([], type=self._field.type))
-        if idx[0] < 0 or idx[-1] >= self._num_rows:
-            raise RowIndexError(f"row index outside a file of {self._num_rows} rows")
-        if len(idx) > 1 and np.any(np.diff(idx) <= 0):
-            raise InvalidInputError("take indices must be sorted and unique")
-        return self._node.read(indices_to_ranges(idx))
-
-    async def read_range(self, start: int, end: int) -> pa.Array:
-        """Rows ``[start, end)``."""
-        (out,) = await run_plans(self._reader, [self.range_steps(start, end)], priority=start,
-                                 what=f"field {self._field.name!r}")
-        return out
-
-    async def take(self, indices: np.ndarray) -> pa.Array:
-        """Rows at sorted unique ``indices``."""
-        idx = np.asarray(indices, dtype=np.int64)
-        (out,) = await run_plans(self._reader, [self.take_steps(idx)], priority=int(idx[0]) if len(idx) else 0,
-                                 what=f"field {self._field.name!r}")
-        return out
+    def _read_rows(self, ranges: np.ndarray) -> Steps:
+        return self._node.read(ranges)
 
 
 def _top_level_arrow(metadata) -> pa.Schema:

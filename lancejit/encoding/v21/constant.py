@@ -24,6 +24,7 @@ from lancejit.encoding import arrow_build as ab
 from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext, Steps
+from lancejit.encoding.v21.page import LayoutPage
 from lancejit.encoding.v21.leaf import placeholder, repeat_scalar
 from lancejit.encoding.v21.levels import LeafRows, count_visible, extract_row_ranges
 from lancejit.encoding.v21.repdef import translate_def
@@ -108,16 +109,11 @@ def scalar_from_buffer(buf: memoryview, t: pa.DataType, *, path: str) -> pa.Arra
     return arr
 
 
-class ConstantPage:
+class ConstantPage(LayoutPage):
     """Reads rows of an all-null or constant page."""
 
     def __init__(self, ctx: ColumnContext, page: PageInfo, layout: Any, page_index: int, def_table: np.ndarray) -> None:
-        self.ctx = ctx
-        self.page = page
-        self.layout = layout
-        self.page_index = page_index
-        self.num_rows = page.num_rows
-        self.def_table = def_table
+        super().__init__(ctx, page, layout, page_index, def_table)
         nbuf = len(page.buffer_offsets)
         self.inline = layout.HasField("inline_value") if _has_field(layout, "inline_value") else False
         self.scalar_in_buffer = (nbuf % 2) == 1

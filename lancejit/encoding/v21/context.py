@@ -28,6 +28,8 @@ def _resume(gen: Steps, bufs: list) -> tuple[bool, Any]:
 
 #: Below this many bytes of decode input, decoding runs inline instead of in a worker thread.
 INLINE_DECODE_BYTES = 64 * 1024
+#: Read-merging gap for readers that do not expose a coalescing block size.
+DEFAULT_GAP_BYTES = 4 * 1024
 
 
 @dataclass(slots=True)
@@ -50,6 +52,14 @@ class ColumnContext:
     file_size: int = 0
     version: str = "2.1"
     field_metadata: dict = field(default_factory=dict)
+
+    @property
+    def gap_bytes(self) -> int:
+        """Bytes up to which neighbouring reads of a take share one range: the reader's own
+        coalescing block size (4 KiB local, 64 KiB cloud), so merging here never reads more
+        than the scheduler would merge anyway; 4 KiB when the reader does not say."""
+        config = getattr(self.reader, "config", None)
+        return int(getattr(config, "block_size", DEFAULT_GAP_BYTES))
 
     def check_ranges(self, ranges: Sequence[tuple[int, int]]) -> None:
         """CorruptFileError unless every absolute half-open byte range lies inside the file."""

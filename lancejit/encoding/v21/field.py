@@ -18,6 +18,7 @@ import pyarrow as pa
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedError, RowIndexError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding import arrow_build as ab
+from lancejit.encoding.field_base import FieldDecoderBase
 from lancejit.encoding.pages import ColumnInfo
 from lancejit.encoding.v21.columns import LeafPath, count_columns, is_blob, leaf_paths
 from lancejit.encoding.v21.constant import ConstantPage
@@ -152,7 +153,7 @@ def make_page(ctx: ColumnContext, page: Any, index: int) -> Any:
     raise CorruptFileError(f"unknown page layout {which!r} in column {ctx.column_index}", path=ctx.path)
 
 
-class StructuralFieldDecoder:
+class StructuralFieldDecoder(FieldDecoderBase):
     """Decodes one top-level field of a 2.1/2.2 file."""
 
     def __init__(self, arrow_field: pa.Field, leaves: list[LeafColumn], num_rows: int, path: str) -> None:
@@ -166,36 +167,39 @@ class StructuralFieldDecoder:
                     f"column {lc.ctx.column_index} has {lc.num_rows} rows, file has {num_rows}", path=path
                 )
 
-    @property
-    def field(self) -> pa.Field:
-        return self._field
-
-    @property
-    def num_rows(self) -> int:
-        return self._num_rows
-
     def estimated_bytes_per_row(self) -> float:
         if not self._num_rows:
             return 0.0
         return sum(lc.encoded_bytes() for lc in self.leaves) / self._num_rows
 
-    async def read_range(self, start: int, end: int) -> pa.Array:
-        """Rows ``[start, end)`` as one array."""
+    def _check_range(self, start: int, end: int) -> None:
+        """:class:`RowIndexError` unless ``[start, end)`` is a row range of this field."""
         if start < 0 or end > self._num_rows or end < start:
             raise RowIndexError(f"rows [{start}, {end}) outside field of {self._num_rows} rows")
+
+    def _check_indices(self, indices: np.ndarray) -> np.ndarray:
+        """``indices`` as int64; :class:`RowIndexError` unless sorted, unique and in range."""
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.size == 0:
+            return idx
+        if idx[0] < 0 or idx[-1] >= self._num_rows:
+            raise RowIndexError(f"row index out of range for field of {self._num_rows} rows")
+        if idx.size > 1 and np.any(np.diff(idx) <= 0):
+            raise RowIndexError("take indices must be sorted and unique")
+        return idx
+
+    async def read_range(self, start: int, end: int) -> pa.Array:
+        """Rows ``[start, end)`` as one array."""
+        self._check_range(start, end)
         if end == start:
             return ab.empty_array(self._field.type)
         return await self._read(np.asarray([[start, end]], dtype=np.int64), end - start)
 
     async def take(self, indices: np.ndarray) -> pa.Array:
         """Rows at sorted unique ``indices``, in that order."""
-        idx = np.asarray(indices, dtype=np.int64)
+        idx = self._check_indices(indices)
         if idx.size == 0:
             return ab.empty_array(self._field.type)
-        if idx[0] < 0 or idx[-1] >= self._num_rows:
-            raise RowIndexError(f"row index out of range for field of {self._num_rows} rows")
-        if idx.size > 1 and np.any(np.diff(idx) <= 0):
-            raise RowIndexError("take indices must be sorted and unique")
         return await self._read(indices_to_ranges(idx), int(idx.size))
 
     # -- step generators (the 2.0 decoders' shape; see docs/perf-notes.md) -----------------
@@ -204,21 +208,16 @@ class StructuralFieldDecoder:
         metadata not yet loaded or cached, step 2: data, step 3: variable full-zip values
         after their repetition-index entries), receives one buffer per range, and returns
         the Arrow array.  Decoding runs synchronously inside ``send``."""
-        if start < 0 or end > self._num_rows or end < start:
-            raise RowIndexError(f"rows [{start}, {end}) outside field of {self._num_rows} rows")
+        self._check_range(start, end)
         if end == start:
             return ab.empty_array(self._field.type)
         return (yield from self._steps(np.asarray([[start, end]], dtype=np.int64), end - start))
 
     def take_steps(self, indices: np.ndarray) -> Steps:
         """Step generator for the rows at sorted unique ``indices`` (see :meth:`range_steps`)."""
-        idx = np.asarray(indices, dtype=np.int64)
+        idx = self._check_indices(indices)
         if idx.size == 0:
             return ab.empty_array(self._field.type)
-        if idx[0] < 0 or idx[-1] >= self._num_rows:
-            raise RowIndexError(f"row index out of range for field of {self._num_rows} rows")
-        if idx.size > 1 and np.any(np.diff(idx) <= 0):
-            raise RowIndexError("take indices must be sorted and unique")
         return (yield from self._steps(indices_to_ranges(idx), int(idx.size)))
 
     def _steps(self, ranges: np.ndarray, nrows: int) -> Steps:

@@ -21,6 +21,7 @@ from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext, Steps
+from lancejit.encoding.v21.page import LayoutPage
 from lancejit.encoding.v21.leaf import values_to_arrow
 from lancejit.encoding.v21.levels import LeafRows
 from lancejit.encoding.v21.repdef import (
@@ -58,16 +59,11 @@ def page_max_visible(layers: Sequence[int]) -> int:
     return total
 
 
-class FullZipPage:
+class FullZipPage(LayoutPage):
     """Reads row ranges of one full-zip page."""
 
     def __init__(self, ctx: ColumnContext, page: PageInfo, layout: Any, page_index: int, def_table: np.ndarray) -> None:
-        self.ctx = ctx
-        self.page = page
-        self.layout = layout
-        self.page_index = page_index
-        self.num_rows = page.num_rows
-        self.def_table = def_table
+        super().__init__(ctx, page, layout, page_index, def_table)
         path = ctx.path
         self.bits_rep = int(layout.bits_rep)
         self.bits_def = int(layout.bits_def)

@@ -27,6 +27,7 @@ from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext, Steps
+from lancejit.encoding.v21.page import LayoutPage
 from lancejit.encoding.v21.leaf import take_dictionary, values_to_arrow
 from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, parse_chunk_headers, picked_values
 from lancejit.encoding.v21.levels import LeafRows, concat_rows, extract_runs, ranges_to_index
@@ -39,9 +40,6 @@ MAX_CHUNK_VALUES = 1 << 16
 PARALLEL_DECODE_BYTES = 4 * 1024 * 1024
 #: Pieces a large run is decoded in.
 DECODE_THREADS = 4
-#: Runs of chunks at most this many bytes apart are read as one byte range (the gap is read
-#: and skipped, never decoded): a random take then asks for a few ranges, not one per run.
-TAKE_GAP_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +93,11 @@ def _pad(n: int) -> int:
     return (-n) % MINIBLOCK_ALIGN
 
 
-class MiniBlockPage:
+class MiniBlockPage(LayoutPage):
     """Reads row ranges of one mini-block page."""
 
     def __init__(self, ctx: ColumnContext, page: PageInfo, layout: Any, page_index: int, def_table: np.ndarray) -> None:
-        self.ctx = ctx
-        self.page = page
-        self.layout = layout
-        self.page_index = page_index
-        self.num_rows = page.num_rows
-        self.def_table = def_table
+        super().__init__(ctx, page, layout, page_index, def_table)
         self.has_rep = layout.HasField("rep_compression")
         self.has_def = layout.HasField("def_compression")
         self.num_buffers = int(layout.num_buffers)
@@ -267,12 +260,13 @@ class MiniBlockPage:
         run_start_k = np.flatnonzero(new_run)
         run_end_k = np.concatenate([run_start_k[1:], [ra.size]]) - 1
         runs = np.stack([c0s[run_start_k], reach[run_end_k]], axis=1).astype(np.int64)
-        # byte extent of each run inside buffer 1, then runs separated by small gaps share
-        # one byte range (the gap is read and skipped, never decoded)
+        # byte extent of each run inside buffer 1, then runs closer than the reader's block
+        # size share one byte range (the gap is read and skipped, never decoded): the same
+        # reads the scheduler would make, from fewer ranges
         run_b0 = t.offsets[runs[:, 0]]
         run_b1 = t.offsets[runs[:, 1] - 1] + t.sizes[runs[:, 1] - 1]
         new_span = np.ones(runs.shape[0], dtype=bool)
-        new_span[1:] = run_b0[1:] - run_b1[:-1] > TAKE_GAP_BYTES
+        new_span[1:] = run_b0[1:] - run_b1[:-1] > self.ctx.gap_bytes
         span_of = np.cumsum(new_span) - 1
         sp_first = np.flatnonzero(new_span)
         sp_last = np.concatenate([sp_first[1:], [runs.shape[0]]]) - 1
