@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from lancejit.core.errors import InvalidInputError, LanceJitError, NotFoundError
 from lancejit.core.schema import LanceSchema
 from lancejit.io import open_store
-from lancejit.io.sync import run_sync
+from lancejit.io.sync import iter_sync, run_sync
 
 from . import scan as _scan
 from . import take as _take
@@ -147,22 +147,7 @@ class Scanner:
             yield b
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        agen = _scan.scan(self._ds._ctx, self._spec)
-
-        async def step():
-            try:
-                return await agen.__anext__()
-            except StopAsyncIteration:
-                return None
-
-        try:
-            while True:
-                b = run_sync(step())
-                if b is None:
-                    return
-                yield b
-        finally:
-            run_sync(agen.aclose())
+        return iter_sync(_scan.scan(self._ds._ctx, self._spec))
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
