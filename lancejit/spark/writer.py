@@ -14,7 +14,7 @@
   removes the files of the messages it gets and, for ``abort_grace_seconds`` (default 3 s, longer
   than Spark's 2 s Python task kill timeout), every other file of this job id under ``data/``
   (cancelled tasks' files and, on local disk, their unpublished temp files); tasks still running
-  check the marker after publishing and remove their own files.
+  check the marker after publishing and remove their own files.  The marker is removed last.
 """
 
 from __future__ import annotations
@@ -301,6 +301,8 @@ class LanceWriter(DataSourceArrowWriter):
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.25)
+        # every task of the job has been killed by now: the marker has done its work
+        _delete_quietly(store, [self._abort_marker(root)])
 
     def _sweep(self, store: Any, root: str) -> None:
         from lancejit.io.sync import run_sync

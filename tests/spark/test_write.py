@@ -118,6 +118,8 @@ def test_failing_task_commits_nothing_and_leaves_no_files(spark, tmp_path):
     assert lance.dataset(uri).version == 1
     assert _files(uri) == files
     assert lance.dataset(uri).count_rows() == 40
+    aborts = os.path.join(uri, "_spark_aborts")  # the abort marker is removed when abort ends
+    assert not os.path.isdir(aborts) or not os.listdir(aborts)
 
 
 def _wait_idle(spark) -> None:
