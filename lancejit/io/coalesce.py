@@ -160,12 +160,15 @@ class CoalescingReader(ForwardingReader):
             pos += k
 
     async def _single(self, ranges: Any, priority: int, fut: asyncio.Future) -> None:
+        # Always the last step of a task of its own (``_issue``'s, or one of a gather's), so
+        # the read runs in that task (no extra task and loop tick): a caller cancelling
+        # ``fut`` cancels this task, i.e. the read.
         if fut.done():
             return
-        task = asyncio.ensure_future(self.inner.read_ranges(ranges, priority=priority))
+        task = asyncio.current_task()
         fut.add_done_callback(lambda f: task.cancel() if f.cancelled() and not task.done() else None)
         try:
-            result = await task
+            result = await self.inner.read_ranges(ranges, priority=priority)
         except asyncio.CancelledError:
             if not fut.done():
                 fut.cancel()

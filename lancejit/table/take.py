@@ -58,7 +58,27 @@ async def _read_groups(
         meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address))
         return assemble_batch(ctx, spec, by_top, meta, len(offsets))
 
+    if len(groups) == 1:  # one fragment (e.g. a one-row take): no task
+        return [await one(*groups[0])]
     return list(await asyncio.gather(*(one(f, o) for f, o in groups)))
+
+
+async def _row_counts(frags: list[FragmentReader]) -> np.ndarray:
+    """Live rows of each fragment; only fragments whose count needs their deletion file
+    read are awaited (the others are known from the manifest)."""
+    counts = np.empty(len(frags), dtype=np.int64)
+    slow: list[int] = []
+    for i, f in enumerate(frags):
+        d = f.fragment.deletion_file
+        if d is None:
+            counts[i] = f.physical_rows
+        elif d.num_deleted_rows is not None:
+            counts[i] = f.physical_rows - d.num_deleted_rows
+        else:
+            slow.append(i)
+    if slow:
+        counts[slow] = await asyncio.gather(*(frags[i].count_rows() for i in slow))
+    return counts
 
 
 def _assemble(ctx: DatasetContext, spec: ScanSpec, batches: list[pa.RecordBatch], positions: np.ndarray) -> pa.Table:
@@ -94,7 +114,7 @@ async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.
     """Rows at logical ``indices`` of the version (as the reference's ``Dataset.take``)."""
     idx = as_int_array(indices, "indices")
     frag_list = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
-    counts = np.array(await asyncio.gather(*(f.count_rows() for f in frag_list)), dtype=np.int64)
+    counts = await _row_counts(frag_list)
     total = int(counts.sum())
     if idx.size and (idx.dtype.kind == "i" and int(idx.min()) < 0 or int(idx.max()) >= total):
         bad = int(idx.min()) if idx.dtype.kind == "i" and int(idx.min()) < 0 else int(idx.max())
@@ -108,13 +128,17 @@ async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.
 
     async def to_physical(i: int) -> None:
         sel = which == i
-        frag = frag_list[i]
-        if frag.fragment.deletion_file is None:
+        physical[sel] = physical_of_logical(local[sel], await frag_list[i].deleted())
+
+    with_deletions = []
+    for i in touched:
+        if frag_list[i].fragment.deletion_file is None:
+            sel = which == i
             physical[sel] = local[sel]
         else:
-            physical[sel] = physical_of_logical(local[sel], await frag.deleted())
-
-    await asyncio.gather(*(to_physical(i) for i in touched))
+            with_deletions.append(i)
+    if with_deletions:
+        await asyncio.gather(*(to_physical(i) for i in with_deletions))
     frags = {i: frag_list[i] for i in touched}
     groups, positions = await _group_by_fragment(frags, which, physical)
     batches = await _read_groups(ctx, spec, groups)

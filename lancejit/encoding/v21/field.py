@@ -8,6 +8,8 @@ under every struct/list node.  Row ranges are half-open ``[start, end)``.
 
 from __future__ import annotations
 
+import bisect
+
 import asyncio
 import struct
 from typing import Any, Sequence
@@ -30,12 +32,19 @@ from lancejit.encoding.v21.miniblock import MiniBlockPage
 from lancejit.encoding.v21.repdef import FSL_BASE, LIST, NodeLevels, is_fsl, canonical_levels, def_translation, unravel
 
 
+#: Up to this many row ranges, :meth:`LeafColumn._split` looks pages up with scalars.
+SMALL_SPLIT = 16
+
+
 def indices_to_ranges(indices: np.ndarray) -> np.ndarray:
     """Sorted unique row indices -> half-open runs of consecutive rows, an ``(n, 2)`` int64
     array of ``[start, end)`` rows."""
     idx = np.asarray(indices, dtype=np.int64)
     if idx.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
+    if idx.size == 1:
+        i = int(idx[0])
+        return np.array([[i, i + 1]], dtype=np.int64)
     breaks = np.flatnonzero(np.diff(idx) != 1) + 1
     starts = np.concatenate([[0], breaks])
     ends = np.concatenate([breaks, [idx.size]])
@@ -94,6 +103,24 @@ class LeafColumn:
         results = yield from gather_steps([self.pages[p].read_steps(rr) for p, rr in per_page])
         return concat_rows(list(results), self.ctx.value_type)
 
+    def _split_small(self, r: np.ndarray) -> list[tuple[int, np.ndarray]] | None:
+        """:meth:`_split` for a few ranges (small takes) with scalar lookups; None when a
+        range crosses a page boundary (the general path splits it)."""
+        starts = self.page_starts.tolist()
+        last = starts[-1]
+        out: dict[int, list[list[int]]] = {}
+        for a, b in r.tolist():
+            if a < 0 or b > last:
+                raise RowIndexError(f"rows outside column of {self.num_rows} rows")
+            if b <= a:
+                return None  # (empty ranges: as the general path)
+            p = bisect.bisect_right(starts, a) - 1
+            if b > starts[p + 1]:
+                return None
+            ps = starts[p]
+            out.setdefault(p, []).append([a - ps, b - ps])
+        return [(p, np.array(rr, dtype=np.int64).reshape(-1, 2)) for p, rr in out.items()]
+
     def _split(self, ranges: Any) -> list[tuple[int, np.ndarray]]:
         """``(page, page-relative (n, 2) row ranges)`` for the column-relative ``ranges``."""
         r = as_range_array(ranges)
@@ -102,6 +129,10 @@ class LeafColumn:
         if self.row_scale != 1:
             r = r * self.row_scale
         ra, rb = r[:, 0], r[:, 1]
+        if r.shape[0] <= SMALL_SPLIT:
+            small = self._split_small(r)
+            if small is not None:
+                return small
         if ra.min() < 0 or rb.max() > self.page_starts[-1]:
             raise RowIndexError(f"rows outside column of {self.num_rows} rows")
         pa_ = np.searchsorted(self.page_starts, ra, side="right") - 1

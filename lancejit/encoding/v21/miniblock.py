@@ -248,6 +248,8 @@ class MiniBlockPage(LayoutPage):
         ra, rb = r[:, 0], r[:, 1]
         if ra.size and (ra.min() < 0 or rb.max() > self.num_rows or np.any(rb <= ra)):
             raise CorruptFileError(f"row ranges outside page of {self.num_rows}", path=self.ctx.path)
+        if ra.size == 1:
+            return self._plan_one(t, ra, rb)
         c0s = np.searchsorted(t.row_hi, ra, side="right")
         c1s = np.searchsorted(t.row_lo, rb, side="left")
         if np.any(c1s <= c0s):
@@ -280,6 +282,26 @@ class MiniBlockPage(LayoutPage):
         base = self.page.buffer_offsets[1]
         byte_ranges = list(zip((base + sp_b0).tolist(), (base + sp_b1).tolist()))
         return ReadPlan(runs, run_of, ra, rb, run_at, byte_ranges)
+
+    def _plan_one(self, t: ChunkTable, ra: np.ndarray, rb: np.ndarray) -> ReadPlan:
+        """:meth:`_plan` for one (already checked) row range, with scalars: one run of chunks,
+        one byte span (the same plan as the general path, built without array passes)."""
+        a, b = int(ra[0]), int(rb[0])
+        c0 = int(t.row_hi.searchsorted(a, side="right"))
+        c1 = int(t.row_lo.searchsorted(b, side="left"))
+        if c1 <= c0:
+            raise CorruptFileError("no chunk holds some requested rows", path=self.ctx.path)
+        b0 = int(t.offsets[c0])
+        b1 = int(t.offsets[c1 - 1]) + int(t.sizes[c1 - 1])
+        base = int(self.page.buffer_offsets[1])
+        return ReadPlan(
+            np.array([[c0, c1]], dtype=np.int64),
+            np.zeros(1, dtype=np.int64),
+            ra,
+            rb,
+            np.zeros(1, dtype=np.int64),
+            [(base + b0, base + b1)],
+        )
 
     def read_steps(self, ranges: Any) -> Steps:
         """Step generator for rows in the half-open page-relative ``ranges`` (sorted,
@@ -339,7 +361,7 @@ class MiniBlockPage(LayoutPage):
             else:
                 data = np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in bufs])
             run_len = runs[:, 1] - runs[:, 0]
-            ids = ranges_to_index(runs[:, 0], runs[:, 1])
+            ids = _index_of(runs[:, 0], runs[:, 1])
             first_chunk = runs[:, 0]
             starts = np.repeat(plan.run_at - t.offsets[first_chunk], run_len) + t.offsets[ids]
             if not self.has_rep:
@@ -393,7 +415,7 @@ class MiniBlockPage(LayoutPage):
         p1 = p0 + (rb - ra)
         if np.any(p0 < run_l0[run_of]) or np.any(p1 > run_l1[run_of]):
             raise CorruptFileError("requested rows fall outside the decoded chunks", path=self.ctx.path)
-        return ranges_to_index(p0, p1)
+        return _index_of(p0, p1)
 
     def _levels_per_chunk(self, enc, buf, where, nl) -> np.ndarray:
         out = []
@@ -483,6 +505,13 @@ class MiniBlockPage(LayoutPage):
             deff = None if deff is None else deff[pick]
             return LeafRows(None, deff, values, int(pick.size)), np.asarray(levels_per_chunk, dtype=np.int64)
         return LeafRows(rep, deff, values, num_levels), np.asarray(levels_per_chunk, dtype=np.int64)
+
+
+def _index_of(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
+    """:func:`ranges_to_index` with a scalar path for one non-empty range (one-row takes)."""
+    if len(p0) == 1 and p1[0] > p0[0]:
+        return np.arange(int(p0[0]), int(p1[0]), dtype=np.int64)
+    return ranges_to_index(p0, p1)
 
 
 def visible_per_chunk(deff: np.ndarray | None, canon, num_levels: np.ndarray) -> np.ndarray:
