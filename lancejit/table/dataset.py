@@ -509,6 +509,20 @@ class Dataset:
         """Append (or overwrite with ``mode="overwrite"``) ``data``; returns the new version."""
         return run_sync(self.insert_async(data, mode, **kwargs))
 
+    @property
+    def optimize(self) -> Any:
+        """Maintenance operations (``ds.optimize.compact_files(...)``), as in the reference."""
+        from .compaction import DatasetOptimizer
+
+        return DatasetOptimizer(self)
+
+    def merge_insert(self, on: str | Sequence[str]) -> Any:
+        """An upsert builder keyed on column(s) ``on`` (``.when_matched_update_all()`` ...
+        ``.execute(data)``), as in the reference."""
+        from .merge_insert import MergeInsertBuilder
+
+        return MergeInsertBuilder(self, on)
+
     def __repr__(self) -> str:
         return f"lancejit.Dataset({self.uri!r}, version={self.version})"
 

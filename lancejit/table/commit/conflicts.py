@@ -29,6 +29,7 @@ from .operations import (
     Project,
     ReserveFragments,
     Restore,
+    Rewrite,
     Transaction,
     Update,
     UpdateConfig,
@@ -126,6 +127,8 @@ class ConflictChecker:
         elif isinstance(mine, ReserveFragments):
             if okind in ("Overwrite", "Restore"):
                 raise _incompatible(self.mine, theirs, version)
+        elif isinstance(mine, Rewrite):
+            self._check_rewrite(theirs, okind, version)
         elif isinstance(mine, UpdateConfig):
             if okind in ("Overwrite", "UpdateConfig") and _upsert_keys(mine) & _upsert_keys(other):
                 raise _incompatible(self.mine, theirs, version)
@@ -133,6 +136,21 @@ class ConflictChecker:
             # Operations lancejit only carries: be conservative.
             if okind not in ("Append", "UpdateConfig", "ReserveFragments"):
                 raise _retryable(self.mine, theirs, version)
+
+    def _check_rewrite(self, theirs: Transaction, okind: str, version: int) -> None:
+        """A compaction loses (retryable) to any commit that touched one of its old fragments:
+        re-planning on the new version never brings back rows deleted meanwhile."""
+        if okind in ("Append", "ReserveFragments", "Project", "Clone", "UpdateConfig", "UpdateMemWalState",
+                     "UpdateBases"):
+            return
+        if okind in ("Delete", "Update", "Rewrite", "DataReplacement"):
+            if modified_fragment_ids(theirs.operation) & self.modified_ids:
+                raise _retryable(self.mine, theirs, version)
+            return
+        if okind in ("Overwrite", "Restore"):
+            raise _incompatible(self.mine, theirs, version)
+        # Merge, CreateIndex (lancejit cannot remap an index built meanwhile): redo on the new version
+        raise _retryable(self.mine, theirs, version)
 
     def _check_delete_update(self, theirs: Transaction, okind: str, version: int) -> None:
         other = theirs.operation

@@ -25,7 +25,7 @@ from typing import Iterable
 
 import numpy as np
 
-from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.pb import table_pb2
 
 from ..features import (
@@ -46,6 +46,7 @@ from .operations import (
     Project,
     ReserveFragments,
     Restore,
+    Rewrite,
     Transaction,
     Update,
     UpdateConfig,
@@ -275,6 +276,30 @@ def _finish(manifest: table_pb2.Manifest, txn: Transaction, transaction_file: st
     manifest.timestamp.nanos = ts % 1_000_000_000
 
 
+def _apply_rewrite(
+    existing: list[table_pb2.DataFragment], op: Rewrite, next_frag_id: int
+) -> tuple[list[table_pb2.DataFragment], int]:
+    """``existing`` with each group's old fragments replaced in place by its new ones (ids 0 get
+    fresh ids; row-id and version sequences are the rewriter's).  A missing old fragment means a
+    concurrent commit changed it: :class:`RetryableCommitError`."""
+    final = _copy(existing)
+    for g in op.groups:
+        new = _copy(g.new_fragments)
+        next_frag_id = _assign_ids(new, next_frag_id)
+        pos = {f.id: i for i, f in enumerate(final)}
+        old_ids = [f.id for f in g.old_fragments]
+        missing = [fid for fid in old_ids if fid not in pos]
+        if missing:
+            raise RetryableCommitError(f"fragments {missing} to rewrite are no longer in the dataset; retry")
+        start = pos[old_ids[0]] if old_ids else len(final)
+        if old_ids and [f.id for f in final[start:start + len(old_ids)]] == old_ids:
+            final[start:start + len(old_ids)] = new
+        else:
+            gone = set(old_ids)
+            final = [f for f in final if f.id not in gone] + new
+    return final, next_frag_id
+
+
 # ------------------------------------------------------------------------------- the builder
 def build_manifest(
     previous: table_pb2.Manifest | None,
@@ -385,6 +410,8 @@ def build_manifest(
             f.files.extend(files)
         m.ClearField("fields")
         m.fields.extend(op.schema)
+    elif isinstance(op, Rewrite):
+        final, next_frag_id = _apply_rewrite(existing, op, next_frag_id)
     elif isinstance(op, (ReserveFragments, UpdateConfig)):
         final = _copy(existing)
         if isinstance(op, UpdateConfig):

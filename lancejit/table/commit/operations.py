@@ -8,7 +8,11 @@ immutable: the manifest builder copies them).  New fragments of ``Append`` / ``O
 of ``lance.file.Field`` messages (pre-order, ids assigned), e.g. from
 :meth:`lancejit.core.schema.LanceSchema.to_pb`.
 
-Operations lancejit does not build itself (CreateIndex, Rewrite, DataReplacement, Clone,
+:class:`Rewrite` (compaction) carries groups of old fragments (existing ids) and the new
+fragments replacing them (ids reserved beforehand by a ``ReserveFragments`` commit, as the
+reference does, or 0 = assigned at commit).
+
+Operations lancejit does not build itself (CreateIndex, DataReplacement, Clone,
 UpdateMemWalState, UpdateBases) are read back as :class:`OtherOperation` keeping the raw message,
 so conflict checks still see them and they can be written back unchanged.
 """
@@ -183,6 +187,26 @@ class UpdateConfig:
     name = "UpdateConfig"
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class RewriteGroup:
+    """Fragments ``old_fragments`` (as they were at the read version, in dataset order) replaced by
+    ``new_fragments`` holding the same live rows in the same order."""
+
+    old_fragments: tuple[Fragment, ...]
+    new_fragments: tuple[Fragment, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Rewrite:
+    """Rearrange data without changing it (compaction): each group's old fragments are replaced,
+    in place, by its new fragments.  ``rewritten_indices``: raw ``RewrittenIndex`` messages
+    (lancejit writes none; kept when read back)."""
+
+    groups: tuple[RewriteGroup, ...]
+    rewritten_indices: tuple[Any, ...] = ()
+    name = "Rewrite"
+
+
 _OTHER_NAMES = {
     "create_index": "CreateIndex",
     "rewrite": "Rewrite",
@@ -208,7 +232,8 @@ class OtherOperation:
 
 
 Operation = Union[
-    Append, Overwrite, Delete, Update, Merge, Project, Restore, ReserveFragments, UpdateConfig, OtherOperation
+    Append, Overwrite, Delete, Update, Merge, Project, Restore, ReserveFragments, UpdateConfig, Rewrite,
+    OtherOperation,
 ]
 
 
@@ -285,6 +310,14 @@ class Transaction:
             msg.update_config.SetInParent()
             msg.update_config.upsert_values.update(op.upsert_values)
             msg.update_config.delete_keys.extend(op.delete_keys)
+        elif isinstance(op, Rewrite):
+            r = msg.rewrite
+            r.SetInParent()
+            for g in op.groups:
+                pg = r.groups.add()
+                pg.old_fragments.extend(g.old_fragments)
+                pg.new_fragments.extend(g.new_fragments)
+            r.rewritten_indices.extend(op.rewritten_indices)
         elif isinstance(op, OtherOperation):
             if op.message is None:
                 raise NotSupportedError("cannot write a transaction whose operation lancejit does not know")
@@ -328,6 +361,12 @@ class Transaction:
             op = Restore(msg.restore.version)
         elif kind == "reserve_fragments":
             op = ReserveFragments(msg.reserve_fragments.num_fragments)
+        elif kind == "rewrite":
+            r = msg.rewrite
+            groups = [RewriteGroup(_frags(g.old_fragments), _frags(g.new_fragments)) for g in r.groups]
+            if len(r.old_fragments) or len(r.new_fragments):  # the deprecated single-group form
+                groups.insert(0, RewriteGroup(_frags(r.old_fragments), _frags(r.new_fragments)))
+            op = Rewrite(tuple(groups), tuple(r.rewritten_indices))
         elif kind == "update_config" and not _has_update_maps(msg.update_config):
             op = UpdateConfig(dict(msg.update_config.upsert_values), tuple(msg.update_config.delete_keys))
         elif kind is not None:
@@ -364,7 +403,9 @@ def modified_fragment_ids(op: Operation) -> set[int]:
         return {f.id for f in op.updated_fragments} | set(op.removed_fragment_ids)
     if isinstance(op, Merge):
         return {f.id for f in op.fragments}
-    if isinstance(op, OtherOperation) and op.kind == "rewrite":
+    if isinstance(op, Rewrite):
+        return {f.id for g in op.groups for f in g.old_fragments}
+    if isinstance(op, OtherOperation) and op.kind == "rewrite":  # a raw message (tests, tools)
         ids = {f.id for f in op.message.old_fragments}
         for g in op.message.groups:
             ids |= {f.id for f in g.old_fragments}
@@ -387,6 +428,8 @@ __all__ = [
     "REWRITE_ROWS",
     "ReserveFragments",
     "Restore",
+    "Rewrite",
+    "RewriteGroup",
     "Transaction",
     "Update",
     "UpdateConfig",
