@@ -2,7 +2,9 @@
 
 Schemes: no scheme or ``file://`` -> :class:`~lancejit.io.local.LocalStore` (path = absolute OS
 path); ``memory://name/key`` -> :class:`~lancejit.io.memory.MemoryStore`; ``s3://bucket/key`` ->
-:class:`~lancejit.io.fsspec_store.S3Store`; ``gs://`` and ``gcs://bucket/key`` ->
+:class:`~lancejit.io.fsspec_store.S3Store`; ``s3+ddb://bucket/key?ddbTableName=TABLE`` -> an S3
+store whose ``external_manifest`` (:class:`ExternalManifestConfig`) names the DynamoDB table that
+commits go through (``lancejit.table.commit.external_store``); ``gs://`` and ``gcs://bucket/key`` ->
 :class:`~lancejit.io.fsspec_store.GCSStore`.  For bucket stores the returned path is the key.
 
 ``storage_options`` use the reference's keys; values may be strings (``"true"``, ``"65536"``):
@@ -10,7 +12,11 @@ path); ``memory://name/key`` -> :class:`~lancejit.io.memory.MemoryStore`; ``s3:/
 * S3: ``aws_endpoint`` / ``endpoint`` / ``aws_endpoint_url`` / ``endpoint_url``;
   ``aws_region`` / ``region``; ``aws_access_key_id`` / ``access_key_id``;
   ``aws_secret_access_key`` / ``secret_access_key``; ``aws_session_token`` / ``session_token`` /
-  ``token``; ``allow_http`` (required for an ``http://`` endpoint); ``anonymous`` / ``skip_signature``.
+  ``token``; ``allow_http`` (required for an ``http://`` endpoint); ``anonymous`` / ``skip_signature``;
+  ``conditional_put`` / ``aws_conditional_put``: ``"etag"`` (default) or ``"disabled"`` for stores
+  without ``If-None-Match`` (plain commits then refuse; use ``s3+ddb://``).
+* ``s3+ddb://``: the S3 keys plus ``dynamodb_endpoint`` (default: the ``DYNAMODB_ENDPOINT``
+  environment variable, else AWS's endpoint for the region).
 * GCS: ``gcs_endpoint`` / ``endpoint`` / ``google_endpoint``; ``google_service_account`` /
   ``service_account`` / ``google_service_account_path`` / ``google_application_credentials`` /
   ``token`` (anything gcsfs takes as ``token``); ``anonymous`` (token ``"anon"``);
@@ -28,13 +34,15 @@ import dataclasses
 import os
 import threading
 from typing import Any, Mapping
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from lancejit.core.config import CLOUD_IO, LOCAL_IO, IOConfig
 from lancejit.core.errors import InvalidInputError
 from lancejit.io.store import ObjectStore
 
 _CACHE: dict[tuple[Any, ...], ObjectStore] = {}
+#: The query key naming the DynamoDB table in ``s3+ddb://`` URIs (the reference's).
+DDB_TABLE_QUERY_KEY = "ddbTableName"
 _CACHE_LOCK = threading.Lock()
 
 _TRUE = {"1", "true", "yes", "on", "t", "y"}
@@ -57,6 +65,10 @@ _S3_KEYS = {
     "allow_http": "allow_http", "aws_allow_http": "allow_http",
     "anonymous": "anonymous", "aws_skip_signature": "anonymous", "skip_signature": "anonymous",
     "part_size": "part_size",
+    "aws_conditional_put": "conditional_put", "conditional_put": "conditional_put",
+    # the external manifest store's (s3+ddb://); accepted (unused) by plain s3:// too, as the
+    # data files of an s3+ddb:// dataset are opened through s3:// URIs with the same options
+    "dynamodb_endpoint": "dynamodb_endpoint", "aws_dynamodb_endpoint": "dynamodb_endpoint",
 }
 _GCS_KEYS = {
     "gcs_endpoint": "endpoint", "endpoint": "endpoint", "google_endpoint": "endpoint",
@@ -153,7 +165,61 @@ def _make_s3(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
     }
     if "part_size" in opts:
         kwargs["part_size"] = _parse_int(opts["part_size"], "part_size")
-    return S3Store(bucket, **kwargs)
+    store = S3Store(bucket, **kwargs)
+    store.conditional_put = _parse_conditional_put(opts.get("conditional_put", "etag"))
+    return store
+
+
+def _parse_conditional_put(value: Any) -> bool:
+    """``conditional_put`` / ``aws_conditional_put``: ``"etag"`` (default: S3 ``If-None-Match``)
+    or ``"disabled"`` (the store has no put-if-absent; commit through ``s3+ddb://``)."""
+    text = str(value).strip().lower()
+    if text in ("etag", "true", "1", "enabled"):
+        return True
+    if text in ("disabled", "false", "0", "none"):
+        return False
+    raise InvalidInputError(f"storage option 'conditional_put': expected 'etag' or 'disabled', got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExternalManifestConfig:
+    """Where an ``s3+ddb://`` dataset's external manifest store lives: the DynamoDB ``table_name``
+    and the endpoint/region/credentials to reach it (the S3 ones unless ``dynamodb_endpoint`` is
+    given; ``DYNAMODB_ENDPOINT`` from the environment otherwise)."""
+
+    table_name: str
+    endpoint: str | None
+    region: str | None
+    key: str | None
+    secret: str | None
+    token: str | None
+
+
+def _make_s3_ddb(bucket: str, table: str, options: Mapping[str, Any]) -> ObjectStore:
+    store = _make_s3(bucket, options)
+    opts, _ = _split_options(options, _S3_KEYS, "s3+ddb")
+    endpoint = opts.get("dynamodb_endpoint") or os.environ.get("DYNAMODB_ENDPOINT")
+    if endpoint and str(endpoint).lower().startswith("http://") and not parse_bool(
+            opts.get("allow_http", os.environ.get("AWS_ALLOW_HTTP", "false")), "allow_http"):
+        raise InvalidInputError(
+            f"DynamoDB endpoint {endpoint} uses http://; set storage option allow_http='true' to allow it"
+        )
+    store.external_manifest = ExternalManifestConfig(
+        table, endpoint, opts.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
+        opts.get("key"), opts.get("secret"), opts.get("token"),
+    )
+    return store
+
+
+def _ddb_table(uri: str, query: str) -> str:
+    """The ``ddbTableName`` of an ``s3+ddb://`` URI's query (exactly that one key, non-empty)."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if len(pairs) != 1 or pairs[0][0] != DDB_TABLE_QUERY_KEY:
+        raise InvalidInputError(f"s3+ddb:// URI expects exactly one query parameter "
+                                f"{DDB_TABLE_QUERY_KEY!r}: {uri}")
+    if not pairs[0][1]:
+        raise InvalidInputError(f"s3+ddb:// URI needs a non-empty DynamoDB table name: {uri}")
+    return pairs[0][1]
 
 
 def _make_gcs(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
@@ -179,6 +245,8 @@ def parse_uri(uri: str) -> tuple[str, str, str]:
     """``(scheme, bucket, path)`` of a URI; ``scheme`` is ``file``, ``memory``, ``s3`` or ``gs``.
 
     For ``file`` the bucket is empty and the path absolute; otherwise the path is the key.
+    ``s3+ddb://bucket/key?ddbTableName=TABLE`` gives scheme ``s3+ddb`` (the table name is read
+    by :func:`open_store`).
     """
     if not isinstance(uri, str) or not uri:
         raise InvalidInputError(f"expected a non-empty URI string, got {uri!r}")
@@ -192,6 +260,11 @@ def parse_uri(uri: str) -> tuple[str, str, str]:
         return "file", "", os.path.abspath(unquote(parts.path) or "/")
     if scheme in ("gs", "gcs"):
         scheme = "gs"
+    if scheme == "s3+ddb":
+        if parts.fragment or not parts.netloc:
+            raise InvalidInputError(f"s3+ddb:// URI needs a bucket and no fragment: {uri}")
+        _ddb_table(uri, parts.query)
+        return scheme, parts.netloc, parts.path.strip("/")
     if scheme not in ("memory", "s3", "gs"):
         raise InvalidInputError(f"unsupported URI scheme {parts.scheme!r} in {uri}")
     if parts.query or parts.fragment:
@@ -206,7 +279,8 @@ def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tu
     """The (cached) store for ``uri`` and the object path inside it."""
     scheme, bucket, path = parse_uri(uri)
     options = dict(storage_options or {})
-    key = _cache_key(scheme, bucket, options)
+    table = _ddb_table(uri, urlsplit(uri).query) if scheme == "s3+ddb" else ""
+    key = _cache_key(scheme, f"{bucket}?{table}" if table else bucket, options)
     with _CACHE_LOCK:
         store = _CACHE.get(key)
         if store is None:
@@ -216,6 +290,8 @@ def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tu
                 store = _make_memory(bucket, options)
             elif scheme == "s3":
                 store = _make_s3(bucket, options)
+            elif scheme == "s3+ddb":
+                store = _make_s3_ddb(bucket, table, options)
             else:
                 store = _make_gcs(bucket, options)
             _CACHE[key] = store
@@ -228,4 +304,5 @@ def clear_store_cache() -> None:
         _CACHE.clear()
 
 
-__all__ = ["clear_store_cache", "open_store", "parse_bool", "parse_uri"]
+__all__ = ["DDB_TABLE_QUERY_KEY", "ExternalManifestConfig", "clear_store_cache", "open_store", "parse_bool",
+           "parse_uri"]

@@ -166,6 +166,12 @@ class ObjectStore(ABC):
 
     scheme: str = ""
     serial_batches: bool = False
+    #: False for a store without atomic put-if-absent (storage option ``conditional_put="disabled"``):
+    #: plain commits refuse; commits go through an external manifest store instead.
+    conditional_put: bool = True
+    #: ``s3+ddb://`` stores: the :class:`~lancejit.io.registry.ExternalManifestConfig` of the
+    #: DynamoDB table commits go through (None: commits use :meth:`put_if_absent`).
+    external_manifest: Any = None
 
     def __init__(self, config: IOConfig, stats: IOStats | None = None) -> None:
         self.config = config

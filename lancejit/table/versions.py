@@ -96,7 +96,16 @@ async def list_manifests(store: ObjectStore, root: str, stats: IOStats | None = 
 
 
 async def latest_location(store: ObjectStore, root: str, stats: IOStats | None = None) -> ManifestLocation:
-    """The newest version's manifest; :class:`NotFoundError` when there is none."""
+    """The newest version's manifest; :class:`NotFoundError` when there is none.
+
+    ``s3+ddb://`` stores ask their external manifest store first (finalizing a staged version).
+    """
+    if store.external_manifest is not None:
+        from .commit.external_store import resolve_latest
+
+        loc = await resolve_latest(store, root)
+        if loc is not None:
+            return loc
     locs = await list_manifests(store, root, stats)
     if not locs:
         raise NotFoundError(f"dataset {store.uri(root)} not found: no manifests in {VERSIONS_DIR}/")
@@ -139,6 +148,13 @@ async def read_version(
             last_missing = exc
             continue
         return manifest, ManifestLocation(version, path, size, scheme)
+    if store.external_manifest is not None:  # committed but still staged (s3+ddb://)
+        from .commit.external_store import resolve_version
+
+        loc = await resolve_version(store, root, version)
+        if loc is not None:
+            manifest, _, size = await read_manifest_at(store, loc.path, stats)
+            return manifest, ManifestLocation(version, loc.path, size, loc.scheme)
     raise NotFoundError(f"dataset {store.uri(root)} has no version {version}") from last_missing
 
 

@@ -10,7 +10,8 @@ One attempt:
 3. write the transaction file ``_transactions/{read_version}-{uuid}.txn``;
 4. build manifest L+1 from manifest L (:mod:`.manifest_writer`) and create it with the store's
    atomic create-if-absent (local: link of a complete temp file; S3: ``If-None-Match: *``;
-   GCS: ``ifGenerationMatch=0``);
+   GCS: ``ifGenerationMatch=0``; ``s3+ddb://``: staged, claimed in the external manifest store,
+   finalized -- :mod:`.external_store`);
 5. on success write ``_versions/latest_version_hint.json`` (best effort: readers only use it as a hint).
 
 When step 4 finds the manifest already there (another writer won), sleep a jittered, growing
@@ -42,9 +43,10 @@ from lancejit.pb import table_pb2
 
 from ..features import FLAG_DISABLE_TRANSACTION_FILE, FLAG_UNKNOWN
 from ..naming import VERSIONS_DIR, NamingScheme, manifest_name
-from ..versions import HINT_NAME, ManifestLocation, list_manifests
+from ..versions import HINT_NAME, ManifestLocation
 from .conflicts import ConflictChecker
 from .deletion_writer import read_deleted_offsets, write_deletion_file
+from .external_store import commit_manifest, external_store_of, list_versions
 from .indices import adjust_index_section
 from .manifest_writer import (
     LoadedManifest,
@@ -198,9 +200,16 @@ async def commit_transaction(
         raise InvalidInputError("read_version must be >= 0")
     reader = _Reader(store, root)
     where = store.uri(root)
+    ext = external_store_of(store)
+    if ext is None and not store.conditional_put:
+        raise NotSupportedError(
+            f"{where}: the store has no conditional put (storage option conditional_put='disabled'), so "
+            "concurrent commits could overwrite each other; commit through an external manifest store "
+            "(s3+ddb://bucket/path?ddbTableName=TABLE) instead"
+        )
     original = txn
     for attempt in range(max_attempts):
-        locs = await list_manifests(store, root)
+        locs = await list_versions(store, root)
         by_version = {loc.version: loc for loc in locs}
         latest_loc = locs[-1] if locs else None
         if latest_loc is not None and create_only:
@@ -269,7 +278,10 @@ async def commit_transaction(
         data = serialize_manifest(manifest, transaction=current.serialize(), index_section=index_section)
         path = join_path(root, VERSIONS_DIR, manifest_name(manifest.version, scheme))
         try:
-            await store.put_if_absent(path, data)
+            if ext is not None:
+                await commit_manifest(store, root, ext, manifest.version, path, data)
+            else:
+                await store.put_if_absent(path, data)
         except AlreadyExistsError:
             if attempt + 1 < max_attempts:
                 await asyncio.sleep(_backoff(attempt, backoff_base_s, backoff_cap_s))
@@ -332,13 +344,13 @@ def commit_sync(
 
 async def latest_version(store: ObjectStore, root: str) -> int:
     """The latest version of the dataset (0 when it does not exist yet), from one listing."""
-    locs = await list_manifests(store, root)
+    locs = await list_versions(store, root)
     return locs[-1].version if locs else 0
 
 
 async def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> LoadedManifest | None:
     """The manifest (protobuf + raw sections) of ``version`` (latest when None); None if no dataset."""
-    locs = await list_manifests(store, root)
+    locs = await list_versions(store, root)
     if not locs:
         if version is None:
             return None
