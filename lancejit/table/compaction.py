@@ -42,6 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .dataset import Dataset
 
 DEFAULT_MAX_RETRIES = 5
+#: Rows gathered from the scan before each write (the writer's per-call cost dominates otherwise).
+WRITE_CHUNK_ROWS = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +197,8 @@ async def _rewrite_task(ds: "Dataset", lschema: LanceSchema, storage: str, frags
     file_schema = writer.file_schema
     stable = ds.has_stable_row_ids
     ids, addrs = [], []
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
     try:
         scanner = ds.scanner(columns=file_schema.names, with_row_id=stable, with_row_address=stable,
                              fragment_ids=[f.id for f in frags], batch_size=options.batch_size)
@@ -204,8 +208,14 @@ async def _rewrite_task(ds: "Dataset", lschema: LanceSchema, storage: str, frags
             if stable:
                 ids.append(batch.column(ROWID).to_numpy())
                 addrs.append(batch.column(ROWADDR).to_numpy())
-            await writer.write(pa.RecordBatch.from_arrays([batch.column(n) for n in file_schema.names],
-                                                          schema=file_schema))
+            pending.append(pa.RecordBatch.from_arrays([batch.column(n) for n in file_schema.names],
+                                                      schema=file_schema))
+            pending_rows += batch.num_rows
+            if pending_rows >= WRITE_CHUNK_ROWS:  # small fragments give small batches: write in bulk
+                await writer.write(pa.concat_batches(pending))
+                pending, pending_rows = [], 0
+        if pending:
+            await writer.write(pa.concat_batches(pending))
         files = await writer.finish()
     except BaseException:
         await writer.cleanup()
@@ -227,14 +237,14 @@ def _carry_row_meta(old: list[table_pb2.DataFragment], new: list[table_pb2.DataF
     """Give ``new`` fragments the row ids and version sequences of the rows they now hold."""
     frag_of = (addrs >> np.uint64(32)).astype(np.int64)
     offset = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    created = np.empty(len(addrs), dtype=np.uint64)
-    updated = np.empty(len(addrs), dtype=np.uint64)
-    for f in old:
-        sel = frag_of == f.id
-        if not sel.any():
-            continue
-        created[sel] = _version_runs(f, True)[offset[sel]]
-        updated[sel] = _version_runs(f, False)[offset[sel]]
+    # per-row versions of all old fragments, concatenated; one gather picks the live rows
+    old_ids = np.array([f.id for f in old], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum([f.physical_rows for f in old])]).astype(np.int64)
+    order = np.argsort(old_ids, kind="stable")
+    pos = order[np.searchsorted(old_ids[order], frag_of)]
+    where = base[pos] + offset
+    created = np.concatenate([_version_runs(f, True) for f in old])[where]
+    updated = np.concatenate([_version_runs(f, False) for f in old])[where]
     start = 0
     for f in new:
         end = start + f.physical_rows
