@@ -24,7 +24,6 @@ from . import take as _take
 from .context import DatasetContext, SharedCaches, with_context
 from .features import FLAG_STABLE_ROW_IDS, check_reader_flags
 from .fields import TopField, top_level_fields
-from .filter import compile_filter
 from .fragment import ROWADDR, ROWID, FragmentInfo
 from .manifest import Manifest
 from .versions import (
@@ -38,6 +37,14 @@ from .versions import (
     read_version,
     timestamp_to_datetime,
 )
+
+
+def compile_filter(*args: Any, **kwargs: Any) -> Any:
+    """:func:`lancejit.table.filter.compile_filter`, imported on the first filter (sqlglot is not
+    loaded by opening a dataset or taking rows)."""
+    from .filter import compile_filter as compile_
+
+    return compile_(*args, **kwargs)
 
 
 async def _open_store(uri: str, storage_options: dict[str, str] | None) -> tuple[Any, str]:

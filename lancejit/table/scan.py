@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -20,8 +20,10 @@ from lancejit.core.config import DEFAULT_BATCH_SIZE
 
 from .context import DatasetContext
 from .fields import TopField
-from .filter import CompiledFilter, evaluate_filter
 from .fragment import ROWADDR, ROWID, FragmentReader
+
+if TYPE_CHECKING:
+    from .filter import CompiledFilter
 
 #: Target encoded bytes per unit (bounds batch memory).  Larger units waste less at their
 #: edges (a page straddling two units is read and decoded by both): 32 MiB costs ~15% less CPU
@@ -212,6 +214,8 @@ async def read_unit_table(
         farrays = await _read_rows(frag, ftops, lo, hi, live)
         ftable = pa.Table.from_arrays(farrays, schema=pa.schema([ctx.schema.field(t.name) for t in ftops]))
         n_live = (hi - lo) if live is None else len(live)
+        from .filter import evaluate_filter  # sqlglot loads with the first filter
+
         matches = evaluate_filter(spec.filter, ftable, n_live).to_numpy().astype(np.int64)
         if len(matches) == 0:
             return None

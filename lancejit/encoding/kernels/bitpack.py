@@ -15,7 +15,7 @@ They do no bounds checking: callers guarantee ``len(packed) >= num_blocks * LANE
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 #: Lane-row order of the FastLanes transposed layout.
 FL_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)

@@ -5,7 +5,7 @@ Encoded byte ``j*n + i`` is byte ``j`` of value ``i``; decoded byte ``i*k + j``.
 
 from __future__ import annotations
 
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -14,7 +14,7 @@ grouped by a hash of their first 3 bytes, longest first within a bucket.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 from lancejit.encoding.kernels.enc_hll import fmix64
 

@@ -7,7 +7,7 @@ per-byte index array.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 
 @njit(cache=True, nogil=True)

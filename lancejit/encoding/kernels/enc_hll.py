@@ -10,7 +10,7 @@ register keeps the maximum rank (1 + leading zeros of the remaining bits).  Hash
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 
 @njit(cache=True, nogil=True)

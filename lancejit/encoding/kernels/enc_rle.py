@@ -7,7 +7,7 @@ are split.  Chunks hold a power-of-two number of values (except the last), at mo
 
 from __future__ import annotations
 
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 
 @njit(cache=True, nogil=True)

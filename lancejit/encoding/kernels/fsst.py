@@ -10,7 +10,7 @@ Callers validate ``offsets`` (monotonic, within ``codes``) before calling.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint64
+from lancejit.encoding.kernels.jit import njit, uint64
 
 #: The escape code: the next byte is a literal.
 FSST_ESCAPE = 255

@@ -7,7 +7,7 @@ exclusive prefix sum of ``lengths`` and validate every slice against ``len(data)
 
 from __future__ import annotations
 
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 
 @njit(cache=True, nogil=True)

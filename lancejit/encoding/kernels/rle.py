@@ -6,7 +6,7 @@ Works on raw bytes so one specialization serves every value width.
 
 from __future__ import annotations
 
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -10,7 +10,7 @@ before calling.
 
 from __future__ import annotations
 
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 
 @njit(cache=True, nogil=True)

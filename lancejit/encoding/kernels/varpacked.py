@@ -4,7 +4,7 @@ as ``width`` raw bytes, a variable field as a little-endian u32 or u64 length th
 
 from __future__ import annotations
 
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 #: Field kinds understood by :func:`scan_rows`.
 KIND_FIXED = 0

@@ -7,7 +7,7 @@ output sizes in Python first.  Plain-NumPy references live in ``tests/v21/test_r
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from lancejit.encoding.kernels.jit import njit
 
 from lancejit.encoding.kernels.bitpack import unpack_blocks
 
