@@ -61,8 +61,12 @@ class SharedCaches:
 
     deletions: AsyncLRU = field(default_factory=lambda: AsyncLRU(4096))
     row_ids: AsyncLRU = field(default_factory=lambda: AsyncLRU(4096))
-    files: AsyncLRU = field(default_factory=lambda: AsyncLRU(512))
+    #: Opened data files (footer + page tables; files of at most 64 KiB whole).  Sized for
+    #: datasets of many small fragments: a take must not reopen files it touched recently.
+    files: AsyncLRU = field(default_factory=lambda: AsyncLRU(16384))
     row_id_index: AsyncLRU = field(default_factory=lambda: AsyncLRU(8))
+    #: Per-version :class:`~.index.DatasetIndex` by manifest path.
+    indexes: AsyncLRU = field(default_factory=lambda: AsyncLRU(8))
     #: Requests made on behalf of this dataset (all its checkouts), for ``Dataset.io_stats()``.
     stats: IOStats = field(default_factory=IOStats)
 
@@ -82,6 +86,8 @@ class DatasetContext:
     storage_options: dict[str, str] | None = None
     #: The manifest's schema as a Lance field tree (ids of nested fields; None: not built).
     lance_schema: Any = None
+    #: This version's :class:`~.index.DatasetIndex` once built (see :func:`.index.dataset_index`).
+    index: Any = None
 
     @property
     def version(self) -> int:

@@ -25,6 +25,7 @@ from .context import DatasetContext, SharedCaches, with_context
 from .features import FLAG_STABLE_ROW_IDS, check_reader_flags
 from .fields import TopField, top_level_fields
 from .fragment import ROWADDR, ROWID, FragmentInfo
+from .index import dataset_index
 from .manifest import Manifest
 from .versions import (
     ManifestLocation,
@@ -401,7 +402,9 @@ class Dataset:
                             batch_size, fragment_ids).to_batches()
 
     async def count_rows_async(self, filter: str | pc.Expression | None = None) -> int:
-        compiled = compile_filter(filter, self._ctx.schema) if filter is not None else None
+        if filter is None:  # from the version index: no data file read when the manifest has counts
+            return (await dataset_index(self._ctx)).total_rows
+        compiled = compile_filter(filter, self._ctx.schema)
         return await _scan.count_rows(self._ctx, compiled)
 
     def count_rows(self, filter: str | pc.Expression | None = None) -> int:

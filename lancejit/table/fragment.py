@@ -38,17 +38,16 @@ def sel_offsets(rows: tuple[int, int] | np.ndarray) -> np.ndarray:
 class FragmentReader:
     """Reads one fragment of one dataset version."""
 
-    def __init__(self, ctx: DatasetContext, fragment: Fragment) -> None:
+    def __init__(self, ctx: DatasetContext, fragment: Fragment, physical_rows: int | None = None) -> None:
         self.ctx = ctx
         self.fragment = fragment
+        #: Physical rows: the manifest's count, or the count the dataset index resolved for
+        #: legacy fragments whose manifest records 0 (see :mod:`.index`).
+        self.physical_rows = fragment.physical_rows if physical_rows is None else physical_rows
 
     @property
     def id(self) -> int:
         return self.fragment.id
-
-    @property
-    def physical_rows(self) -> int:
-        return self.fragment.physical_rows
 
     # ------------------------------------------------------------------ deletions, row ids
     async def deleted(self) -> np.ndarray | None:

@@ -17,6 +17,7 @@ from lancejit.core.errors import InvalidInputError, RowIndexError
 from .context import DatasetContext
 from .deletion import physical_of_logical
 from .fragment import FragmentReader
+from .index import DatasetIndex, dataset_index
 from .rowids import RowIdIndex, split_addresses
 from .scan import ScanSpec, assemble_batch, output_schema
 
@@ -51,11 +52,13 @@ async def _read_groups(
     groups: list[tuple[FragmentReader, np.ndarray]],
 ) -> list[pa.RecordBatch]:
     """One batch per (fragment, sorted unique physical offsets), all fragments concurrently."""
+    tops = list(spec.tops)
+    meta_wanted = spec.with_row_id or spec.with_row_address
 
     async def one(frag: FragmentReader, offsets: np.ndarray) -> pa.RecordBatch:
-        arrays = await frag.read(list(spec.tops), offsets)
-        by_top = {t.name: a for t, a in zip(spec.tops, arrays)}
-        meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address))
+        arrays = await frag.read(tops, offsets)
+        by_top = {t.name: a for t, a in zip(tops, arrays)}
+        meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address)) if meta_wanted else {}
         return assemble_batch(ctx, spec, by_top, meta, len(offsets))
 
     if len(groups) == 1:  # one fragment (e.g. a one-row take): no task
@@ -63,25 +66,11 @@ async def _read_groups(
     return list(await asyncio.gather(*(one(f, o) for f, o in groups)))
 
 
-async def _row_counts(frags: list[FragmentReader]) -> np.ndarray:
-    """Live rows of each fragment; only fragments whose count needs their deletion file
-    read are awaited (the others are known from the manifest)."""
-    counts = np.empty(len(frags), dtype=np.int64)
-    slow: list[int] = []
-    for i, f in enumerate(frags):
-        d = f.fragment.deletion_file
-        if d is None:
-            counts[i] = f.physical_rows
-        elif d.num_deleted_rows is not None:
-            counts[i] = f.physical_rows - d.num_deleted_rows
-        else:
-            slow.append(i)
-    if slow:
-        counts[slow] = await asyncio.gather(*(frags[i].count_rows() for i in slow))
-    return counts
-
-
 def _assemble(ctx: DatasetContext, spec: ScanSpec, batches: list[pa.RecordBatch], positions: np.ndarray) -> pa.Table:
+    if len(batches) == 1 and batches[0].num_columns and len(positions) == batches[0].num_rows and (
+        len(positions) < 2 or bool((positions[1:] > positions[:-1]).all())
+    ):  # one fragment, sorted unique request: the batch is the answer
+        return pa.Table.from_batches(batches)
     schema = output_schema(ctx, spec)
     if not batches:
         return schema.empty_table()
@@ -93,54 +82,58 @@ def _assemble(ctx: DatasetContext, spec: ScanSpec, batches: list[pa.RecordBatch]
     return table.take(pa.array(positions, pa.int64())).combine_chunks()
 
 
-async def _group_by_fragment(
-    frags: dict[int, FragmentReader], frag_ids: np.ndarray, offsets: np.ndarray
+def _groups(
+    index: DatasetIndex, pos: np.ndarray, offsets: np.ndarray
 ) -> tuple[list[tuple[FragmentReader, np.ndarray]], np.ndarray]:
-    """Group (fragment, physical offset) requests; returns groups and each request's row in the
-    concatenation of the groups' results."""
-    groups: list[tuple[FragmentReader, np.ndarray]] = []
-    positions = np.empty(len(offsets), dtype=np.int64)
-    base = 0
-    for fid in sorted(set(frag_ids.tolist())):
-        sel = np.flatnonzero(frag_ids == fid)
-        uniq, inverse = np.unique(offsets[sel], return_inverse=True)
-        groups.append((frags[fid], uniq.astype(np.int64)))
-        positions[sel] = base + inverse
-        base += len(uniq)
-    return groups, positions
+    """Group (fragment position, physical offset) requests: one sorted unique offset array per
+    touched fragment (in position order) and each request's row in the concatenation of the
+    groups' results.  One ``np.unique`` over all requests; the loop is over touched fragments."""
+    if len(pos) == 1:
+        return [(index.reader(int(pos[0])), offsets.astype(np.int64))], np.zeros(1, dtype=np.int64)
+    keys = (pos.astype(np.int64) << 32) | offsets.astype(np.int64)
+    ukeys, inverse = np.unique(keys, return_inverse=True)
+    upos = ukeys >> 32
+    uoff = ukeys & 0xFFFFFFFF
+    cuts = np.flatnonzero(upos[1:] != upos[:-1]) + 1
+    bounds = [0, *cuts.tolist(), len(ukeys)]
+    groups = [(index.reader(int(upos[a])), uoff[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    return groups, inverse.reshape(-1).astype(np.int64, copy=False)
+
+
+async def _physical(index: DatasetIndex, pos: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Physical offsets of logical offsets ``local`` within fragments ``pos``: deletion files
+    are read (cached) only for the touched fragments that have one."""
+    dels = index.has_deletions[pos]
+    if not dels.any():
+        return local
+    physical = local.copy()
+    touched = np.unique(pos[dels]).tolist()
+    deleted = await asyncio.gather(*(index.reader(p).deleted() for p in touched))
+    for p, d in zip(touched, deleted):
+        sel = pos == p
+        physical[sel] = physical_of_logical(local[sel], d)
+    return physical
 
 
 async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.Table:
-    """Rows at logical ``indices`` of the version (as the reference's ``Dataset.take``)."""
+    """Rows at logical ``indices`` of the version (as the reference's ``Dataset.take``).
+
+    Cost: O(rows taken + fragments touched); the fragments are found by binary search on the
+    version index's live-row prefix sums."""
     idx = as_int_array(indices, "indices")
-    frag_list = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
-    counts = await _row_counts(frag_list)
-    total = int(counts.sum())
-    if idx.size and (idx.dtype.kind == "i" and int(idx.min()) < 0 or int(idx.max()) >= total):
-        bad = int(idx.min()) if idx.dtype.kind == "i" and int(idx.min()) < 0 else int(idx.max())
-        raise RowIndexError(f"dataset {ctx.uri} version {ctx.version}: row offset {bad} is out of range for {total} rows")
-    idx = idx.astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)])
-    which = np.searchsorted(starts, idx, side="right") - 1
-    local = idx - starts[which]
-    physical = np.empty(len(idx), dtype=np.int64)
-    touched = sorted(set(which.tolist()))
-
-    async def to_physical(i: int) -> None:
-        sel = which == i
-        physical[sel] = physical_of_logical(local[sel], await frag_list[i].deleted())
-
-    with_deletions = []
-    for i in touched:
-        if frag_list[i].fragment.deletion_file is None:
-            sel = which == i
-            physical[sel] = local[sel]
-        else:
-            with_deletions.append(i)
-    if with_deletions:
-        await asyncio.gather(*(to_physical(i) for i in with_deletions))
-    frags = {i: frag_list[i] for i in touched}
-    groups, positions = await _group_by_fragment(frags, which, physical)
+    index = await dataset_index(ctx)
+    total = index.total_rows
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if (idx.dtype.kind == "i" and lo < 0) or hi >= total:
+            bad = lo if idx.dtype.kind == "i" and lo < 0 else hi
+            raise RowIndexError(f"dataset {ctx.uri} version {ctx.version}: row offset {bad} is out of range for {total} rows")
+    idx = idx.astype(np.int64, copy=False)
+    if idx.size == 0:
+        return _assemble(ctx, spec, [], idx)
+    pos, local = index.locate(idx)
+    physical = await _physical(index, pos, local)
+    groups, positions = _groups(index, pos, physical)
     batches = await _read_groups(ctx, spec, groups)
     return _assemble(ctx, spec, batches, positions)
 
@@ -149,7 +142,8 @@ async def row_id_index(ctx: DatasetContext) -> RowIdIndex:
     """The row-id -> address index of this version (built once, cached)."""
 
     async def build() -> RowIdIndex:
-        frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
+        index = await dataset_index(ctx)
+        frags = [index.reader(p) for p in range(len(index))]
 
         async def part(frag: FragmentReader):
             ids = await frag.row_ids()
@@ -169,34 +163,39 @@ async def take_rows(ctx: DatasetContext, row_ids: Any, spec: ScanSpec, stable: b
         raise RowIndexError(f"row id {int(ids.min())} is negative")
     ids = ids.astype(np.uint64)
     if stable:
-        index = await row_id_index(ctx)
-        addrs, found = index.lookup(ids)
+        addrs, found = (await row_id_index(ctx)).lookup(ids)
         addrs = addrs[found]
     else:
         addrs = ids
+    index = await dataset_index(ctx)
     frag_ids, offsets = split_addresses(addrs)
-    by_id = {f.id: FragmentReader(ctx, f) for f in ctx.manifest.fragments}
-    keep = np.ones(len(addrs), dtype=bool)
-    touched = sorted(set(frag_ids.tolist()))
-    for fid in touched:
-        frag = by_id.get(fid)
-        sel = frag_ids == fid
-        if frag is None:
-            raise RowIndexError(
-                f"dataset {ctx.uri} version {ctx.version}: row address in fragment {fid}, which does not exist"
-            )
-        if int(offsets[sel].max()) >= frag.physical_rows:
-            raise RowIndexError(
-                f"dataset {ctx.uri} version {ctx.version}: row offset {int(offsets[sel].max())} "
-                f"is past the {frag.physical_rows} rows of fragment {fid}"
-            )
-    deletions = await asyncio.gather(*(by_id[fid].deleted() for fid in touched))
-    for fid, deleted in zip(touched, deletions):
-        if deleted is not None and len(deleted):
-            sel = frag_ids == fid
-            keep[sel] = ~np.isin(offsets[sel], deleted.astype(np.int64))
-    frag_ids, offsets = frag_ids[keep], offsets[keep]
-    frags = {fid: by_id[fid] for fid in set(frag_ids.tolist())}
-    groups, positions = await _group_by_fragment(frags, frag_ids, offsets)
+    pos, found = index.positions_of(frag_ids)
+    if not found.all():
+        fid = int(frag_ids[np.argmin(found)])
+        raise RowIndexError(
+            f"dataset {ctx.uri} version {ctx.version}: row address in fragment {fid}, which does not exist"
+        )
+    past = offsets >= index.physical_rows[pos]
+    if past.any():
+        fid = int(frag_ids[np.argmax(past)])
+        p = int(index.positions_of(np.array([fid]))[0][0])
+        worst = int(offsets[frag_ids == fid].max())
+        raise RowIndexError(
+            f"dataset {ctx.uri} version {ctx.version}: row offset {worst} "
+            f"is past the {int(index.physical_rows[p])} rows of fragment {fid}"
+        )
+    dels = index.has_deletions[pos]
+    if dels.any():
+        keep = np.ones(len(addrs), dtype=bool)
+        touched = np.unique(pos[dels]).tolist()
+        deleted = await asyncio.gather(*(index.reader(p).deleted() for p in touched))
+        for p, d in zip(touched, deleted):
+            if d is not None and len(d):
+                sel = pos == p
+                keep[sel] = ~np.isin(offsets[sel], d.astype(np.int64))
+        pos, offsets = pos[keep], offsets[keep]
+    if len(pos) == 0:
+        return _assemble(ctx, spec, [], pos)
+    groups, positions = _groups(index, pos, offsets)
     batches = await _read_groups(ctx, spec, groups)
     return _assemble(ctx, spec, batches, positions)
