@@ -23,13 +23,14 @@ Layout of a 0.1 file's tail (all protobufs framed as ``u32 LE length + message``
 * ``dictionaries``: ``{field_id: pyarrow.Array}`` decoded dictionary values of dictionary fields.
 * ``metadata_position``, ``manifest_position``, ``page_table_position``: byte positions;
   ``metadata_nbytes``: bytes of metadata parsed (for cache sizing); ``path``.
+* ``statistics``: the page statistics (:mod:`lancejit.file.stats`), None without them.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +65,8 @@ class LegacyMetadata:
     major: int = 0
     minor: int = 2
     metadata_nbytes: int = 0
+    #: Page statistics (:class:`lancejit.file.stats.PageStatistics`), None when the file has none.
+    statistics: Any = None
 
     @property
     def num_batches(self) -> int:
@@ -150,6 +153,11 @@ async def parse_legacy_metadata(reader: RangeReader, tail, file_size, *, schema:
     if np.any(table < 0) or np.any(table[:, :, 0] > file_size):
         raise CorruptFileError("page table entry outside the file", path=path)
     dictionaries = await _load_dictionaries(reader, schema, region, file_size, path)
+    from lancejit.file.stats import load_legacy_statistics
+
+    statistics = await load_legacy_statistics(
+        reader, md.statistics if md.HasField("statistics") else None, region, file_size, batch_offsets, path
+    )
     arrow_schema = schema.to_arrow(dataset=True, path=path)
     return LegacyMetadata(
         path=path,
@@ -167,6 +175,7 @@ async def parse_legacy_metadata(reader: RangeReader, tail, file_size, *, schema:
         major=major,
         minor=minor,
         metadata_nbytes=file_size - region.start if region.start < file_size else len(tail),
+        statistics=statistics,
     )
 
 
@@ -190,17 +199,24 @@ async def _load_dictionaries(reader: RangeReader, schema: LanceSchema, region: M
             ids.append(f.id)
     if not gens:
         return {}
-    gen = gather(gens)
+    values = await run_region_steps(gather(gens), reader, region, file_size, path, "dictionary values")
+    return dict(zip(ids, values))
+
+
+async def run_region_steps(gen, reader: RangeReader, region: MetadataRegion, file_size: int, path: str,
+                           what: str) -> Any:
+    """Drive the step generator ``gen`` to its result: ranges ``region`` holds are served from
+    it, the others read in one request per step; ranges outside the file raise
+    :class:`CorruptFileError` naming ``what``."""
     try:
         req = next(gen)
         while True:
             for s, e in req:
                 if s < 0 or e > file_size or e < s:
-                    raise CorruptFileError("dictionary values outside the file", path=path)
+                    raise CorruptFileError(f"{what} outside the file", path=path)
             missing = [(s, e) for s, e in req if not region.covers(s, e)]
             got = iter(await reader.read_ranges(missing, priority=0)) if missing else iter(())
             bufs = [region.get(s, e) if region.covers(s, e) else next(got) for s, e in req]
             req = gen.send(bufs)
     except StopIteration as stop:
-        values = stop.value
-    return dict(zip(ids, values))
+        return stop.value

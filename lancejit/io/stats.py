@@ -33,7 +33,8 @@ class IOStatsSnapshot:
     ``read_iops`` / ``write_iops``: physical read / write requests.  ``read_bytes`` /
     ``written_bytes``: payload bytes.  ``list_iops``: listing requests (one per page).
     ``meta_iops``: metadata requests (HEAD/stat/exists/delete).  ``latency_buckets``: request
-    counts per log2-microsecond bucket (reads and writes).
+    counts per log2-microsecond bucket (reads and writes).  ``pages_pruned`` / ``rows_pruned``:
+    pages (per column) and rows a filter skipped from page statistics (no request made).
     """
 
     read_iops: int = 0
@@ -43,6 +44,9 @@ class IOStatsSnapshot:
     list_iops: int = 0
     meta_iops: int = 0
     latency_buckets: tuple[int, ...] = field(default=(0,) * N_LATENCY_BUCKETS)
+    #: Pages a filtered scan skipped without reading, thanks to page statistics, and their rows.
+    pages_pruned: int = 0
+    rows_pruned: int = 0
 
     @property
     def num_requests(self) -> int:
@@ -73,6 +77,8 @@ class IOStatsSnapshot:
             self.list_iops - other.list_iops,
             self.meta_iops - other.meta_iops,
             tuple(a - b for a, b in zip(self.latency_buckets, other.latency_buckets)),
+            self.pages_pruned - other.pages_pruned,
+            self.rows_pruned - other.rows_pruned,
         )
 
 
@@ -80,7 +86,7 @@ class IOStats:
     """Thread-safe request/byte counters with a latency histogram."""
 
     __slots__ = ("_lock", "_read_iops", "_read_bytes", "_write_iops", "_written_bytes",
-                 "_list_iops", "_meta_iops", "_buckets", "_last")
+                 "_list_iops", "_meta_iops", "_buckets", "_last", "_pages_pruned", "_rows_pruned")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -90,8 +96,16 @@ class IOStats:
         self._written_bytes = 0
         self._list_iops = 0
         self._meta_iops = 0
+        self._pages_pruned = 0
+        self._rows_pruned = 0
         self._buckets = [0] * N_LATENCY_BUCKETS
         self._last = IOStatsSnapshot()
+
+    def record_pruned(self, pages: int, rows: int = 0) -> None:
+        """Count ``pages`` (and ``rows``) a filtered scan skipped from statistics."""
+        with self._lock:
+            self._pages_pruned += pages
+            self._rows_pruned += rows
 
     def record_read(self, nbytes: int, seconds: float | None = None, *, requests: int = 1) -> None:
         """Count ``requests`` physical reads returning ``nbytes`` bytes in total."""
@@ -137,6 +151,7 @@ class IOStats:
         with self._lock:
             self._read_iops = self._read_bytes = self._write_iops = self._written_bytes = 0
             self._list_iops = self._meta_iops = 0
+            self._pages_pruned = self._rows_pruned = 0
             self._buckets = [0] * N_LATENCY_BUCKETS
             self._last = IOStatsSnapshot()
 
@@ -149,6 +164,8 @@ class IOStats:
             self._list_iops,
             self._meta_iops,
             tuple(self._buckets),
+            self._pages_pruned,
+            self._rows_pruned,
         )
 
     def __repr__(self) -> str:

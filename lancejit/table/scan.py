@@ -305,7 +305,20 @@ async def _units(ctx: DatasetContext, spec: ScanSpec) -> list[tuple[FragmentRead
         step = _rows_per_unit(frag, spec.batch_size)
         for lo in range(0, frag.physical_rows, step):
             out.append((frag, lo, min(frag.physical_rows, lo + step)))
+    if spec.filter is not None and ctx.manifest.data_storage_version in ("0.1", "legacy"):
+        out = await _prune_units(ctx, spec.filter, out)
     return out
+
+
+async def _prune_units(ctx: DatasetContext, filt: "CompiledFilter", units: list[tuple[FragmentReader, int, int]]
+                       ) -> list[tuple[FragmentReader, int, int]]:
+    """``units`` cut to the row ranges page statistics say may match (:mod:`.pruning`)."""
+    from .pruning import may_match_ranges, prunable
+
+    if not prunable(filt, ctx.schema):
+        return units
+    spans = await asyncio.gather(*(may_match_ranges(ctx, frag, lo, hi, filt) for frag, lo, hi in units))
+    return [(frag, int(a), int(b)) for (frag, _, _), rs in zip(units, spans) for a, b in rs]
 
 
 async def _skipped_rows(ctx: DatasetContext, spec: ScanSpec) -> int:

@@ -1,0 +1,318 @@
+"""Statistics pruning: which row ranges of a fragment a filter may match, from page statistics.
+
+:func:`may_match_ranges` is the scan's hook: given a fragment, a physical row range
+``[lo, hi)`` and the compiled filter, it returns the sub-ranges that may hold matching rows
+(half-open, sorted, disjoint); the scan reads only those.  It is exact about what it keeps and
+conservative about what it drops: a range is dropped only when the statistics prove that no row
+in it satisfies the filter as lancejit evaluates it (SQL: NULL never matches, NaN never compares).
+
+Used: the conjuncts of the filter's top-level ``AND`` chain of the forms ``col op literal`` /
+``literal op col`` (``=  <  <=  >  >=``), ``col BETWEEN a AND b`` and ``col IN (...)`` on
+top-level integer, float or string columns with integer / float / string literals (floats:
+numbers only, and only ``=``, ``BETWEEN`` and ``IN``, as bounds exclude NaN, which some engines
+order above every number; integers: integer literals only).  Other conjuncts are ignored (which
+only keeps more rows); an ``OR`` at the top, ``NOT``, expressions on columns: no pruning.
+
+Statistics come from legacy (0.1) data files (:mod:`lancejit.file.stats`): one (null count, min,
+max) per batch.  A batch is dropped when, for some condition, its column is all null or its
+bounds exclude every literal.  Skipped batches and rows are counted in the dataset's
+``io_stats()`` (``pages_pruned``: batches of a data file skipped -- one page of each of its
+columns -- and ``rows_pruned``).
+
+The work per call is a few vectorized NumPy / Arrow operations per condition over the batches
+of the fragment's files, independent of the rows read.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancejit.core.errors import InvalidInputError
+
+from .datafile import open_data_file
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import DatasetContext
+    from .filter import CompiledFilter
+    from .fragment import FragmentReader
+
+_FLIP = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+#: Operators no NaN satisfies under IEEE nor under the total order (NaN above +inf, -NaN below
+#: -inf) that engines use: float bounds, which exclude NaN, may only prune these.
+_NAN_SAFE = frozenset({"eq", "between", "in"})
+
+#: Use page statistics in filtered scans (a switch for measurements: False reads every page).
+ENABLED = True
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """``column op values``: ``op`` is ``eq``, ``lt``, ``le``, ``gt``, ``ge`` (one value),
+    ``between`` (low, high; inclusive) or ``in`` (any number of values)."""
+
+    column: str
+    op: str
+    values: tuple[Any, ...]
+
+
+def _literal(node: Any) -> Any:
+    """The Python value of a numeric or string literal node (``-`` numbers too), else None."""
+    from sqlglot import expressions as exp
+
+    neg = False
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Neg):
+        neg, node = True, node.this
+    if not isinstance(node, exp.Literal):
+        return None
+    if node.is_string:
+        return None if neg else str(node.this)
+    text = node.this
+    try:
+        value: Any = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+    return -value if neg else value
+
+
+def _column(node: Any, schema: pa.Schema) -> str | None:
+    """The top-level column a plain column reference names (exact, then case-insensitive)."""
+    from sqlglot import expressions as exp
+
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Column) or node.table:
+        return None
+    name = node.name
+    if name in schema.names:
+        return name
+    lowered = [n for n in schema.names if n.lower() == name.lower()]
+    return lowered[0] if len(lowered) == 1 else None
+
+
+def _condition(node: Any, schema: pa.Schema, in_lists: dict) -> Condition | None:
+    from sqlglot import expressions as exp
+
+    from .filter_parse import PLACEHOLDER
+
+    ops = {exp.EQ: "eq", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+    op = ops.get(type(node))
+    if op is not None:
+        col, lit = _column(node.this, schema), _literal(node.expression)
+        if col is None:
+            col, lit, op = _column(node.expression, schema), _literal(node.this), _FLIP[op]
+        return Condition(col, op, (lit,)) if col is not None and lit is not None else None
+    if isinstance(node, exp.Between) and not node.args.get("negate"):
+        col = _column(node.this, schema)
+        low, high = _literal(node.args.get("low")), _literal(node.args.get("high"))
+        if col is not None and low is not None and high is not None:
+            return Condition(col, "between", (low, high))
+        return None
+    if isinstance(node, exp.In) and node.args.get("query") is None and not node.args.get("negate"):
+        col = _column(node.this, schema)
+        items = node.expressions
+        if col is None or not items:
+            return None
+        if len(items) == 1 and isinstance(items[0], exp.Column) and items[0].name.startswith(PLACEHOLDER):
+            lst = in_lists.get(items[0].name)
+            if lst is None or lst.kind == "mixed":
+                return None
+            values = tuple(np.asarray(lst.values).tolist()) if not isinstance(lst.values, list) else tuple(lst.values)
+            values = tuple(v for v in values if v is not None)
+        else:
+            values = tuple(_literal(e) for e in items)
+            if any(v is None for v in values):
+                return None
+        return Condition(col, "in", values)
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def conditions_of(text: str, schema: pa.Schema) -> tuple[Condition, ...]:
+    """The prunable conjuncts of the filter ``text`` against the dataset's Arrow ``schema``."""
+    from sqlglot import expressions as exp
+
+    from .filter_parse import parse_filter
+
+    try:
+        parsed = parse_filter(text)
+    except InvalidInputError:
+        return ()
+    stack, terms = [parsed.tree], []
+    while stack:
+        node = stack.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            stack.extend((node.expression, node.this))
+        else:
+            terms.append(node)
+    out = []
+    for t in terms:
+        c = _condition(t, schema, parsed.in_lists)
+        if c is not None:
+            out.append(c)
+    return tuple(out)
+
+
+def prunable(filt: "CompiledFilter", schema: pa.Schema) -> bool:
+    """Whether pruning is on and ``filt`` has conditions statistics can decide."""
+    return ENABLED and bool(conditions_of(filt.text, schema))
+
+
+# ---------------------------------------------------------------------------- bounds tests
+def _scalars(values: tuple[Any, ...], typ: pa.DataType) -> list[pa.Scalar] | None:
+    """The literals as scalars comparable exactly with a column of type ``typ`` (None: no)."""
+    if pa.types.is_integer(typ):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return None
+        info = np.iinfo(typ.to_pandas_dtype())
+        if any(v < info.min or v > info.max for v in values):
+            return None
+        return [pa.scalar(v, typ) for v in values]
+    if pa.types.is_floating(typ):
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            return None
+        if any(v != v for v in values):
+            return None
+        return [pa.scalar(float(v), pa.float64()) for v in values]
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        if not all(isinstance(v, str) for v in values):
+            return None
+        return [pa.scalar(v, typ) for v in values]
+    return None
+
+
+def _ge(a: pa.Array, s: pa.Scalar) -> np.ndarray:
+    """``a >= s`` with null (unbounded) as True."""
+    return pc.fill_null(pc.greater_equal(a, s), True).to_numpy(zero_copy_only=False)
+
+
+def _le(a: pa.Array, s: pa.Scalar) -> np.ndarray:
+    return pc.fill_null(pc.less_equal(a, s), True).to_numpy(zero_copy_only=False)
+
+
+def _gt(a: pa.Array, s: pa.Scalar) -> np.ndarray:
+    return pc.fill_null(pc.greater(a, s), True).to_numpy(zero_copy_only=False)
+
+
+def _lt(a: pa.Array, s: pa.Scalar) -> np.ndarray:
+    return pc.fill_null(pc.less(a, s), True).to_numpy(zero_copy_only=False)
+
+
+def batches_may_match(cond: Condition, mins: pa.Array, maxs: pa.Array) -> np.ndarray | None:
+    """Per batch: may a row with a value in ``[min, max]`` satisfy ``cond``?  None when the
+    statistics' type and the literals do not compare exactly (then every batch may)."""
+    typ = mins.type
+    scal = _scalars(cond.values, typ)
+    if scal is None or pa.types.is_floating(typ) and cond.op not in _NAN_SAFE:
+        return None
+    if cond.op == "eq":
+        return _le(mins, scal[0]) & _ge(maxs, scal[0])
+    if cond.op == "lt":
+        return _lt(mins, scal[0])
+    if cond.op == "le":
+        return _le(mins, scal[0])
+    if cond.op == "gt":
+        return _gt(maxs, scal[0])
+    if cond.op == "ge":
+        return _ge(maxs, scal[0])
+    if cond.op == "between":
+        return _ge(maxs, scal[0]) & _le(mins, scal[1])
+    if cond.op == "in":
+        if not scal:
+            return np.zeros(len(mins), dtype=bool)
+        # smallest literal >= min, per batch, then test it against max (vectorized over batches)
+        ordered = pa.array(sorted(s.as_py() for s in scal), scal[0].type).to_numpy(zero_copy_only=False)
+        lo_np = mins.to_numpy(zero_copy_only=False)
+        hi_np = maxs.to_numpy(zero_copy_only=False)
+        lo_null = mins.is_null().to_numpy(zero_copy_only=False)
+        hi_null = maxs.is_null().to_numpy(zero_copy_only=False)
+        lo_key = np.where(lo_null, ordered[0], lo_np) if len(ordered) else lo_np
+        idx = np.searchsorted(ordered, lo_key.astype(ordered.dtype), side="left")
+        found = idx < len(ordered)
+        cand = ordered[np.minimum(idx, len(ordered) - 1)]
+        hi_key = np.where(hi_null, cand, hi_np)
+        return found & (cand <= hi_key.astype(ordered.dtype))
+    return None
+
+
+# ------------------------------------------------------------------------------------ hook
+def _ranges_from_mask(starts: np.ndarray, ends: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Kept ``[start, end)`` segments (sorted, adjacent ones merged) as a ``(k, 2)`` int64 array."""
+    s, e = starts[keep], ends[keep]
+    if len(s) == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    cut = np.flatnonzero(s[1:] != e[:-1]) + 1
+    return np.stack([s[np.r_[0, cut]], e[np.r_[cut - 1, len(e) - 1]]], axis=1).astype(np.int64)
+
+
+async def may_match_ranges(ctx: "DatasetContext", frag: "FragmentReader", lo: int, hi: int,
+                           filt: "CompiledFilter") -> np.ndarray:
+    """Sub-ranges of the fragment's physical rows ``[lo, hi)`` that may match ``filt``:
+    a ``(k, 2)`` int64 array of sorted, disjoint, half-open row ranges (the whole range when
+    nothing can be pruned)."""
+    whole = np.array([[lo, hi]], dtype=np.int64)
+    if hi <= lo:
+        return np.zeros((0, 2), dtype=np.int64)
+    conds = conditions_of(filt.text, ctx.schema)
+    if not conds:
+        return whole
+    by_name = {t.name: t for t in ctx.top_fields}
+    files_seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # path -> (batch offsets, keep per batch)
+    for cond in conds:
+        top = by_name.get(cond.column)
+        df = frag.file_for(top) if top is not None else None
+        if df is None:
+            continue
+        handle = await open_data_file(ctx, df)
+        legacy = getattr(handle.reader.file_metadata, "legacy", None)
+        stats = getattr(legacy, "statistics", None)
+        col = stats.columns.get(top.id) if stats is not None else None
+        if col is None:
+            continue
+        keep = batches_may_match(cond, col.min_value, col.max_value)
+        if keep is None:
+            keep = np.ones(stats.num_batches, dtype=bool)
+        keep = keep & (col.null_count < np.diff(stats.batch_offsets))
+        prev = files_seen.get(df.path)
+        files_seen[df.path] = (stats.batch_offsets, keep if prev is None else prev[1] & keep)
+    if not files_seen:
+        return whole
+    masks = list(files_seen.values())
+    # elementary segments between every batch boundary inside [lo, hi)
+    cuts = np.unique(np.concatenate([np.clip(off, lo, hi) for off, _ in masks] + [whole[0]]))
+    starts, ends = cuts[:-1], cuts[1:]
+    keep_seg = np.ones(len(starts), dtype=bool)
+    for off, keep in masks:
+        b = np.searchsorted(off, starts, side="right") - 1
+        inside = (b >= 0) & (b < len(keep))
+        keep_seg &= np.where(inside, keep[np.clip(b, 0, len(keep) - 1)], True)
+    out = _ranges_from_mask(starts, ends, keep_seg)
+    pruned_rows = int((hi - lo) - (out[:, 1] - out[:, 0]).sum())
+    if pruned_rows:
+        pages = 0
+        for off, keep in masks:
+            bs, be = off[:-1], off[1:]
+            in_range = (bs >= lo) & (be <= hi) & (be > bs)
+            cover = np.searchsorted(out[:, 1], bs, side="right")
+            ok = cover < len(out)
+            hit = np.zeros(len(bs), dtype=bool)
+            hit[ok] = (out[cover[ok], 0] < be[ok])
+            pages += int((in_range & ~hit).sum())
+        ctx.stats.record_pruned(pages, pruned_rows)
+    return out
+
+
+__all__ = ["ENABLED", "Condition", "batches_may_match", "conditions_of", "may_match_ranges", "prunable"]

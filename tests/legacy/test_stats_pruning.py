@@ -1,0 +1,203 @@
+"""Page statistics of legacy (0.1) files and the pruning of filtered scans with them.
+
+The datasets are written by pylance (``data_storage_version="legacy"``: it still writes 0.1 files
+with per-batch null count / min / max).  Every filtered scan must equal pylance's result and the
+same scan with pruning switched off, while reading fewer pages when the filter is selective.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lancejit
+from lancejit.table import pruning
+from lancejit.table.pruning import Condition, batches_may_match, conditions_of
+
+lance = pytest.importorskip("lance")
+
+LONG = "L" * 70  # longer than the 64-byte prefix the writer keeps in string bounds
+
+
+def _table(n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    ids = np.arange(n, dtype=np.int64)
+    names = np.array([f"{LONG if i % 7 == 0 else ''}n{i:06d}" for i in range(n)], dtype=object)
+    label = np.where(rng.random(n) < 0.1, None, rng.choice(["a", "b", "c", "d"], n)).astype(object)
+    label[n // 3: n // 3 + 250] = None  # an all-null stretch: whole batches with null_count == rows
+    f = rng.normal(size=n)
+    f[rng.random(n) < 0.02] = np.nan
+    return pa.table({
+        "id": ids,
+        "r": pa.array(rng.integers(-1000, 1000, n), pa.int32()),
+        "f": f,
+        "name": pa.array(names, pa.string()),
+        "label": pa.array(label, pa.string()),
+    })
+
+
+@pytest.fixture(scope="module", params=[(3000, 1, 100, 1200), (2500, 2, 250, 1000), (700, 3, 64, 700)],
+                ids=lambda p: f"n{p[0]}-seed{p[1]}-group{p[2]}")
+def legacy_ds(request, tmp_path_factory):
+    n, seed, group, per_file = request.param
+    uri = str(tmp_path_factory.mktemp("stats") / "ds.lance")
+    t = _table(n, seed)
+    lance.write_dataset(t, uri, data_storage_version="legacy", max_rows_per_group=group,
+                        max_rows_per_file=per_file)
+    ref = lance.dataset(uri)
+    ref.delete("id % 17 = 3")  # deletion files too
+    return uri, n
+
+
+FILTERS = [
+    "id > 2400",
+    "id >= 100 AND id < 180",
+    "id BETWEEN 1200 AND 1300",
+    "id IN (5, 1105, 2999, 99999)",
+    "150 > id",
+    "id = 7",
+    "r > 990",
+    "r BETWEEN -5 AND 5 AND id < 1500",
+    "name = 'n000123'",
+    "name >= 'n0005' AND name < 'n0006'",
+    f"name = '{LONG}n000014'",
+    "label = 'a' AND id < 900",
+    "label IN ('b', 'c') AND id > 2000",
+    "f < -3.5",
+    "f > 2.5 AND id > 600",
+    "f BETWEEN 1.0 AND 1.01",
+    "f = 0.5",
+    "id < 300 OR id > 2600",  # top-level OR: no pruning
+    "NOT (id > 5)",
+    "id > 100000",
+]
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    return t.sort_by("id")
+
+
+def _same(a: pa.Table, b: pa.Table) -> bool:
+    """Equal tables, NaN equal to NaN."""
+    a, b = _sorted(a), _sorted(b)
+    if a.schema != b.schema or a.num_rows != b.num_rows:
+        return False
+    for x, y in zip(a.columns, b.columns):
+        if pa.types.is_floating(x.type):
+            if not np.array_equal(x.to_numpy(), y.to_numpy(), equal_nan=True):
+                return False
+        elif not x.equals(y):
+            return False
+    return True
+
+
+def _scan(ds, flt: str, enabled: bool):
+    pruning.ENABLED = enabled
+    try:
+        ds.io_stats()
+        got = ds.to_table(filter=flt)
+        return got, ds.io_stats()
+    finally:
+        pruning.ENABLED = True
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_pruned_scan_equals_reference(legacy_ds, flt):
+    uri, _ = legacy_ds
+    ref = lance.dataset(uri).to_table(filter=flt)
+    if "f " in flt:
+        # the reference orders NaN above every number (and -NaN below); lancejit's filter
+        # follows IEEE (NaN matches no comparison): compare the non-NaN rows
+        ref = ref.filter(pc.invert(pc.is_nan(ref.column("f"))))
+    plain, plain_stats = _scan(lancejit.dataset(uri), flt, enabled=False)
+    pruned, stats = _scan(lancejit.dataset(uri), flt, enabled=True)
+    assert _same(pruned, ref)
+    assert _same(plain, ref)
+    assert plain_stats.pages_pruned == 0
+    assert stats.read_bytes <= plain_stats.read_bytes
+    assert stats.read_iops <= plain_stats.read_iops
+
+
+@pytest.mark.parametrize("flt", ["id > 2400", "id BETWEEN 100 AND 150", "id IN (5, 599)", "name = 'n002400'"])
+def test_selective_filters_read_fewer_pages(legacy_ds, flt):
+    uri, n = legacy_ds
+    if n < 2000:
+        pytest.skip("small dataset: one batch per file")
+    plain, plain_stats = _scan(lancejit.dataset(uri), flt, enabled=False)
+    pruned, stats = _scan(lancejit.dataset(uri), flt, enabled=True)
+    assert _same(pruned, plain)
+    assert stats.pages_pruned > 0 and stats.rows_pruned > 0
+    assert stats.read_bytes < plain_stats.read_bytes
+    assert stats.read_iops < plain_stats.read_iops
+
+
+def test_count_rows_with_filter_prunes(legacy_ds):
+    uri, _ = legacy_ds
+    ds = lancejit.dataset(uri)
+    for flt in ("id > 2400", "id IN (1, 2, 3)", "label = 'a' AND id < 900"):
+        assert ds.count_rows(flt) == lance.dataset(uri).count_rows(flt)
+
+
+def test_statistics_match_the_data(legacy_ds):
+    """Decoded statistics bound every batch's values (numbers exactly: min and max are attained)."""
+    uri, _ = legacy_ds
+    ds = lancejit.dataset(uri)
+    for frag in ds.context.manifest.fragments:
+        path = ds.context.data_file_path(frag.files[0])
+        md = lancejit.LanceFileReader(path).file_metadata.legacy
+        st = md.statistics
+        assert st is not None and np.array_equal(st.batch_offsets, md.batch_offsets)
+        table = lancejit.LanceFileReader(path).read_all()  # the file's physical rows
+        by_name = {f.name: f.id for f in ds.context.top_fields}
+        for name in ("id", "r", "f", "name"):
+            col = st.columns[by_name[name]]
+            for b in range(st.num_batches):
+                vals = table.column(name).slice(st.batch_offsets[b], st.batch_offsets[b + 1] - st.batch_offsets[b])
+                if name == "f":
+                    vals = pc.filter(vals, pc.invert(pc.is_nan(vals)))
+                mn, mx = pc.min_max(vals).values()
+                if name == "name":
+                    assert col.min_value[b].as_py() <= mn.as_py() and col.max_value[b].as_py() >= mx.as_py()
+                else:
+                    assert col.min_value[b].as_py() == mn.as_py() and col.max_value[b].as_py() == mx.as_py()
+
+
+def test_conditions_extracted():
+    schema = pa.schema([("a", pa.int64()), ("s", pa.string()), ("st", pa.struct([("x", pa.int32())]))])
+    got = conditions_of("a > 5 AND 3 <= a AND s IN ('x', 'y') AND a BETWEEN -2 AND 9 AND st.x = 1 AND a + 1 = 3",
+                        schema)
+    assert Condition("a", "gt", (5,)) in got
+    assert Condition("a", "ge", (3,)) in got
+    assert Condition("a", "between", (-2, 9)) in got
+    assert Condition("s", "in", ("x", "y")) in got
+    assert len(got) == 4
+    assert conditions_of("a > 5 OR a < 1", schema) == ()
+    assert conditions_of("a NOT IN (1, 2)", schema) == ()
+    assert conditions_of("garbage ((", schema) == ()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batches_may_match_never_drops_a_match(seed):
+    """Brute force: a batch holding a value that satisfies the condition is always kept."""
+    rng = np.random.default_rng(seed)
+    nb = 200
+    vals = [np.sort(rng.integers(-50, 50, rng.integers(1, 6))) for _ in range(nb)]
+    mins = pa.array([v.min() for v in vals], pa.int64())
+    maxs = pa.array([v.max() for v in vals], pa.int64())
+    lits = rng.integers(-60, 60, 4).tolist()
+    conds = [Condition("c", op, (lits[0],)) for op in ("eq", "lt", "le", "gt", "ge")]
+    conds += [Condition("c", "between", tuple(sorted(lits[:2]))), Condition("c", "in", tuple(lits)),
+              Condition("c", "in", ())]
+    py = {"eq": lambda x, v: x == v[0], "lt": lambda x, v: x < v[0], "le": lambda x, v: x <= v[0],
+          "gt": lambda x, v: x > v[0], "ge": lambda x, v: x >= v[0],
+          "between": lambda x, v: (x >= v[0]) & (x <= v[1]), "in": lambda x, v: np.isin(x, list(v))}
+    for cond in conds:
+        keep = batches_may_match(cond, mins, maxs)
+        truth = np.array([bool(np.any(py[cond.op](v, cond.values))) for v in vals])
+        assert not np.any(truth & ~keep), cond
+    # unbounded (null) bounds keep everything; float literals never prune an integer column
+    keep = batches_may_match(Condition("c", "gt", (10**6,)), pa.nulls(3, pa.int64()), pa.nulls(3, pa.int64()))
+    assert keep.all()
+    assert batches_may_match(Condition("c", "gt", (1.5,)), mins, maxs) is None
