@@ -245,3 +245,22 @@ def test_rewrite_conflict_rules(theirs, outcome):
     if theirs == "delete_same":
         with pytest.raises(RetryableCommitError):
             ConflictChecker(Transaction(1, ops[theirs]), {1: _frag(1)}, rows_known=True).check(mine, 2)
+
+
+def test_indexed_fragments_are_left_alone_and_multi_file_fragments(tmp_path):
+    uri = str(tmp_path / "i.lance")
+    lance.write_dataset(make_table(0, 60), uri, max_rows_per_file=20)
+    ds = lance.dataset(uri)
+    ds.create_scalar_index("a", "BTREE")
+    lance.write_dataset(make_table(60, 30), uri, mode="append", max_rows_per_file=10)
+    lance.dataset(uri).add_columns({"b": "a * 2"})  # every fragment gets a second data file
+    m = lancejit.dataset(uri).optimize.compact_files(target_rows_per_fragment=100)
+    assert (m.fragments_removed, m.fragments_added, m.files_removed, m.files_added) == (3, 1, 6, 1)
+    ds = lancejit.dataset(uri)
+    assert [f.physical_rows for f in ds.get_fragments()][:3] == [20, 20, 20]
+    t = ds.to_table()
+    assert t["a"].to_pylist() == list(range(90)) and t["b"].to_pylist() == [2 * i for i in range(90)]
+    ref = lance.dataset(uri)
+    assert ref.to_table().equals(t)
+    assert ref.to_table(filter="a >= 15 AND a < 75").equals(ds.to_table(filter="a >= 15 AND a < 75"))
+    assert len(ref.describe_indices()) == 1

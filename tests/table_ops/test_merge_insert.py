@@ -193,3 +193,34 @@ def test_concurrent_merge_inserts_different_keys_both_land(tmp_path, stable):
     got = {r["id"]: r["v"] for r in t.to_pylist() if r["id"] in expect}
     assert got == expect
     assert lance.dataset(uri).to_table().equals(t)
+
+
+def _mp_worker(uri: str, offset: int) -> None:
+    import lancejit as lj
+
+    for i in range(3):
+        key = offset + 4 * i  # both workers update rows of the same fragments, never the same row
+        src = pa.table({"id": pa.array([key, 10_000 + offset * 100 + i], pa.int64()), "k2": ["w", "w"],
+                        "v": pa.array([-key, -1], pa.int64()), "s": ["mp", "mp"]}, schema=SCHEMA)
+        lj.dataset(uri).merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
+
+
+def test_two_processes_merge_insert_concurrently(tmp_path):
+    import multiprocessing as mp
+
+    uri = str(tmp_path / "mp.lance")
+    lance.write_dataset(target(40, 0), uri, max_rows_per_file=20)
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_mp_worker, args=(uri, off)) for off in (0, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    ds = lancejit.dataset(uri)
+    assert ds.version == 7
+    t = ds.to_table()
+    assert t.num_rows == 46 and len(set(t["id"].to_pylist())) == 46
+    updated = {r["id"]: r["v"] for r in t.to_pylist() if r["s"] == "mp" and r["id"] < 10_000}
+    assert updated == {k: -k for k in [0, 4, 8, 2, 6, 10]}
+    assert lance.dataset(uri).to_table().equals(t)
