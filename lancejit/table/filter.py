@@ -1,12 +1,18 @@
 """SQL predicate strings -> ``pyarrow.compute.Expression``.
 
 Parsing uses sqlglot (backtick-quoted identifiers, single-quoted strings, as users of the
-reference write them).  Supported: comparisons, AND/OR/NOT, IN / NOT IN, IS [NOT] NULL,
-IS [NOT] TRUE/FALSE, [NOT] LIKE / ILIKE, [NOT] BETWEEN, + - * / % and unary minus, CAST,
-DATE/TIMESTAMP literals and nested field access (``st.x`` or ``st['x']``).
+reference write them), bounded by :mod:`.filter_parse` (literal ``IN`` lists never reach
+sqlglot; nesting depth is limited; no input recurses away).  Supported: comparisons,
+AND/OR/NOT, IN / NOT IN, IS [NOT] NULL, IS [NOT] TRUE/FALSE, [NOT] LIKE / ILIKE, [NOT] BETWEEN,
++ - * / % and unary minus, CAST, DATE/TIMESTAMP literals and nested field access (``st.x`` or ``st['x']``).
 
 :func:`compile_filter` returns the expression and the set of top-level columns it reads.
 Evaluation follows SQL: rows where the predicate is NULL are not selected.
+
+Scaling: ``IN`` lists become one ``is_in`` set lookup; ``AND``/``OR`` chains are flattened and
+rebuilt as balanced trees (depth log2 of the terms, never a 20,000-deep Arrow expression);
+in an ``OR`` chain, :data:`GROUP_EQUALITIES` or more ``column = literal`` terms on one column
+become one set lookup too.
 """
 
 from __future__ import annotations
@@ -18,21 +24,31 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
 from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
 
-_DIALECT = "databricks"
+from .filter_eval import BoolNode, balanced as _balanced, check_expression, combine, evaluate_tree, negate
+from .filter_parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
+
+#: ``col = literal`` terms of one OR chain on one column from which they become one set lookup.
+GROUP_EQUALITIES = 8
+_NULL_BOOL = pa.scalar(None, pa.bool_())
 
 
 @dataclass(frozen=True, slots=True)
 class CompiledFilter:
-    """A filter ready to evaluate: ``expression`` reads the top-level ``columns``."""
+    """A filter ready to evaluate: ``root`` (one Arrow expression, or for very long AND/OR
+    chains an n-ary :class:`~.filter_eval.BoolNode` of them) reads the top-level ``columns``."""
 
-    expression: pc.Expression
+    root: pc.Expression | BoolNode
     columns: frozenset[str]
     text: str
+
+    @property
+    def expression(self) -> pc.Expression:
+        """The filter as one Arrow expression (InvalidInputError for n-ary trees)."""
+        return check_expression(self.root, f"filter {self.text[:200]!r}")
 
 
 def _resolve(name_parts: list[str], schema: pa.Schema, text: str) -> tuple[str, ...]:
@@ -65,13 +81,103 @@ _TYPE_MAP = {
 
 
 class _Compiler:
-    def __init__(self, schema: pa.Schema, text: str) -> None:
+    def __init__(self, schema: pa.Schema, text: str, in_lists: dict[str, InList] | None = None) -> None:
         self.schema = schema
-        self.text = text
+        self.text = text if len(text) <= 200 else text[:200] + "..."
         self.columns: set[str] = set()
+        self.in_lists = in_lists or {}
 
     def fail(self, node: exp.Expression) -> InvalidInputError:
-        return InvalidInputError(f"filter {self.text!r}: unsupported expression {node.sql(_DIALECT)!r}")
+        try:
+            what = node.sql(_DIALECT)
+        except RecursionError:  # pragma: no cover - depth is bounded before
+            what = type(node).__name__
+        if len(what) > 200:
+            what = what[:200] + "..."
+        return InvalidInputError(f"filter {self.text!r}: unsupported expression {what!r}")
+
+    def column_type(self, node: exp.Expression) -> pa.DataType | None:
+        """The Arrow type of ``node`` when it is a plain column reference (None otherwise)."""
+        parts = self.column_parts(node)
+        if parts is None:
+            return None
+        path = _resolve(parts, self.schema, self.text)
+        t = self.schema.field(path[0]).type
+        for p in path[1:]:
+            t = t.field(p).type
+        return t
+
+    def chain(self, node: exp.Expression) -> list[exp.Expression]:
+        """The operands of the And/Or chain rooted at ``node`` (through parentheses), in order,
+        collected without recursion."""
+        kind = type(node)
+        out: list[exp.Expression] = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            while isinstance(n, exp.Paren):
+                n = n.this
+            if type(n) is kind:
+                stack.append(n.expression)
+                stack.append(n.this)
+            else:
+                out.append(n)
+        return out
+
+    def value_set(self, values: InList, target: pa.DataType | None, node: exp.Expression) -> pa.Array:
+        try:
+            if values.kind == "str":
+                arr = pa.array(values.values, pa.string())
+            else:
+                arr = pa.array(values.values)
+            if target is not None and arr.type != target:
+                arr = arr.cast(target, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+            raise InvalidInputError(f"filter {self.text!r}: IN list does not match the column's type: {exc}") from None
+        return arr
+
+    def set_lookup(self, x: pc.Expression, arr: pa.Array, has_null: bool) -> pc.Expression:
+        """SQL ``x IN (arr...)``: NULL when ``x`` is NULL, or when nothing matched and the list
+        held a NULL."""
+        out = pc.if_else(x.is_valid(), pc.is_in(x, value_set=arr, skip_nulls=True), _NULL_BOOL)
+        return out | pc.scalar(_NULL_BOOL) if has_null else out
+
+    def in_list(self, node: exp.In) -> pc.Expression:
+        items = node.expressions
+        if len(items) == 1 and isinstance(items[0], exp.Column) and items[0].name.startswith(PLACEHOLDER):
+            values = self.in_lists.get(items[0].name)
+            if values is not None:
+                arr = self.value_set(values, self.column_type(node.this), node)
+                return self.set_lookup(self.expr(node.this), arr, values.has_null)
+        x = self.expr(node.this)
+        return combine("or", [x == self.expr(e) for e in items])
+
+    def or_chain(self, node: exp.Or) -> pc.Expression:
+        terms = self.chain(node)
+        groups: dict[tuple[str, ...], list[tuple[int, exp.Expression, object]]] = {}
+        for i, t in enumerate(terms):
+            hit = _equality_literal(self, t)
+            if hit is not None:
+                groups.setdefault(hit[0], []).append((i, hit[1], hit[2]))
+        out: list[pc.Expression | BoolNode] = []
+        grouped: set[int] = set()
+        for members in groups.values():
+            if len(members) < GROUP_EQUALITIES:
+                continue
+            col = members[0][1]
+            vals = [m[2] for m in members]
+            kind = "str" if all(isinstance(v, str) for v in vals) else (
+                "int" if all(isinstance(v, int) for v in vals) else "mixed")
+            if kind == "mixed":
+                continue
+            try:
+                arr = self.value_set(InList(vals, False, kind), self.column_type(col), col)
+            except InvalidInputError:
+                continue  # keep the equalities (their comparison rules apply)
+            out.append(self.set_lookup(self.expr(col), arr, False))
+            grouped.update(m[0] for m in members)
+        out.extend(self.visit(t) for i, t in enumerate(terms) if i not in grouped)
+        return combine("or", out)
 
     def column(self, parts: list[str]) -> pc.Expression:
         path = _resolve(parts, self.schema, self.text)
@@ -113,15 +219,19 @@ class _Compiler:
                 return pc.scalar(pa.scalar(_dt.date.fromisoformat(inner.this), pa.date32()))
             if pa.types.is_timestamp(target):
                 return pc.scalar(pa.scalar(_dt.datetime.fromisoformat(inner.this), target))
-        return self.visit(inner).cast(target)
+        return self.expr(inner).cast(target)
 
-    def visit(self, node: exp.Expression) -> pc.Expression:
+    def expr(self, node: exp.Expression) -> pc.Expression:
+        """``node`` compiled to one Arrow expression (operands of non-boolean operators)."""
+        return check_expression(self.visit(node), f"filter {self.text!r}")
+
+    def visit(self, node: exp.Expression) -> pc.Expression | BoolNode:
         parts = self.column_parts(node)
         if parts is not None:
             return self.column(parts)
-        v = self.visit
+        v = self.expr
         if isinstance(node, exp.Paren):
-            return v(node.this)
+            return self.visit(node.this)
         if isinstance(node, exp.Literal):
             return self.literal(node)
         if isinstance(node, exp.Boolean):
@@ -131,11 +241,11 @@ class _Compiler:
         if isinstance(node, (exp.Cast, exp.TryCast)):
             return self.cast(node)
         if isinstance(node, exp.And):
-            return v(node.this) & v(node.expression)
+            return combine("and", [self.visit(t) for t in self.chain(node)])
         if isinstance(node, exp.Or):
-            return v(node.this) | v(node.expression)
+            return self.or_chain(node)
         if isinstance(node, exp.Not):
-            return ~v(node.this)
+            return negate(self.visit(node.this))
         if isinstance(node, exp.Neg):
             return pc.negate(v(node.this))
         binary = {
@@ -155,12 +265,7 @@ class _Compiler:
         if isinstance(node, exp.In):
             if node.args.get("query") is not None or not node.expressions:
                 raise self.fail(node)
-            x = v(node.this)
-            items = [v(e) for e in node.expressions]
-            out = x == items[0]
-            for item in items[1:]:
-                out = out | (x == item)
-            return out
+            return self.in_list(node)
         if isinstance(node, exp.Is):
             x = v(node.this)
             rhs = node.expression
@@ -186,13 +291,42 @@ def compile_filter(filter: str | pc.Expression, schema: pa.Schema) -> CompiledFi
         return CompiledFilter(filter, frozenset(cols or {f.name for f in schema}), text)
     if not isinstance(filter, str) or not filter.strip():
         raise InvalidInputError(f"filter must be a SQL string or pyarrow.compute.Expression, got {filter!r}")
+    parsed = parse_filter(filter)
+    comp = _Compiler(schema, filter, parsed.in_lists)
     try:
-        tree = sqlglot.parse_one(filter, dialect=_DIALECT)
-    except sqlglot.errors.SqlglotError as exc:
-        raise InvalidInputError(f"filter {filter!r} does not parse: {exc}") from None
-    comp = _Compiler(schema, filter)
-    expr = comp.visit(tree)
+        expr = comp.visit(parsed.tree)
+    except RecursionError:  # pragma: no cover - nesting is bounded by parse_filter
+        raise InvalidInputError(f"filter {comp.text!r} nests too deeply") from None
     return CompiledFilter(expr, frozenset(comp.columns), filter)
+
+
+def _literal_value(node: exp.Expression) -> int | float | str | None:
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        text = node.this
+        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        v = _literal_value(node.this)
+        return -v if v is not None else None  # type: ignore[operator]
+    return None
+
+
+def _equality_literal(comp: "_Compiler", node: exp.Expression) -> tuple[tuple[str, ...], exp.Expression, object] | None:
+    """``(column path, column node, value)`` when ``node`` is ``column = literal`` (either side)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if type(node) is not exp.EQ:
+        return None
+    for col, lit in ((node.this, node.expression), (node.expression, node.this)):
+        parts = comp.column_parts(col)
+        if parts is None:
+            continue
+        value = _literal_value(lit)
+        if value is None:
+            return None
+        return _resolve(parts, comp.schema, comp.text), col, value
+    return None
 
 
 def evaluate_filter(compiled: CompiledFilter, table: pa.Table, num_rows: int | None = None) -> "pa.Array":
@@ -204,8 +338,10 @@ def evaluate_filter(compiled: CompiledFilter, table: pa.Table, num_rows: int | N
     idx = pa.array(np.arange(n, dtype=np.int64))
     t = table.append_column(idx_name, idx) if table.num_columns else pa.table({idx_name: idx})
     try:
+        if isinstance(compiled.root, BoolNode):
+            return pa.array(evaluate_tree(compiled.root, t), pa.int64())
         # ``& is_valid`` broadcasts literal-only predicates ("true") over the rows.
-        out = t.filter(compiled.expression & pc.field(idx_name).is_valid())
+        out = t.filter(compiled.root & pc.field(idx_name).is_valid())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"filter {compiled.text!r} cannot be evaluated: {exc}") from None
     return out.column(idx_name).combine_chunks()
