@@ -6,6 +6,8 @@ Public API (imported lazily, so ``import lancejit`` stays cheap and compiles not
 
 * :class:`LanceFileReader` / :class:`AsyncLanceFileReader`: read one ``.lance`` file.
 * :class:`SearchCache`: the LRU metadata/decoder-state cache (bounded in bytes).
+* :func:`warmup`: byte-compile lancejit and compile every Numba kernel into the on-disk cache
+  (run once after installing; ``lancejit warmup`` on the command line).
 * Errors: :class:`LanceJitError` and its subclasses (:class:`NotFoundError`,
   :class:`CorruptFileError`, :class:`NotSupportedError`, :class:`RowIndexError`, ...).
 """
@@ -37,6 +39,7 @@ _LAZY = {
     "AsyncLanceFileReader": "lancejit.file.reader",
     "SearchCache": "lancejit.file.cache",
     "FileMetadata": "lancejit.file.container",
+    "warmup": "lancejit.warm",
 }
 
 #: Lazily imported optional API (later layers: ``lancejit.dataset(...)`` etc.), exported when present.
@@ -83,4 +86,5 @@ __all__ = [
     "SchemaMismatchError",
     "SearchCache",
     "StoreError",
+    "warmup",
 ]

@@ -6,6 +6,9 @@ names.  When ``URI`` is a dataset (a directory or prefix; ``--dataset-version N|
 version) it prints the dataset's versions, tags, schema and fragments instead.  Exit status: 0 on success, 1 when lancejit raises an error (message on stderr), 2 on
 bad usage.
 
+``lancejit warmup`` byte-compiles lancejit and compiles every Numba kernel into the on-disk
+cache (run it once after installing, see :mod:`lancejit.warm`).
+
 ``lancejit bench store URI``, ``lancejit bench dataset URI`` and ``lancejit explain take URI
 --rows ...`` measure stores and datasets and show read plans (see :mod:`lancejit.bench.cli`).
 """
@@ -161,6 +164,19 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warmup(args: argparse.Namespace) -> int:
+    """``lancejit warmup``: see :mod:`lancejit.warm`."""
+    from lancejit.warm import warmup
+
+    rep = warmup(byte_compile=not args.no_byte_compile)
+    print(f"lancejit warmup: {rep.kernels - len(rep.not_exercised)} of {rep.kernels} kernels ready "
+          f"({rep.loaded} entry points), {rep.compiled} compiled now, "
+          f"{rep.seconds:.1f} s")
+    if rep.not_exercised:
+        print("not exercised (compiled on first use): " + ", ".join(rep.not_exercised))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lancejit", description="Lance files and datasets with lancejit.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -182,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="store option (repeatable), e.g. aws_endpoint=http://127.0.0.1:9000",
     )
     p.set_defaults(func=cmd_inspect)
+    p = sub.add_parser("warmup", help="byte-compile lancejit and compile every kernel (run once after installing)")
+    p.add_argument("--no-byte-compile", action="store_true", help="only compile the Numba kernels")
+    p.set_defaults(func=cmd_warmup)
     from lancejit.bench.cli import add_bench_commands
 
     add_bench_commands(sub, _add_storage_option)
