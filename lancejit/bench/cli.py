@@ -5,6 +5,7 @@
 * ``lancejit bench dataset URI [--sizes 1,10,100,1000,10000] [--columns a,b] [--repeats N]
   [--scan-repeats N] [--no-scan] [--compare] [--model STORE.json | --no-model] [--json PATH]
   [--plot PNG] [--no-progress] [-o K=V]``
+* ``lancejit explain scan URI --filter F [--columns a,b] [--run]``: pages page statistics skip;
 * ``lancejit explain take URI (--rows 1,5,10-20 | --random N) [--columns a,b] [--run]
   [--model STORE.json] [--json PATH] [-o K=V]``
 
@@ -155,6 +156,26 @@ def cmd_explain_take(args: argparse.Namespace) -> int:
     return 0 if plan.measured is None or plan.measured["requests"] == plan.num_requests else 3
 
 
+def cmd_explain_scan(args: argparse.Namespace) -> int:
+    from lancejit.bench.explain_scan import plan_scan
+    from lancejit.bench.report import parse_list, write_json
+    from lancejit.io.sync import run_sync
+    from lancejit.table.dataset import Dataset
+
+    options = _options(args)
+    columns = parse_list(args.columns, str) if args.columns else None
+
+    async def go():
+        ds = await Dataset.open_async(args.uri, None, options)
+        return await plan_scan(ds, args.filter, columns, run=args.run)
+
+    plan = run_sync(go())
+    _emit(plan.render(), args)
+    if args.json:
+        write_json(plan.to_dict(), args.json)
+    return 0
+
+
 def add_bench_commands(sub: Any, add_storage_option: Callable[[argparse.ArgumentParser], None]) -> None:
     """Register ``bench store``, ``bench dataset`` and ``explain take`` on ``sub``."""
     bench = sub.add_parser("bench", help="benchmark a store or a dataset")
@@ -201,6 +222,14 @@ def add_bench_commands(sub: Any, add_storage_option: Callable[[argparse.Argument
     p.add_argument("--json", metavar="PATH", help="write the plan as JSON ('-': stdout)")
     add_storage_option(p)
     p.set_defaults(func=cmd_explain_take)
+    p = esub.add_parser("scan", help="pages a filtered scan skips from statistics (with --run, measured)")
+    p.add_argument("uri", help="dataset URI")
+    p.add_argument("--filter", required=True, help="SQL filter, e.g. \"id > 100 AND name = 'x'\"")
+    p.add_argument("--columns", help="comma-separated columns (default all)")
+    p.add_argument("--run", action="store_true", help="run the scan with and without pruning; report io_stats")
+    p.add_argument("--json", metavar="PATH", help="write the plan as JSON ('-': stdout)")
+    add_storage_option(p)
+    p.set_defaults(func=cmd_explain_scan)
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
@@ -217,4 +246,5 @@ def _add_model(p: argparse.ArgumentParser) -> None:
                    help="requests per point of the quick calibration (default 32)")
 
 
-__all__ = ["add_bench_commands", "cmd_bench_dataset", "cmd_bench_store", "cmd_explain_take", "parse_rows"]
+__all__ = ["add_bench_commands", "cmd_bench_dataset", "cmd_bench_store", "cmd_explain_scan", "cmd_explain_take",
+           "parse_rows"]

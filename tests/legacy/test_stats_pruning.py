@@ -201,3 +201,23 @@ def test_batches_may_match_never_drops_a_match(seed):
     keep = batches_may_match(Condition("c", "gt", (10**6,)), pa.nulls(3, pa.int64()), pa.nulls(3, pa.int64()))
     assert keep.all()
     assert batches_may_match(Condition("c", "gt", (1.5,)), mins, maxs) is None
+
+
+def test_explain_scan_shows_pruned_pages(legacy_ds, capsys):
+    import json
+
+    from lancejit.cli import main
+
+    uri, n = legacy_ds
+    flt = "id BETWEEN 100 AND 150"
+    assert main(["explain", "scan", uri, "--filter", flt, "--run", "--json", "-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    expected = lance.dataset(uri).count_rows(flt)
+    assert report["measured"]["pruned"]["rows"] == report["measured"]["not pruned"]["rows"] == expected
+    assert report["measured"]["not pruned"]["pages_pruned"] == 0
+    assert report["measured"]["pruned"]["pages_pruned"] == report["pages_pruned"]
+    if n >= 2000:
+        assert report["pages_pruned"] > 0
+        assert report["measured"]["pruned"]["read_bytes"] <= report["measured"]["not pruned"]["read_bytes"]
+    assert main(["explain", "scan", uri, "--filter", flt]) == 0
+    assert "pages pruned" in capsys.readouterr().out
