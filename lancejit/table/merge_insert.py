@@ -193,6 +193,9 @@ class MergeInsertBuilder:
                                     "of the dataset (as in the reference)")
         if self._delete_expr is not None:
             compile_filter(self._delete_expr, file_schema)
+        if self._condition is not None:  # bad conditions fail before any work
+            row = pa.struct(list(file_schema))
+            compile_filter(self._condition, pa.schema([("source", row), ("target", row)]))
         current = self._ds
         for attempt in range(self._retries + 1):
             try:

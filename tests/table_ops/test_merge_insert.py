@@ -224,3 +224,28 @@ def test_two_processes_merge_insert_concurrently(tmp_path):
     updated = {r["id"]: r["v"] for r in t.to_pylist() if r["s"] == "mp" and r["id"] < 10_000}
     assert updated == {k: -k for k in [0, 4, 8, 2, 6, 10]}
     assert lance.dataset(uri).to_table().equals(t)
+
+
+def test_bad_inputs_fail_cleanly_without_commit(tmp_path):
+    from lancejit.core.errors import NotSupportedError
+
+    uri = str(tmp_path / "b.lance")
+    t = pa.table({"id": pa.array([1, 2], pa.int64()), "st": pa.array([{"x": 1}, {"x": 2}])})
+    lance.write_dataset(t, uri)
+    lance.dataset(uri).delete("true")
+    r = lancejit.dataset(uri).merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(t)
+    assert r == {"num_inserted_rows": 2, "num_updated_rows": 0, "num_deleted_rows": 0}
+    assert lance.dataset(uri).to_table().equals(t)
+    ds = lancejit.dataset(uri)
+    for bad in (None, 5, "x"):
+        with pytest.raises(InvalidInputError):
+            ds.merge_insert("id").when_not_matched_insert_all().execute(bad)
+    with pytest.raises(NotSupportedError):
+        ds.merge_insert("st").when_matched_update_all().execute(t)
+    with pytest.raises(InvalidInputError):
+        ds.merge_insert("id").when_matched_update_all("target.nope > 1").execute(t.slice(0, 0))
+    with pytest.raises(InvalidInputError):
+        ds.merge_insert("id").when_not_matched_by_source_delete("nope > 1").execute(t)
+    with pytest.raises(NotSupportedError):  # as in the reference
+        ds.merge_insert("id").when_not_matched_by_source_delete().execute(t.select(["id"]))
+    assert lancejit.dataset(uri).version == ds.version
