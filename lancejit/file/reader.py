@@ -1,8 +1,9 @@
 """``LanceFileReader``: read one Lance file (any supported version) into Arrow.
 
 :class:`AsyncLanceFileReader` is the implementation (``await AsyncLanceFileReader.open(uri)``);
-:class:`LanceFileReader` is its synchronous face, every method running the async one on
-lancejit's I/O loop through :func:`lancejit.io.sync.run_sync`.
+:class:`LanceFileReader` is its synchronous face, every method running the async one through
+:func:`lancejit.io.sync.run_sync`: in the caller's thread for local and memory files, on
+lancejit's I/O loop thread for object stores.
 
 Row ranges are half-open ``[start, end)``.  The reader owns row bookkeeping (projection,
 batching, sorting/deduplicating take indices, restoring request order); the per-version
@@ -35,10 +36,14 @@ from lancejit.core.errors import (
 from lancejit.file.cache import SearchCache, default_cache, file_key
 from lancejit.file.container import FileMetadata, parse_file_metadata
 from lancejit.file.summary import FileSummary, summarize
+from lancejit.file.take_plan import TAKE_PLAN_VERSIONS, run_take, take_table
 from lancejit.file.windows import Slicer, windows
 
 #: Take requests with at least this many indices sort/reorder on a worker thread.
 OFFLOAD_ROWS = 1 << 16
+
+#: Projections whose take plan a reader keeps.
+MAX_PROJECTIONS = 64
 
 #: Most rows one scan window decodes per column (bounds memory for tiny-bytes-per-row columns).
 MAX_WINDOW_ROWS = 1 << 20
@@ -134,6 +139,8 @@ class AsyncLanceFileReader:
         self._metadata = metadata
         self._decoders: dict[str, Any] = {}
         self._decoder_lock = threading.Lock()
+        #: Per projection (``columns`` as a tuple, or None): see :meth:`_take_projection`.
+        self._projections: dict[Any, tuple] = {}
         #: Target encoded bytes per column per scan window (bytes); see :meth:`_window_rows`.
         self.scan_read_bytes = SCAN_READ_BYTES
 
@@ -374,9 +381,20 @@ class AsyncLanceFileReader:
     async def take_rows(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at ``indices`` (any order, duplicates allowed), in request order."""
         idx = _to_indices(indices, self.num_rows)
+        projection = self._projections.get(columns if columns is None else tuple(columns))
+        if projection is not None and idx.size and projection[1] is not None:
+            # the array take path: one plan, one read, one decode per column (take_plan)
+            resolved, table, schema = projection
+            arrays = await run_take(table, self._scheduler, np.ascontiguousarray(idx))
+            return pa.Table.from_arrays(arrays, schema=schema)
         resolved = self._resolve(columns)
         if idx.size == 0 or not resolved:
             return self._result_schema(resolved).empty_table() if resolved else _empty_projection(int(idx.size))
+        if projection is None and self._metadata.version in TAKE_PLAN_VERSIONS:
+            projection = await self._take_projection(columns, resolved)
+            if projection[1] is not None:
+                arrays = await run_take(projection[1], self._scheduler, np.ascontiguousarray(idx))
+                return pa.Table.from_arrays(arrays, schema=projection[2])
         big = idx.size >= OFFLOAD_ROWS
         unique, inverse = await asyncio.to_thread(_sorted_unique, idx) if big else _sorted_unique(idx)
         decoders = await self._decoders_for([t for t, _, _ in resolved])
@@ -395,6 +413,20 @@ class AsyncLanceFileReader:
                 arrays = [a.take(order) for a in arrays]
         by_top = dict(zip(tops, arrays))
         return self._table(resolved, [by_top[t] for t, _, _ in resolved], int(idx.size))
+
+    async def _take_projection(self, columns: Sequence[str] | None, resolved) -> tuple:
+        """``(resolved, take table or None, result schema)`` of a projection, kept per reader:
+        the table when every column is a whole top-level field with a take index."""
+        key = columns if columns is None else tuple(columns)
+        table = None
+        tops = [t for t, _, _ in resolved]
+        if not any(path for _, path, _ in resolved) and len(set(tops)) == len(tops):
+            decoders = await self._decoders_for(tops)
+            table = await take_table([decoders[t] for t in tops], self.num_rows, self._metadata.cache)
+        projection = (resolved, table, self._result_schema(resolved))
+        if len(self._projections) < MAX_PROJECTIONS:
+            self._projections[key] = projection
+        return projection
 
     def _small_read(self, decoders: Sequence[Any], num_rows: int) -> bool:
         """True when ``num_rows`` rows of every decoder fit one window and all of them together
@@ -505,6 +537,15 @@ def _empty_projection_batch(num_rows: int) -> pa.RecordBatch:
 # ---------------------------------------------------------------------- synchronous face
 
 
+class _InlineStore:
+    """Stands for "a local or memory store" when opening (the store is not known yet)."""
+
+    scheme = "file"
+
+
+_INLINE = _InlineStore()
+
+
 def _bridged(async_method):
     """A sync method running ``AsyncLanceFileReader.<name>`` on the I/O loop (same docstring)."""
     name = async_method.__name__
@@ -513,7 +554,7 @@ def _bridged(async_method):
     def method(self, *args, **kwargs):
         from lancejit.io.sync import run_sync
 
-        return run_sync(getattr(self._inner, name)(*args, **kwargs))
+        return run_sync(getattr(self._inner, name)(*args, **kwargs), store=self._inner.store)
 
     return method
 
@@ -532,9 +573,10 @@ class LanceFileReader:
         *,
         cache: SearchCache | None = None,
     ) -> None:
-        from lancejit.io.sync import run_sync
+        from lancejit.io.sync import run_sync, uri_runs_inline
 
-        self._inner = run_sync(AsyncLanceFileReader.open(uri, storage_options, cache=cache))
+        opening = AsyncLanceFileReader.open(uri, storage_options, cache=cache)
+        self._inner = run_sync(opening, store=_INLINE if uri_runs_inline(uri) else None)
 
     @classmethod
     def from_async(cls, inner: AsyncLanceFileReader) -> "LanceFileReader":

@@ -5,6 +5,14 @@ on a single daemon thread that owns one event loop for the whole process (starte
 first use, restarted if it died, e.g. after ``fork``).  Stores cache per-loop state (HTTP
 sessions, scheduler queues), so running everything on this one loop keeps sessions reused.
 
+For stores whose reads are local system calls (local files, memory: :func:`runs_inline`),
+``run_sync(coro, store=store)`` runs the coroutine in the CALLER's thread instead, on a loop
+owned by that thread (:func:`run_here`): no thread hop, same async code, planner and kernels.
+The coroutine is first driven directly (``coro.send``) with that loop marked running; a take
+whose reads complete inline finishes without one event-loop iteration.  When it does suspend
+(a worker-thread read, a gather of tasks), the rest runs as a task on the thread's loop.
+Object stores keep the bridge thread (their sessions live on its loop).
+
 Calling :func:`run_sync` from the loop thread itself would deadlock; it raises
 :class:`RuntimeError` instead.  Calling it from a thread that runs some *other* event loop works
 (the calling thread blocks until the result is ready) but blocks that loop: async callers should
@@ -86,14 +94,134 @@ def in_loop_thread() -> bool:
     return _thread is not None and threading.current_thread() is _thread
 
 
-def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-    """Run ``coro`` on the I/O loop thread and return its result (exceptions re-raised as is).
+#: Store schemes whose reads are local system calls or memory copies: run in the caller's thread.
+INLINE_SCHEMES = frozenset({"file", "memory"})
+
+
+def runs_inline(store: Any) -> bool:
+    """True when synchronous calls on ``store`` run in the caller's thread (local, memory)."""
+    return getattr(store, "scheme", None) in INLINE_SCHEMES
+
+
+def uri_runs_inline(uri: Any) -> bool:
+    """True when ``uri`` names a local path, ``file://`` or ``memory://`` object."""
+    text = str(uri)
+    return "://" not in text or text.startswith(("file://", "memory://"))
+
+
+class _ThreadLoop:
+    """The event loop of one caller thread (closed when the thread's locals are collected)."""
+
+    __slots__ = ("loop", "pid", "__weakref__")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
+
+    def __del__(self) -> None:
+        try:
+            if not self.loop.is_closed() and not self.loop.is_running():
+                self.loop.close()
+        except BaseException:  # noqa: BLE001 - never fail in a finalizer
+            pass
+
+
+_local = threading.local()
+
+
+def thread_loop() -> asyncio.AbstractEventLoop:
+    """The calling thread's own event loop for :func:`run_here` (created on first use)."""
+    holder = getattr(_local, "holder", None)
+    if holder is None or holder.pid != os.getpid() or holder.loop.is_closed():
+        holder = _local.holder = _ThreadLoop()
+    return holder.loop
+
+
+class _Resume:
+    """Awaitable continuing a coroutine that was started outside a task and suspended on
+    ``first`` (an asyncio future): waits for each future it yields, forwards cancellation."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], first: Any) -> None:
+        self.coro, self.first = coro, first
+
+    def __await__(self):
+        coro, fut = self.coro, self.first
+        while True:
+            try:
+                yield fut
+            except BaseException as exc:  # cancellation (or an error thrown in): pass it on
+                try:
+                    fut = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+                continue
+            try:
+                fut = coro.send(None)
+            except StopIteration as stop:
+                return stop.value
+
+
+async def _finish(coro: Coroutine[Any, Any, T], first: Any) -> T:
+    return await _Resume(coro, first)
+
+
+def run_here(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` in the calling thread on the thread's own loop (:func:`thread_loop`).
+
+    The caller must not be running an event loop.  The coroutine runs directly with the loop
+    marked running; if it suspends, the rest runs as a task of that loop until it completes.
+    Callbacks it scheduled (``call_soon``) run before returning.
+    """
+    loop = thread_loop()
+    asyncio._set_running_loop(loop)
+    try:
+        first = coro.send(None)
+    except StopIteration as stop:
+        asyncio._set_running_loop(None)
+        if loop._ready:  # type: ignore[attr-defined]  # callbacks it scheduled: run them now
+            loop.run_until_complete(_noop())
+        return stop.value
+    except BaseException:
+        asyncio._set_running_loop(None)
+        raise
+    asyncio._set_running_loop(None)
+    if first is not None and not getattr(first, "_asyncio_future_blocking", False):  # None: sleep(0)
+        coro.close()
+        raise RuntimeError(f"coroutine yielded {first!r}, not an asyncio future")
+    task = loop.create_task(_finish(coro, first))
+    try:
+        return loop.run_until_complete(task)
+    except BaseException:
+        if not task.done():  # KeyboardInterrupt: cancel and let it clean up
+            task.cancel()
+            try:
+                loop.run_until_complete(task)
+            except BaseException:  # noqa: BLE001
+                pass
+        raise
+
+
+async def _noop() -> None:
+    return None
+
+
+def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None, *, store: Any = None) -> T:
+    """Run ``coro`` and return its result (exceptions re-raised as is).
+
+    On the I/O loop thread, unless ``store`` is a local or memory store (:func:`runs_inline`),
+    no ``timeout`` is given and the calling thread runs no event loop: then in the caller's
+    thread (:func:`run_here`).
 
     ``timeout`` (seconds) cancels the coroutine and raises :class:`TimeoutError` when exceeded.
     A ``KeyboardInterrupt`` in the caller cancels the coroutine too.
     """
     if not asyncio.iscoroutine(coro):
         raise TypeError(f"run_sync needs a coroutine, got {type(coro).__name__}")
+    if (store is not None and timeout is None and runs_inline(store)
+            and asyncio._get_running_loop() is None and not in_loop_thread()):
+        return run_here(coro)
     if in_loop_thread():
         coro.close()
         raise RuntimeError(
@@ -141,4 +269,5 @@ def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
             run_sync(agen.aclose())
 
 
-__all__ = ["get_loop", "in_loop_thread", "iter_sync", "run_sync", "shutdown"]
+__all__ = ["get_loop", "in_loop_thread", "iter_sync", "run_here", "run_sync", "runs_inline", "shutdown", "thread_loop",
+           "uri_runs_inline"]

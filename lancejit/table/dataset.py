@@ -393,7 +393,7 @@ class Dataset:
         ``filter`` (SQL string or ``pyarrow.compute.Expression``), then ``offset``/``limit`` in
         scan order; ``with_row_id``/``with_row_address`` append uint64 ``_rowid``/``_rowaddr``."""
         return run_sync(self.to_table_async(columns, filter, limit, offset, with_row_id,
-                                            with_row_address, batch_size, fragment_ids))
+                                            with_row_address, batch_size, fragment_ids), store=self._ctx.store)
 
     def to_batches(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
                    with_row_address=False, batch_size=None, fragment_ids=None) -> Iterator[pa.RecordBatch]:
@@ -409,7 +409,7 @@ class Dataset:
 
     def count_rows(self, filter: str | pc.Expression | None = None) -> int:
         """Rows after deletions (matching ``filter`` if given)."""
-        return run_sync(self.count_rows_async(filter))
+        return run_sync(self.count_rows_async(filter), store=self._ctx.store)
 
     async def take_async(self, indices: Any, columns: Sequence[str] | None = None,
                          with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
@@ -419,7 +419,7 @@ class Dataset:
 
     def take(self, indices: Any, columns: Sequence[str] | None = None,
              with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
-        return run_sync(self.take_async(indices, columns, with_row_id, with_row_address))
+        return run_sync(self.take_async(indices, columns, with_row_id, with_row_address), store=self._ctx.store)
 
     async def take_rows_async(self, row_ids: Any, columns: Sequence[str] | None = None,
                               with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
@@ -430,7 +430,7 @@ class Dataset:
 
     def take_rows(self, row_ids: Any, columns: Sequence[str] | None = None,
                   with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
-        return run_sync(self.take_rows_async(row_ids, columns, with_row_id, with_row_address))
+        return run_sync(self.take_rows_async(row_ids, columns, with_row_id, with_row_address), store=self._ctx.store)
 
     def __len__(self) -> int:
         return self.count_rows()

@@ -13,7 +13,6 @@ Levels are loaded once per page and kept; reads slice them by rows.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Sequence
 
 import numpy as np
@@ -122,23 +121,21 @@ class ConstantPage(LayoutPage):
         if len(self.level_bufs) not in (0, 2):
             raise CorruptFileError(f"all-null/constant page with {nbuf} buffers", path=ctx.path)
         self._state: tuple | None = None
-        self._lock = asyncio.Lock()
 
     async def _load(self) -> tuple:
         if self._state is not None:
             return self._state
-        async with self._lock:
-            if self._state is not None:
-                return self._state
+        # no lock: concurrent loads on one loop share the cache's single load, and this page
+        # may be read from several event loops (the I/O loop, callers' own threads)
 
-            async def load() -> tuple:
-                ranges = self._meta_ranges()
-                bufs = await self.ctx.read(ranges, priority=self.page.priority) if ranges else []
-                return self._parse(bufs)
+        async def load() -> tuple:
+            ranges = self._meta_ranges()
+            bufs = await self.ctx.read(ranges, priority=self.page.priority) if ranges else []
+            return self._parse(bufs)
 
-            st = await self.ctx.cached(self._key(), load, _state_bytes)
-            self._state = st
-            return st
+        st = await self.ctx.cached(self._key(), load, _state_bytes)
+        self._state = st
+        return st
 
     def _key(self) -> tuple:
         return ("v21-constant", self.ctx.column_index, self.page_index)

@@ -105,7 +105,6 @@ class MiniBlockPage(LayoutPage):
         self.has_dict = layout.HasField("dictionary")
         self.rep_depth = int(layout.repetition_index_depth)
         self._table: ChunkTable | None = None
-        self._lock = asyncio.Lock()
         nbuf = len(page.buffer_offsets)
         need = 2 + (1 if self.has_dict else 0) + (1 if self.rep_depth > 0 else 0)
         if nbuf < need:
@@ -122,19 +121,18 @@ class MiniBlockPage(LayoutPage):
         """The page's chunk table, dictionary and repetition index (loaded once)."""
         if self._table is not None:
             return self._table
-        async with self._lock:
-            if self._table is not None:
-                return self._table
+        # no lock: concurrent loads on one loop share the cache's single load, and this page
+        # may be read from several event loops (the I/O loop, callers' own threads)
 
-            async def load() -> ChunkTable:
-                ranges = self._meta_ranges()
-                bufs = await self.ctx.read(ranges, priority=self.page.priority)
-                nbytes = sum(len(b) for b in bufs)
-                return await self.ctx.decode(nbytes, self._parse_meta, bufs)
+        async def load() -> ChunkTable:
+            ranges = self._meta_ranges()
+            bufs = await self.ctx.read(ranges, priority=self.page.priority)
+            nbytes = sum(len(b) for b in bufs)
+            return await self.ctx.decode(nbytes, self._parse_meta, bufs)
 
-            cached = await self.ctx.cached(self._key(), load, lambda v: v.nbytes())
-            self._table = cached
-            return cached
+        cached = await self.ctx.cached(self._key(), load, lambda v: v.nbytes())
+        self._table = cached
+        return cached
 
     def _key(self) -> tuple:
         return ("v21-miniblock", self.ctx.column_index, self.page_index)

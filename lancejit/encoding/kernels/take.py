@@ -1,0 +1,234 @@
+"""Numba kernels of the array take path (:mod:`lancejit.encoding.v21.take_index`).
+
+A take over ``c`` columns of ``k`` rows is planned as ``c * k`` *items* (item ``j * k + i`` is
+row ``rows[i]`` of column ``j``) over one table of *segments*: a mini-block chunk (its whole
+byte range is read) or a full-zip page of fixed-width rows (one row's bytes are read).
+Segment ``g`` covers keys ``[seg_key[g], seg_key[g + 1])`` where a column's keys are its rows
+shifted by the column's ``col_base``.  Byte ranges are half-open.
+
+Every kernel fills preallocated arrays and returns an error code (0 = ok) or a count; the
+callers check shapes in Python.  NumPy references: ``tests/v21/test_take_index.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancejit.encoding.kernels.bitpack import unpack_blocks
+from lancejit.encoding.kernels.fsst import _decode_value
+from lancejit.encoding.kernels.jit import njit
+
+#: Error codes of the decode kernels.
+TAKE_OK = 0
+TAKE_BAD_CHUNK = 1
+TAKE_BAD_OFFSETS = 2
+TAKE_BAD_WIDTH = 3
+
+
+@njit(cache=True, nogil=True)
+def plan_take(seg_key, seg_b0, seg_stride, seg_len, col_base, rows, item_seg, item_in, item_pos,
+              ranges):  # pragma: no cover - compiled
+    """Map every item to its segment and byte range; dedupe the ranges.
+
+    Fills, per item ``t``: ``item_seg`` (segment), ``item_in`` (row inside the segment) and
+    ``item_pos`` (where the item's range starts in the concatenation of the returned ranges);
+    and the unique ranges ``ranges[:, 0]``/``ranges[:, 1]`` sorted by start (capacity ``c * k``).
+    Returns the number of ranges.  Callers check ``0 <= rows < num_rows``.
+    """
+    ncols = col_base.shape[0]
+    k = rows.shape[0]
+    n = ncols * k
+    nseg = seg_key.shape[0]
+    starts = np.empty(n, dtype=np.int64)
+    for j in range(ncols):
+        base = col_base[j]
+        for i in range(k):
+            key = base + rows[i]
+            lo = 0
+            hi = nseg
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if seg_key[mid] <= key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            g = lo - 1
+            t = j * k + i
+            r = key - seg_key[g]
+            item_seg[t] = g
+            item_in[t] = r
+            starts[t] = seg_b0[g] + r * seg_stride[g]
+    order = np.argsort(starts, kind="mergesort")
+    nr = 0
+    pos = 0
+    cur = 0
+    prev = -1
+    for q in range(n):
+        t = order[q]
+        s = starts[t]
+        if s != prev:
+            e = s + seg_len[item_seg[t]]
+            ranges[nr, 0] = s
+            ranges[nr, 1] = e
+            cur = pos
+            pos += e - s
+            nr += 1
+            prev = s
+        item_pos[t] = cur
+    return nr
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _read_le(data, p, width):  # pragma: no cover - compiled
+    v = np.int64(0)
+    for b in range(width):
+        v |= np.int64(data[p + b]) << (8 * b)
+    return v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _value_buffer(data, p, length, szw):  # pragma: no cover - compiled
+    """``(start, size)`` of the single value buffer of the chunk at ``data[p:p+length]``
+    (no rep/def levels: a u16 level count, one ``szw``-byte buffer size, padding to 8), or
+    ``(-1, 0)`` when the header does not fit."""
+    head = 2 + szw
+    voff = (head + 7) // 8 * 8
+    if length < voff or p + length > data.shape[0]:
+        return np.int64(-1), np.int64(0)
+    size = _read_le(data, p + 2, szw)
+    if voff + size > length:
+        return np.int64(-1), np.int64(0)
+    return p + voff, size
+
+
+@njit(cache=True, nogil=True)
+def take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, width, out):  # pragma: no cover
+    """Copy the ``width``-byte value of every item to ``out[t * width:]``.
+
+    Mini-block segments (``seg_szw > 0``): value ``item_in`` of the chunk's value buffer;
+    full-zip segments (``seg_szw == 0``): the item's range is the value.
+    """
+    for t in range(item_pos.shape[0]):
+        g = item_seg[t]
+        p = item_pos[t]
+        szw = seg_szw[g]
+        if szw == 0:
+            if p + width > data.shape[0]:
+                return TAKE_BAD_CHUNK
+            src = p
+        else:
+            vb, size = _value_buffer(data, p, seg_len[g], szw)
+            off = item_in[t] * width
+            if vb < 0 or off + width > size:
+                return TAKE_BAD_CHUNK
+            src = vb + off
+        o = t * width
+        for b in range(width):
+            out[o + b] = data[src + b]
+    return TAKE_OK
+
+
+@njit(cache=True, nogil=True)
+def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count,
+                   tmpw, tmpb, tmp, out):  # pragma: no cover - compiled
+    """Inline bit-packed chunks: value ``item_in`` of each item's chunk into ``out[t]``.
+
+    ``tmpw`` (T-bit words, 1025 of them) and ``tmpb`` (its bytes) stage a chunk's value
+    buffer: one word holding the bit width W, then ``(1024 // T) * W`` packed words; ``tmp``
+    (1024 T-bit words) receives the unpacked chunk (reused while items stay in one chunk).
+    """
+    t_bits = tmpw.itemsize * 8
+    ws = tmpw.itemsize
+    lanes = 1024 // t_bits
+    last = np.int64(-1)
+    for t in range(item_pos.shape[0]):
+        g = item_seg[t]
+        p = item_pos[t]
+        if p != last:
+            vb, size = _value_buffer(data, p, seg_len[g], seg_szw[g])
+            if vb < 0 or size < ws or seg_count[g] > 1024:
+                return TAKE_BAD_CHUNK
+            width = _read_le(data, vb, ws)
+            if width > t_bits:
+                return TAKE_BAD_WIDTH
+            nbytes = (1 + lanes * width) * ws
+            if nbytes > size:
+                return TAKE_BAD_CHUNK
+            for b in range(nbytes):
+                tmpb[b] = data[vb + b]
+            unpack_blocks(tmpw[1: 1 + lanes * width], width, 1, tmp)
+            last = p
+        r = item_in[t]
+        if r >= seg_count[g]:
+            return TAKE_BAD_CHUNK
+        out[t] = tmp[r]
+    return TAKE_OK
+
+
+@njit(cache=True, nogil=True)
+def take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, owidth,
+               out_starts, out_ends):  # pragma: no cover - compiled
+    """Byte spans (positions in ``data``) of variable-width values: each chunk's value buffer
+    starts with ``count + 1`` little-endian offsets of ``owidth`` bytes (4 or 8), positions
+    inside that buffer; item ``t`` is value ``item_in[t]``."""
+    for t in range(item_pos.shape[0]):
+        g = item_seg[t]
+        vb, size = _value_buffer(data, item_pos[t], seg_len[g], seg_szw[g])
+        c = seg_count[g]
+        r = item_in[t]
+        lo = (c + 1) * owidth
+        if vb < 0 or lo > size or r >= c:
+            return TAKE_BAD_CHUNK
+        a = _read_le(data, vb + r * owidth, owidth)
+        b = _read_le(data, vb + (r + 1) * owidth, owidth)
+        if a < lo or b < a or b > size:
+            return TAKE_BAD_OFFSETS
+        out_starts[t] = vb + a
+        out_ends[t] = vb + b
+    return TAKE_OK
+
+
+@njit(cache=True, nogil=True)
+def copy_spans(data, starts, ends, out_offsets, out_data):  # pragma: no cover - compiled
+    """Concatenate ``data[starts[t]:ends[t]]`` into ``out_data``; ``out_offsets`` (``n + 1``
+    entries from 0) receives the boundaries.  Returns the bytes written."""
+    o = 0
+    out_offsets[0] = 0
+    for t in range(starts.shape[0]):
+        s = starts[t]
+        n = ends[t] - s
+        out_data[o: o + n] = data[s: s + n]
+        o += n
+        out_offsets[t + 1] = o
+    return o
+
+
+@njit(cache=True, nogil=True)
+def fsst_take(data, starts, ends, item_seg, seg0, seg_tab, words, lens, enabled, out_offsets,
+              out_data):  # pragma: no cover - compiled
+    """FSST-decode ``data[starts[t]:ends[t]]`` with the symbol table of the item's page
+    (``seg_tab[item_seg[t] - seg0]``; ``words``/``lens``: ``(tables, 256)`` symbol words and
+    lengths, 0 = escape/invalid; a table not ``enabled`` stores raw bytes).  ``out_data`` holds
+    ``8 * sum(ends - starts) + 8`` bytes.  Returns ``(bytes written, -1)`` or ``(0, t)`` for
+    the first malformed value."""
+    o = np.uint64(0)
+    out_offsets[0] = 0
+    for t in range(starts.shape[0]):
+        tab = seg_tab[item_seg[t] - seg0]
+        s = np.uint64(starts[t])
+        e = np.uint64(ends[t])
+        if enabled[tab]:
+            o, ok = _decode_value(data, s, e, words[tab], lens[tab], out_data, o)
+            if not ok:
+                return np.int64(0), np.int64(t)
+        else:
+            while s < e:
+                out_data[o] = data[s]
+                o += np.uint64(1)
+                s += np.uint64(1)
+        out_offsets[t + 1] = o
+    return np.int64(o), np.int64(-1)
+
+
+__all__ = ["fsst_take", "TAKE_BAD_CHUNK", "TAKE_BAD_OFFSETS", "TAKE_BAD_WIDTH", "TAKE_OK", "copy_spans", "plan_take",
+           "take_bitpacked", "take_fixed", "take_spans"]

@@ -1,0 +1,284 @@
+"""Array take path of 2.1/2.2 columns: per-column segment tables, built once and cached.
+
+A :class:`ColumnTakeIndex` lists, for one leaf column, every *segment* a take can read: each
+chunk of its mini-block pages (first row, absolute byte range, value count) and each full-zip
+page of fixed-width rows (first row, byte position of row 0, row stride).  It is built when the
+column is first taken from (the chunk tables come from :meth:`MiniBlockPage.table`, i.e. the
+page metadata read once) and kept in the file's search cache, so a take plans every column
+with one kernel (:func:`lancejit.encoding.kernels.take.plan_take`) and decodes each column with
+one kernel straight into its output (:func:`take_column`), in request order.
+
+Columns qualify when they hold one leaf without repetition or definition levels (no nulls
+stored) and every page is a mini-block page with one value buffer and no dictionary (values
+flat fixed width, inline bit-packed, plain variable or FSST over plain variable, one FSST table
+per column) or a full-zip page of fixed-width plain values.  Other columns return ``None`` and
+keep the general decoders.  Rows are half-open ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.errors import CorruptFileError
+from lancejit.encoding.kernels import take as kt
+from lancejit.encoding.v21.batch import plain_variable_width, plain_width_bits
+from lancejit.encoding.v21.fullzip import FullZipPage
+from lancejit.encoding.v21.miniblock import MiniBlockPage
+
+#: Value kinds of the take path.
+FIXED, BITPACKED, VARIABLE, FSST = "fixed", "bitpacked", "variable", "fsst"
+
+_WORDS = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnTakeIndex:
+    """Segments of one leaf column (arrays indexed by segment, in row order).
+
+    ``row0``: first row; ``b0``: absolute byte position of the segment (chunk start, or the
+    full-zip page's row 0); ``stride``: bytes per row for full-zip segments, 0 for chunks;
+    ``length``: bytes read per item (the chunk, or one row); ``szw``: chunk buffer-size width
+    (2 or 4; 0 = full-zip row); ``count``: values in the chunk (1 for full-zip).
+    ``kind``/``width``: value kind and bytes per value (fixed), bits (bit-packed) or offset
+    bytes (variable); ``fsst``: the column's symbol table; ``arrow_type``: output type.
+    """
+
+    column: int
+    num_rows: int
+    row0: np.ndarray
+    b0: np.ndarray
+    stride: np.ndarray
+    length: np.ndarray
+    szw: np.ndarray
+    count: np.ndarray
+    kind: str
+    width: int
+    fsst: Any
+    arrow_type: pa.DataType
+    path: str
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.row0, self.b0, self.stride, self.length, self.szw, self.count)) + 512
+
+
+def _fixed_type_ok(t: pa.DataType, bits: int) -> bool:
+    if pa.types.is_fixed_size_list(t):
+        child = t.value_type
+        return _primitive(child) and child.bit_width * t.list_size == bits
+    return _primitive(t) and t.bit_width == bits
+
+
+def _primitive(t: pa.DataType) -> bool:
+    if pa.types.is_boolean(t) or pa.types.is_dictionary(t) or isinstance(t, pa.ExtensionType):
+        return False
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+            or pa.types.is_decimal(t))
+
+
+def _binary_type(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+            or pa.types.is_large_binary(t))
+
+
+def _page_kind(page: Any, value_type: pa.DataType) -> tuple[str, int, Any] | None:
+    """``(kind, width, fsst symbol table bytes)`` of a page the take path reads, else None."""
+    if isinstance(page, FullZipPage):
+        if page.has_rep or page.cw != 0 or page.fixed <= 0 or page.use_index:
+            return None
+        bits = plain_width_bits(page.layout.value_compression)
+        if bits is None or bits != page.fixed * 8 or not _fixed_type_ok(value_type, bits):
+            return None
+        return FIXED, page.fixed, None
+    if not isinstance(page, MiniBlockPage):
+        return None
+    if page.has_rep or page.has_def or page.has_dict or page.rep_depth or page.num_buffers != 1:
+        return None
+    enc = page.layout.value_compression
+    bits = plain_width_bits(enc)
+    if bits is not None:
+        if bits % 8 or not _fixed_type_ok(value_type, bits):
+            return None
+        return FIXED, bits // 8, None
+    kind = enc.WhichOneof("compression")
+    if kind == "inline_bitpacking":
+        ib = enc.inline_bitpacking
+        ubits = int(ib.uncompressed_bits_per_value)
+        if (ib.HasField("values") and ib.values.scheme) or ubits not in _WORDS:
+            return None
+        if not _fixed_type_ok(value_type, ubits) or pa.types.is_fixed_size_list(value_type):
+            return None
+        return BITPACKED, ubits, None
+    if not _binary_type(value_type):
+        return None
+    width = plain_variable_width(enc)
+    if width is not None:
+        return VARIABLE, width, None
+    if kind == "fsst":
+        width = plain_variable_width(enc.fsst.values)
+        if width is not None:
+            return FSST, width, bytes(enc.fsst.symbol_table)
+    return None
+
+
+async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
+    """The take index of a 2.1/2.2 field decoder's column (cached in the file's search cache),
+    or None when the field does not qualify (see the module docstring)."""
+    leaves = getattr(decoder, "leaves", None)
+    if not leaves or len(leaves) != 1:
+        return None
+    lc = leaves[0]
+    if lc.row_scale != 1 or len(lc.leaf.fields) != 1 or lc.ctx.canon.max_rep > 0:
+        return None
+    if lc.ctx.value_type != decoder.field.type:
+        return None
+    ctx = lc.ctx
+    key = ("v21-take-index", ctx.column_index)
+    cached = ctx.cache_get(key)
+    if cached is not None:
+        return cached
+    kinds = [_page_kind(p, ctx.value_type) for p in lc.pages]
+    if not kinds or any(k is None for k in kinds):
+        return None
+    if len({(k[0], k[1]) for k in kinds}) != 1:
+        return None  # pages of different value encodings
+    kind, width, _ = kinds[0]
+    mini = [p for p in lc.pages if isinstance(p, MiniBlockPage)]
+    tables = await asyncio.gather(*(p.table() for p in mini)) if len(mini) > 1 else (
+        [await mini[0].table()] if mini else [])
+    by_page = dict(zip((id(p) for p in mini), tables))
+    parts = []
+    starts = lc.page_starts
+    for i, page in enumerate(lc.pages):
+        r0 = int(starts[i])
+        if isinstance(page, FullZipPage):
+            parts.append((np.array([r0]), np.array([page.data_off]), np.array([page.fixed]),
+                          np.array([page.fixed]), np.zeros(1, np.int64), np.ones(1, np.int64)))
+            continue
+        t = by_page[id(page)]
+        if kind == BITPACKED and t.counts.size and int(t.counts.max()) > 1024:
+            return None
+        n = t.counts.size
+        base = int(page.page.buffer_offsets[1])
+        if n and int(t.counts.min()) <= 0:
+            return None
+        parts.append((t.first_row + r0, t.offsets + base, np.zeros(n, np.int64), t.sizes,
+                      np.full(n, 4 if page.large else 2, np.int64), t.counts))
+    cols = [np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(6)]
+    row0, b0, stride, length, szw, count = cols
+    path = ctx.path
+    if row0.size == 0 or row0[0] != 0:
+        return None
+    nxt = np.append(row0[1:], lc.num_rows)
+    ends = np.where(stride > 0, b0 + stride * (nxt - row0), b0 + length)
+    if int(b0.min()) < 0 or (ctx.file_size and int(ends.max()) > ctx.file_size):
+        raise CorruptFileError(f"column {ctx.column_index}: pages outside the file", path=path)
+    fsst = None
+    if kind == FSST:
+        fsst = _fsst_tables(kinds, np.array([p[0].size for p in parts], dtype=np.int64), path)
+    index = ColumnTakeIndex(ctx.column_index, lc.num_rows, row0, b0, stride, length, szw, count, kind,
+                            width, fsst, decoder.field.type, path)
+    ctx.cache_put(key, index, index.nbytes())
+    return index
+
+
+@dataclass(frozen=True, slots=True)
+class FsstTables:
+    """The FSST symbol tables of a column's pages: ``words``/``lens`` ``(tables, 256)`` uint64
+    (each code's symbol as a little-endian word, its length; 0 = escape or invalid),
+    ``enabled`` per table, and ``seg_tab``: the table of each segment."""
+
+    words: np.ndarray
+    lens: np.ndarray
+    enabled: np.ndarray
+    seg_tab: np.ndarray
+
+
+def _fsst_tables(kinds: list, segs_per_page: np.ndarray, path: str) -> FsstTables:
+    from lancejit.encoding.v21.fsst import parse_symbol_table
+
+    ids: dict[bytes, int] = {}
+    words, lens, enabled = [], [], []
+    page_tab = []
+    for (_, _, raw) in kinds:
+        tab = ids.get(raw)
+        if tab is None:
+            t = parse_symbol_table(raw, path=path)
+            ln = t.sym_lens.astype(np.uint64)
+            ln[min(t.n_symbols, 255):] = 0
+            words.append(np.ascontiguousarray(t.sym_bytes).view("<u8").reshape(256))
+            lens.append(ln)
+            enabled.append(t.enabled)
+            tab = ids[raw] = len(words) - 1
+        page_tab.append(tab)
+    seg_tab = np.repeat(np.asarray(page_tab, dtype=np.int64), segs_per_page)
+    return FsstTables(np.stack(words).astype(np.uint64), np.stack(lens), np.asarray(enabled, dtype=np.bool_), seg_tab)
+
+
+def take_column(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, item_in: np.ndarray,
+                item_seg: np.ndarray, seg_szw: np.ndarray, seg_len: np.ndarray,
+                seg_count: np.ndarray, seg0: int) -> pa.Array:
+    """The rows of one column's items (request order) as an Arrow array.
+
+    ``data``: the concatenated read ranges; ``item_*``: this column's slice of the plan;
+    ``seg_*``: the combined segment table the plan indexes; ``seg0``: the column's first
+    segment in it.
+    """
+    k = item_pos.size
+    kind, w, t = index.kind, index.width, index.arrow_type
+    if kind == FIXED:
+        out = np.empty(k * w, dtype=np.uint8)
+        err = kt.take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, w, out)
+        _check(err, index)
+        return _fixed_array(t, k, out)
+    if kind == BITPACKED:
+        dt = _WORDS[w]
+        tmpw = np.zeros(1025, dtype=dt)
+        out = np.empty(k, dtype=dt)
+        err = kt.take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, tmpw,
+                                tmpw.view(np.uint8), np.empty(1024, dtype=dt), out)
+        _check(err, index)
+        return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
+    starts = np.empty(k, dtype=np.int64)
+    ends = np.empty(k, dtype=np.int64)
+    err = kt.take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, w, starts, ends)
+    _check(err, index)
+    offsets = np.empty(k + 1, dtype=np.int64)
+    if kind == VARIABLE:
+        values = np.empty(int((ends - starts).sum()), dtype=np.uint8)
+        kt.copy_spans(data, starts, ends, offsets, values)
+    else:
+        tabs = index.fsst
+        values = np.empty(8 * int((ends - starts).sum()) + 8, dtype=np.uint8)
+        _, bad = kt.fsst_take(data, starts, ends, item_seg, seg0, tabs.seg_tab, tabs.words, tabs.lens,
+                              tabs.enabled, offsets, values)
+        if bad >= 0:
+            raise CorruptFileError(f"FSST value {bad} uses an unknown code or ends in an escape", path=index.path)
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    if not large:
+        if offsets[-1] > np.iinfo(np.int32).max:
+            raise CorruptFileError("taken values exceed 2 GiB for a 32-bit-offset type", path=index.path)
+        offsets = offsets.astype(np.int32)
+    return pa.Array.from_buffers(t, k, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+
+
+def _fixed_array(t: pa.DataType, k: int, out: np.ndarray) -> pa.Array:
+    if pa.types.is_fixed_size_list(t):
+        child = pa.Array.from_buffers(t.value_type, k * t.list_size, [None, pa.py_buffer(out)])
+        return pa.Array.from_buffers(t, k, [None], children=[child])
+    return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
+
+
+def _check(err: int, index: ColumnTakeIndex) -> None:
+    if err:
+        what = {kt.TAKE_BAD_CHUNK: "a chunk shorter than its values",
+                kt.TAKE_BAD_OFFSETS: "value offsets out of order or out of bounds",
+                kt.TAKE_BAD_WIDTH: "an invalid bit width"}.get(err, "a malformed chunk")
+        raise CorruptFileError(f"column {index.column}: {what}", path=index.path)
+
+
+__all__ = ["ColumnTakeIndex", "build_column_index", "take_column"]

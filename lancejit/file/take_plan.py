@@ -1,0 +1,137 @@
+"""The file-level array take: plan every column at once, read once, decode once per column.
+
+For a projection whose columns all have a take index
+(:class:`~lancejit.encoding.v21.take_index.ColumnTakeIndex`), :class:`TakeTable` concatenates
+their segment tables once (kept on the reader and in the file's search cache).  A take of ``k``
+rows (request order, duplicates allowed) is then:
+
+1. one kernel (:func:`~lancejit.encoding.kernels.take.plan_take`) mapping all ``c * k`` items to
+   segments and producing the unique byte ranges, sorted;
+2. ONE ``read_ranges`` call on the file's scheduler (which coalesces neighbours);
+3. one decode kernel per column writing the requested rows, in request order, straight into
+   the output buffers (no sort, no reorder afterwards).
+
+The Python work per take is constant in the number of pages, chunks and rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.encoding.kernels.take import plan_take
+
+#: Take path for files of these versions.
+TAKE_PLAN_VERSIONS = frozenset({"2.1", "2.2"})
+
+
+@dataclass(frozen=True, slots=True)
+class TakeTable:
+    """The segment tables of several columns of one file, concatenated.
+
+    Column ``j``'s segments have keys ``col_base[j] + row0`` (``col_base[j] = j * (num_rows + 1)``),
+    so one binary search over ``seg_key`` finds the segment of any (column, row).
+    """
+
+    columns: tuple[Any, ...]
+    col_base: np.ndarray
+    seg0: tuple[int, ...]
+    seg_key: np.ndarray
+    seg_b0: np.ndarray
+    seg_stride: np.ndarray
+    seg_len: np.ndarray
+    seg_szw: np.ndarray
+    seg_count: np.ndarray
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.seg_key, self.seg_b0, self.seg_stride, self.seg_len,
+                                      self.seg_szw, self.seg_count)) + 256
+
+
+def combine(indexes: Sequence[Any], num_rows: int) -> TakeTable:
+    """The :class:`TakeTable` of column take indexes (all of one file of ``num_rows`` rows)."""
+    span = int(num_rows) + 1
+    col_base = np.arange(len(indexes), dtype=np.int64) * span
+    key = np.concatenate([ix.row0 + col_base[j] for j, ix in enumerate(indexes)])
+
+    def cat(name: str) -> np.ndarray:
+        return np.ascontiguousarray(np.concatenate([getattr(ix, name) for ix in indexes]), dtype=np.int64)
+
+    firsts = np.cumsum([0] + [ix.row0.size for ix in indexes])[:-1]
+    return TakeTable(tuple(indexes), col_base, tuple(int(f) for f in firsts), np.ascontiguousarray(key),
+                     cat("b0"), cat("stride"),
+                     cat("length"), cat("szw"), cat("count"))
+
+
+async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any) -> TakeTable | None:
+    """The take table of ``decoders`` (one per column, in output order), or None when one of
+    them does not qualify; cached under the columns in ``cache`` (a ``FileCache`` or None)."""
+    from lancejit.encoding.v21.take_index import build_column_index
+
+    key = None
+    if cache is not None:
+        cols = tuple(_column_of(d) for d in decoders)
+        if None in cols:
+            return None
+        key = ("take-table", cols)
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+    # all columns at once: their page metadata reads merge into one request (same loop tick)
+    if len(decoders) == 1:
+        indexes = [await build_column_index(decoders[0])]
+    else:
+        indexes = await asyncio.gather(*(build_column_index(d) for d in decoders))
+    if any(ix is None for ix in indexes):
+        return None
+    table = combine(indexes, num_rows)
+    if cache is not None:
+        cache.put(key, table, table.nbytes())
+    return table
+
+
+def _column_of(decoder: Any) -> int | None:
+    leaves = getattr(decoder, "leaves", None)
+    if not leaves or len(leaves) != 1:
+        return None
+    return leaves[0].ctx.column_index
+
+
+async def run_take(table: TakeTable, reader: Any, rows: np.ndarray) -> list[pa.Array]:
+    """The rows ``rows`` (int64, request order, checked in range) of every column of ``table``,
+    read through ``reader`` (a ``RangeReader``) with one ``read_ranges`` call."""
+    from lancejit.encoding.v21.take_index import take_column
+
+    k = rows.size
+    n = len(table.columns) * k
+    item_seg = np.empty(n, dtype=np.int64)
+    item_in = np.empty(n, dtype=np.int64)
+    item_pos = np.empty(n, dtype=np.int64)
+    ranges = np.empty((n, 2), dtype=np.int64)
+    nr = plan_take(table.seg_key, table.seg_b0, table.seg_stride, table.seg_len, table.col_base, rows,
+                   item_seg, item_in, item_pos, ranges)
+    bufs = await reader.read_ranges(_as_ranges(reader, ranges[:nr]), priority=int(rows[0]))
+    data = np.frombuffer(bufs[0] if len(bufs) == 1 else b"".join(bufs), dtype=np.uint8)
+    data.flags.writeable = False
+    out = []
+    for j, ix in enumerate(table.columns):
+        lo, hi = j * k, (j + 1) * k
+        out.append(take_column(ix, data, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi],
+                               table.seg_szw, table.seg_len, table.seg_count, table.seg0[j]))
+    return out
+
+
+def _as_ranges(reader: Any, ranges: np.ndarray) -> Any:
+    """``ranges`` as the reader takes them: the array for lancejit's scheduler, else pairs."""
+    from lancejit.io.scheduler import FileScheduler
+
+    if isinstance(reader, FileScheduler):
+        return ranges
+    return [tuple(p) for p in ranges.tolist()]
+
+
+__all__ = ["TAKE_PLAN_VERSIONS", "TakeTable", "combine", "run_take", "take_table"]

@@ -1,0 +1,128 @@
+"""Sync calls on local and memory stores run in the caller's thread (no bridge hop); object
+stores keep the bridge thread.  Thread identity is asserted, never time."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancejit
+from lancejit.io import sync
+from lancejit.io.sync import run_here, run_sync, runs_inline
+
+
+class _Store:
+    def __init__(self, scheme: str) -> None:
+        self.scheme = scheme
+
+
+async def _where(suspend: bool) -> int:
+    if suspend:
+        await asyncio.sleep(0.001)
+        # a gather of tasks: they run on the caller's loop too
+        ids = await asyncio.gather(*(asyncio.sleep(0, threading.get_ident()) for _ in range(3)))
+        assert len(set(ids)) == 1
+    return threading.get_ident()
+
+
+@pytest.mark.parametrize("suspend", [False, True])
+@pytest.mark.parametrize("scheme", ["file", "memory"])
+def test_inline_stores_run_in_caller_thread(scheme, suspend):
+    assert runs_inline(_Store(scheme))
+    assert run_sync(_where(suspend), store=_Store(scheme)) == threading.get_ident()
+
+
+def test_object_stores_use_the_bridge():
+    assert not runs_inline(_Store("s3"))
+    assert run_sync(_where(True), store=_Store("s3")) != threading.get_ident()
+    assert run_sync(_where(False)) != threading.get_ident()  # no store: the bridge
+
+
+def test_inline_errors_and_results_propagate():
+    async def boom(suspend: bool) -> None:
+        if suspend:
+            await asyncio.sleep(0)
+        raise KeyError("x")
+
+    for suspend in (False, True):
+        with pytest.raises(KeyError):
+            run_sync(boom(suspend), store=_Store("file"))
+    # the thread's loop is left reusable and not running
+    assert run_here(_where(True)) == threading.get_ident()
+    assert asyncio._get_running_loop() is None
+
+
+def test_inside_a_running_loop_falls_back_to_the_bridge():
+    async def caller() -> int:
+        return run_sync(_where(False), store=_Store("file"))
+
+    assert asyncio.run(caller()) != threading.get_ident()
+
+
+def test_many_threads_each_inline():
+    def job(_):
+        return run_sync(_where(True), store=_Store("memory")) == threading.get_ident()
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(job, range(64)))
+
+
+def _dataset(tmp_path, uri):
+    lance = pytest.importorskip("lance")
+    rng = np.random.default_rng(0)
+    n = 30_000
+    table = pa.table({"id": np.arange(n, dtype=np.int64), "x": rng.standard_normal(n),
+                      "s": pa.array([f"s{i}-{'y' * (i % 7)}" for i in range(n)])})
+    lance.write_dataset(table, uri, data_storage_version="2.2", max_rows_per_file=10_000)
+    return table
+
+
+def test_dataset_and_file_reader_read_in_caller_thread(tmp_path, monkeypatch):
+    from lancejit.io.local import LocalStore
+
+    uri = str(tmp_path / "ds")
+    table = _dataset(tmp_path, uri)
+    seen: list[int] = []
+    orig = LocalStore.read_ranges
+
+    async def spy(self, path, ranges):
+        seen.append(threading.get_ident())
+        return await orig(self, path, ranges)
+
+    monkeypatch.setattr(LocalStore, "read_ranges", spy)
+    ds = lancejit.dataset(uri)
+    idx = [29_999, 5, 5, 17_000]
+
+    def work() -> bool:
+        seen.clear()
+        me = threading.get_ident()
+        got = ds.take(idx, columns=["id", "x", "s"])
+        assert got.equals(table.take(pa.array(idx)))
+        assert ds.count_rows() == table.num_rows
+        assert ds.to_table(columns=["id"], limit=3).column("id").to_pylist() == [0, 1, 2]
+        return bool(seen) and set(seen) == {me}
+
+    assert work()
+    workers: set[int] = set()
+
+    def concurrent(_) -> bool:
+        workers.add(threading.get_ident())
+        got = ds.take(idx, columns=["id", "x", "s"])
+        return got.equals(table.take(pa.array(idx)))
+
+    seen.clear()
+    with ThreadPoolExecutor(4) as pool:  # concurrent callers, each on its own thread's loop
+        assert all(pool.map(concurrent, range(16)))
+    assert set(seen) <= workers  # every read ran in a calling thread, none on the bridge
+    import glob
+
+    f = lancejit.LanceFileReader(glob.glob(uri + "/data/*.lance")[0])
+    seen.clear()
+    assert f.take_rows([3, 1], columns=["id"]).column("id").to_pylist() is not None
+    assert set(seen) == {threading.get_ident()}
+    assert not sync.in_loop_thread()
