@@ -21,6 +21,7 @@ from lancejit.io.sync import iter_sync, run_sync
 
 from . import scan as _scan
 from . import take as _take
+from . import take_batch as _take_batch
 from .context import DatasetContext, SharedCaches, with_context
 from .features import FLAG_STABLE_ROW_IDS, check_reader_flags
 from .fields import TopField, top_level_fields
@@ -412,21 +413,34 @@ class Dataset:
         return run_sync(self.count_rows_async(filter), store=self._ctx.store)
 
     async def take_async(self, indices: Any, columns: Sequence[str] | None = None,
-                         with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
-        """Rows at logical offsets ``indices`` (after deletions), in request order."""
+                         with_row_id: bool = False, with_row_address: bool = False,
+                         batch: bool | None = None) -> pa.Table:
+        """Rows at logical offsets ``indices`` (after deletions), in request order.
+
+        Concurrent calls with the same columns and options on this event loop are merged into one
+        take (``batch``: None = the process default, see :mod:`lancejit.table.take_batch`)."""
         spec = self._spec(columns, None, None, None, with_row_id, with_row_address, nested_as_struct=True)
-        return await _take.take_offsets(self._ctx, indices, spec)
+        key = (None if columns is None else tuple(columns) if not isinstance(columns, str) else (columns,),
+               with_row_id, with_row_address)
+        return await _take_batch.take_offsets(self._ctx, indices, spec, key, batch)
 
     def take(self, indices: Any, columns: Sequence[str] | None = None,
              with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         return run_sync(self.take_async(indices, columns, with_row_id, with_row_address), store=self._ctx.store)
 
     async def take_rows_async(self, row_ids: Any, columns: Sequence[str] | None = None,
-                              with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+                              with_row_id: bool = False, with_row_address: bool = False,
+                              batch: bool | None = None) -> pa.Table:
         """Rows by row id (stable ids when enabled, else row addresses), in request order;
-        deleted rows are skipped."""
-        spec = self._spec(columns, None, None, None, with_row_id, with_row_address, nested_as_struct=True)
-        return await _take.take_rows(self._ctx, row_ids, spec, self.has_stable_row_ids)
+        deleted rows are skipped.  Concurrent calls are merged like :meth:`take_async`'s."""
+
+        def make_spec(force_row_id: bool) -> _scan.ScanSpec:
+            return self._spec(columns, None, None, None, with_row_id or force_row_id, with_row_address,
+                              nested_as_struct=True)
+
+        key = (None if columns is None else tuple(columns) if not isinstance(columns, str) else (columns,),
+               with_row_id, with_row_address)
+        return await _take_batch.take_rows(self._ctx, row_ids, make_spec, self.has_stable_row_ids, key, batch)
 
     def take_rows(self, row_ids: Any, columns: Sequence[str] | None = None,
                   with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
