@@ -14,10 +14,11 @@ order above every number; integers: integer literals only).  Other conjuncts are
 only keeps more rows); an ``OR`` at the top, ``NOT``, expressions on columns: no pruning.
 
 Statistics come from legacy (0.1) data files (:mod:`lancejit.file.stats`): one (null count, min,
-max) per batch.  A batch is dropped when, for some condition, its column is all null or its
+max) per batch; and from zone-map indices (:mod:`.zonemaps`, any file version): one (null count,
+NaN count, min, max) per zone of a fragment, preferred when both exist.  A batch is dropped when, for some condition, its column is all null or its
 bounds exclude every literal.  Skipped batches and rows are counted in the dataset's
-``io_stats()`` (``pages_pruned``: batches of a data file skipped -- one page of each of its
-columns -- and ``rows_pruned``).
+``io_stats()`` (``pages_pruned``: batches of a legacy data file -- one page of each of its
+columns -- or zones of a zone map skipped; ``rows_pruned``).
 
 The work per call is a few vectorized NumPy / Arrow operations per condition over the batches
 of the fragment's files, independent of the rows read.
@@ -25,7 +26,9 @@ of the fragment's files, independent of the rows read.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,7 @@ import pyarrow.compute as pc
 from lancejit.core.errors import InvalidInputError
 
 from .datafile import open_data_file
+from .zonemaps import zone_maps
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import DatasetContext
@@ -211,13 +215,29 @@ def _lt(a: pa.Array, s: pa.Scalar) -> np.ndarray:
     return pc.fill_null(pc.less(a, s), True).to_numpy(zero_copy_only=False)
 
 
-def batches_may_match(cond: Condition, mins: pa.Array, maxs: pa.Array) -> np.ndarray | None:
+def batches_may_match(cond: Condition, mins: pa.Array, maxs: pa.Array,
+                      nan_count: np.ndarray | None = None) -> np.ndarray | None:
     """Per batch: may a row with a value in ``[min, max]`` satisfy ``cond``?  None when the
-    statistics' type and the literals do not compare exactly (then every batch may)."""
+    statistics' type and the literals do not compare exactly (then every batch may).
+    ``nan_count`` (floats): NaNs per batch, when known; batches with NaN are kept for the
+    operators NaN may satisfy in some engine's order."""
     typ = mins.type
     scal = _scalars(cond.values, typ)
-    if scal is None or pa.types.is_floating(typ) and cond.op not in _NAN_SAFE:
+    if scal is None:
         return None
+    if pa.types.is_floating(typ):
+        # a NaN bound (engines ordering NaN above every number put it in max) is no bound
+        mins, maxs = (pc.if_else(pc.is_nan(a), pa.scalar(None, typ), a) for a in (mins, maxs))
+    if pa.types.is_floating(typ) and cond.op not in _NAN_SAFE:
+        if nan_count is None:
+            return None
+        keep = _bounds_test(cond, scal, mins, maxs)
+        return None if keep is None else keep | (np.asarray(nan_count) > 0)
+    return _bounds_test(cond, scal, mins, maxs)
+
+
+def _bounds_test(cond: Condition, scal: list[pa.Scalar], mins: pa.Array, maxs: pa.Array) -> np.ndarray | None:
+    """Per batch: may a value in ``[min, max]`` satisfy ``cond`` (literals as ``scal``)?"""
     if cond.op == "eq":
         return _le(mins, scal[0]) & _ge(maxs, scal[0])
     if cond.op == "lt":
@@ -258,39 +278,52 @@ def _ranges_from_mask(starts: np.ndarray, ends: np.ndarray, keep: np.ndarray) ->
     return np.stack([s[np.r_[0, cut]], e[np.r_[cut - 1, len(e) - 1]]], axis=1).astype(np.int64)
 
 
-async def may_match_ranges(ctx: "DatasetContext", frag: "FragmentReader", lo: int, hi: int,
-                           filt: "CompiledFilter") -> np.ndarray:
-    """Sub-ranges of the fragment's physical rows ``[lo, hi)`` that may match ``filt``:
-    a ``(k, 2)`` int64 array of sorted, disjoint, half-open row ranges (the whole range when
-    nothing can be pruned)."""
-    whole = np.array([[lo, hi]], dtype=np.int64)
-    if hi <= lo:
-        return np.zeros((0, 2), dtype=np.int64)
-    conds = conditions_of(filt.text, ctx.schema)
-    if not conds:
-        return whole
+Masks = list[tuple[np.ndarray, np.ndarray]]  # per statistics source: (row offsets of its batches, keep)
+
+
+async def _masks(ctx: "DatasetContext", frag: "FragmentReader", conds: tuple[Condition, ...],
+                 zmaps: dict) -> Masks:
+    """Per statistics source of the fragment (a zone map, a legacy data file): the physical row
+    offsets of its batches and which batches may match every condition it decides."""
     by_name = {t.name: t for t in ctx.top_fields}
-    files_seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # path -> (batch offsets, keep per batch)
+    seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def add(source: str, offsets: np.ndarray, keep: np.ndarray | None, nulls: np.ndarray) -> None:
+        if keep is None:
+            keep = np.ones(len(offsets) - 1, dtype=bool)
+        keep = keep & (nulls < np.diff(offsets))  # an all-null batch matches no comparison
+        prev = seen.get(source)
+        seen[source] = (offsets, keep if prev is None else prev[1] & keep)
+
     for cond in conds:
         top = by_name.get(cond.column)
         df = frag.file_for(top) if top is not None else None
         if df is None:
             continue
+        zm = zmaps.get(top.id)
+        zones = zm.zones_of(frag.id, frag.physical_rows) if zm is not None else None
+        if zones is not None:
+            add(f"zonemap:{top.id}", zones.offsets,
+                batches_may_match(cond, zones.mins, zones.maxs, zones.nan_count), zones.null_count)
+            continue
+        if ctx.manifest.data_storage_version not in ("0.1", "legacy"):
+            continue
         handle = await open_data_file(ctx, df)
         legacy = getattr(handle.reader.file_metadata, "legacy", None)
         stats = getattr(legacy, "statistics", None)
         col = stats.columns.get(top.id) if stats is not None else None
-        if col is None:
-            continue
-        keep = batches_may_match(cond, col.min_value, col.max_value)
-        if keep is None:
-            keep = np.ones(stats.num_batches, dtype=bool)
-        keep = keep & (col.null_count < np.diff(stats.batch_offsets))
-        prev = files_seen.get(df.path)
-        files_seen[df.path] = (stats.batch_offsets, keep if prev is None else prev[1] & keep)
-    if not files_seen:
-        return whole
-    masks = list(files_seen.values())
+        if col is not None:
+            add(df.path, stats.batch_offsets, batches_may_match(cond, col.min_value, col.max_value), col.null_count)
+    return list(seen.values())
+
+
+def _cut(masks: Masks, lo: int, hi: int) -> tuple[np.ndarray, int, int]:
+    """``(kept ranges of [lo, hi), batches skipped, rows skipped)`` for the fragment's ``masks``."""
+    whole = np.array([[lo, hi]], dtype=np.int64)
+    if hi <= lo:
+        return np.zeros((0, 2), dtype=np.int64), 0, 0
+    if not masks:
+        return whole, 0, 0
     # elementary segments between every batch boundary inside [lo, hi)
     cuts = np.unique(np.concatenate([np.clip(off, lo, hi) for off, _ in masks] + [whole[0]]))
     starts, ends = cuts[:-1], cuts[1:]
@@ -301,18 +334,88 @@ async def may_match_ranges(ctx: "DatasetContext", frag: "FragmentReader", lo: in
         keep_seg &= np.where(inside, keep[np.clip(b, 0, len(keep) - 1)], True)
     out = _ranges_from_mask(starts, ends, keep_seg)
     pruned_rows = int((hi - lo) - (out[:, 1] - out[:, 0]).sum())
+    pages = 0
     if pruned_rows:
-        pages = 0
-        for off, keep in masks:
+        for off, _ in masks:
             bs, be = off[:-1], off[1:]
             in_range = (bs >= lo) & (be <= hi) & (be > bs)
             cover = np.searchsorted(out[:, 1], bs, side="right")
             ok = cover < len(out)
             hit = np.zeros(len(bs), dtype=bool)
-            hit[ok] = (out[cover[ok], 0] < be[ok])
+            hit[ok] = out[cover[ok], 0] < be[ok]
             pages += int((in_range & ~hit).sum())
-        ctx.stats.record_pruned(pages, pruned_rows)
+    return out, pages, pruned_rows
+
+
+async def may_match_ranges(ctx: "DatasetContext", frag: "FragmentReader", lo: int, hi: int,
+                           filt: "CompiledFilter") -> np.ndarray:
+    """Sub-ranges of the fragment's physical rows ``[lo, hi)`` that may match ``filt``:
+    a ``(k, 2)`` int64 array of sorted, disjoint, half-open row ranges (the whole range when
+    nothing can be pruned).  Skipped batches and rows are counted in ``ctx.stats``."""
+    conds = conditions_of(filt.text, ctx.schema)
+    masks = await _masks(ctx, frag, conds, await zone_maps(ctx)) if conds and hi > lo else []
+    out, pages, rows = _cut(masks, lo, hi)
+    if rows:
+        ctx.stats.record_pruned(pages, rows)
     return out
 
 
-__all__ = ["ENABLED", "Condition", "batches_may_match", "conditions_of", "may_match_ranges", "prunable"]
+# ------------------------------------------------------- the scan planner's synchronous hook
+#: Prepared masks by (manifest path, caches identity, filter text): {fragment id: masks}.
+_PREPARED: "OrderedDict[tuple[str, int, str], dict[int, Masks]]" = OrderedDict()
+_PREPARED_MAX = 32
+
+
+def _key(ctx: "DatasetContext", filt: "CompiledFilter") -> tuple[str, int, str]:
+    return (ctx.manifest_path, id(ctx.caches), filt.text)
+
+
+async def prepare(ctx: "DatasetContext", filt: "CompiledFilter | None") -> None:
+    """Load what pruning ``filt`` needs (zone maps; legacy data files' statistics, all files
+    opened concurrently) before the scan is planned, and install :func:`prune_hook` as the
+    planner's pruner.  Nothing happens when the filter has no prunable condition."""
+    if filt is None or not prunable(filt, ctx.schema):
+        return
+    install()
+    key = _key(ctx, filt)
+    if key in _PREPARED:
+        _PREPARED.move_to_end(key)
+        return
+    from .fragment import FragmentReader
+
+    conds = conditions_of(filt.text, ctx.schema)
+    zmaps = await zone_maps(ctx)
+    frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
+    masks = await asyncio.gather(*(_masks(ctx, f, conds, zmaps) for f in frags))
+    _PREPARED[key] = {f.id: m for f, m in zip(frags, masks) if m}
+    while len(_PREPARED) > _PREPARED_MAX:
+        _PREPARED.popitem(last=False)
+
+
+def prune_hook(ctx: "DatasetContext", fragment_id: int, lo: int, hi: int,
+               filt: "CompiledFilter") -> list[tuple[int, int]] | None:
+    """The scan planner's pruner (``scan_plan.set_pruner``): kept sub-ranges of ``[lo, hi)`` of
+    a fragment from what :func:`prepare` loaded; None ("read everything") when not prepared."""
+    if not ENABLED:
+        return None
+    prepared = _PREPARED.get(_key(ctx, filt))
+    masks = prepared.get(fragment_id) if prepared is not None else None
+    if not masks:
+        return None
+    out, pages, rows = _cut(masks, lo, hi)
+    if rows:
+        ctx.stats.record_pruned(pages, rows)
+    return [(int(a), int(b)) for a, b in out]
+
+
+def install() -> None:
+    """Make :func:`prune_hook` the scan planner's pruner (idempotent)."""
+    try:
+        from . import scan_plan
+    except ImportError:  # pragma: no cover - planner without the hook
+        return
+    scan_plan.set_pruner(prune_hook)
+
+
+__all__ = ["ENABLED", "Condition", "batches_may_match", "conditions_of", "install", "may_match_ranges", "prepare",
+           "prunable", "prune_hook"]

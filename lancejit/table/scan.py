@@ -305,7 +305,8 @@ async def _units(ctx: DatasetContext, spec: ScanSpec) -> list[tuple[FragmentRead
         step = _rows_per_unit(frag, spec.batch_size)
         for lo in range(0, frag.physical_rows, step):
             out.append((frag, lo, min(frag.physical_rows, lo + step)))
-    if spec.filter is not None and ctx.manifest.data_storage_version in ("0.1", "legacy"):
+    if spec.filter is not None and (ctx.manifest.data_storage_version in ("0.1", "legacy")
+                                    or ctx.manifest.index_section is not None):
         out = await _prune_units(ctx, spec.filter, out)
     return out
 
