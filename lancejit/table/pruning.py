@@ -376,6 +376,9 @@ async def prepare(ctx: "DatasetContext", filt: "CompiledFilter | None") -> None:
     planner's pruner.  Nothing happens when the filter has no prunable condition."""
     if filt is None or not prunable(filt, ctx.schema):
         return
+    legacy = ctx.manifest.data_storage_version in ("0.1", "legacy")
+    if not legacy and ctx.manifest.index_section is None:
+        return  # no statistics to use: plan without a pass over the fragments
     install()
     key = _key(ctx, filt)
     if key in _PREPARED:
@@ -385,6 +388,10 @@ async def prepare(ctx: "DatasetContext", filt: "CompiledFilter | None") -> None:
 
     conds = conditions_of(filt.text, ctx.schema)
     zmaps = await zone_maps(ctx)
+    by_name = {t.name: t.id for t in ctx.top_fields}
+    if not legacy and not any(by_name.get(c.column) in zmaps for c in conds):
+        _PREPARED[key] = {}
+        return
     frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
     masks = await asyncio.gather(*(_masks(ctx, f, conds, zmaps) for f in frags))
     _PREPARED[key] = {f.id: m for f, m in zip(frags, masks) if m}
