@@ -6,7 +6,8 @@ deleted ("compact itself") or when it has fewer than ``target_rows_per_fragment`
 ("compact with neighbours"); runs of adjacent candidates form bins, a bin holding a single
 "with neighbours" fragment is dropped, and bins are split into tasks of at least
 ``target_rows_per_fragment`` live rows (the remainder joins the last task).  Fragments covered by
-an index are left alone (lancejit cannot remap index row addresses).
+an index are left alone: lancejit cannot remap index files (pylance 14 rewrites its indices on
+compaction, stable row ids or not).
 
 Each task's live rows are read in order and written to new fragments of at most
 ``target_rows_per_fragment`` rows.  As the reference does, fragment ids are reserved first by a
@@ -98,23 +99,29 @@ class CompactionMetrics:
 
 # ------------------------------------------------------------------------------ planning
 def plan_bins(
-    physical_rows: np.ndarray, deleted_rows: np.ndarray, indexed: np.ndarray, options: CompactionOptions
+    physical_rows: np.ndarray, deleted_rows: np.ndarray, index_set: np.ndarray, options: CompactionOptions
 ) -> list[tuple[int, int]]:
     """Tasks as half-open ranges ``[start, end)`` of fragment positions (dataset order).
 
-    ``physical_rows`` / ``deleted_rows``: per fragment; ``indexed``: True for fragments covered by
-    an index (never candidates)."""
+    ``physical_rows`` / ``deleted_rows``: per fragment; ``index_set``: per fragment, an id of the
+    set of indices covering it (0 = none), or -1 for a fragment that must not be rewritten.  As
+    in the reference, a task never mixes fragments of different index sets (lancejit passes only
+    0 and -1 today)."""
     phys = np.asarray(physical_rows, dtype=np.int64)
     dels = np.asarray(deleted_rows, dtype=np.int64)
+    key = np.asarray(index_set, dtype=np.int64)
     n = len(phys)
     if n == 0:
         return []
     frac = np.divide(dels, phys, out=np.zeros(n, dtype=np.float64), where=phys > 0)
     itself = (frac > options.materialize_deletions_threshold) if options.materializes else np.zeros(n, bool)
-    cand = (itself | (phys < options.target_rows_per_fragment)) & ~np.asarray(indexed, dtype=bool)
-    # runs of adjacent candidates
-    edges = np.diff(np.concatenate([[0], cand.view(np.int8), [0]]))
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    cand = (itself | (phys < options.target_rows_per_fragment)) & (key >= 0)
+    # runs of adjacent candidates with the same index set
+    brk = np.ones(n + 1, dtype=bool)
+    brk[1:n] = ~cand[1:] | ~cand[:-1] | (key[1:] != key[:-1])
+    starts = np.flatnonzero(brk[:n] & cand)
+    bounds = np.flatnonzero(brk)
+    ends = bounds[np.searchsorted(bounds, starts, side="right")]
     live = phys - dels
     target = options.target_rows_per_fragment
     out: list[tuple[int, int]] = []
@@ -136,20 +143,22 @@ def plan_bins(
     return out
 
 
-def _indexed_fragment_ids(index_section: bytes | None) -> BitMap:
-    ids = BitMap()
+def pinned_by_indices(index_section: bytes | None, frag_ids: np.ndarray) -> np.ndarray:
+    """True for fragments an index covers (or all, when an index's coverage is unknown): their
+    rows cannot move, since lancejit cannot remap index files (pylance 14 rewrites its scalar
+    indices on compaction even with stable row ids)."""
+    n = len(frag_ids)
     if index_section is None:
-        return ids
+        return np.zeros(n, dtype=bool)
     section = table_pb2.IndexSection()
     section.ParseFromString(index_section)
-    for ix in section.indices:
-        if ix.name.startswith("__"):
-            continue  # system indices (fragment reuse, mem wal) do not pin fragments
-        if ix.fragment_bitmap:
-            ids |= BitMap.deserialize(ix.fragment_bitmap)
-        else:  # unknown coverage: be safe
-            ids |= BitMap(range(0, 1 << 20))
-    return ids
+    user = [ix for ix in section.indices if not ix.name.startswith("__")]  # system indices pin nothing
+    if any(not ix.fragment_bitmap for ix in user):
+        return np.ones(n, dtype=bool)
+    covered = BitMap()
+    for ix in user:
+        covered |= BitMap.deserialize(ix.fragment_bitmap)
+    return np.isin(np.asarray(frag_ids, dtype=np.int64), np.array(covered.to_array(), dtype=np.int64))
 
 
 async def _deleted_counts(ds: "Dataset", frags: Sequence[table_pb2.DataFragment]) -> np.ndarray:
@@ -276,12 +285,10 @@ async def _compact_once(ds: "Dataset", options: CompactionOptions) -> tuple[Comp
     frags = list(m.fragments)
     if not frags:
         return CompactionMetrics(), None
-    indexed_ids = _indexed_fragment_ids(lm.index_section)
     ids = np.fromiter((f.id for f in frags), dtype=np.int64, count=len(frags))
-    indexed = np.fromiter((int(i) in indexed_ids for i in ids), dtype=bool, count=len(ids)) if indexed_ids \
-        else np.zeros(len(ids), bool)
     phys = np.fromiter((f.physical_rows for f in frags), dtype=np.int64, count=len(frags))
-    bins = plan_bins(phys, await _deleted_counts(ds, frags), indexed, options)
+    keys = np.where(pinned_by_indices(lm.index_section, ids), -1, 0)
+    bins = plan_bins(phys, await _deleted_counts(ds, frags), keys, options)
     if not bins:
         return CompactionMetrics(), None
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))

@@ -102,19 +102,25 @@ def _versions(uri: str) -> list:
     return sorted(out)
 
 
-def _reference_plan(phys, dels, target, threshold):
-    """The reference's plan_compaction, transcribed literally (test oracle)."""
-    bins, cur = [], None
-    for i, (p, d) in enumerate(zip(phys, dels)):
+def _reference_plan(phys, dels, keys, target, threshold):
+    """The reference's plan_compaction, transcribed literally (test oracle); ``keys``: index set
+    per fragment (-1: excluded)."""
+    bins, cur, cur_key = [], None, None
+    for i, (p, d, k) in enumerate(zip(phys, dels, keys)):
         itself = p > 0 and d / p > threshold
         cand = "self" if itself else ("nb" if p < target else None)
+        if k < 0:
+            cand = None
         if cand is None:
             if cur:
                 bins.append(cur)
             cur = None
             continue
+        if cur is not None and k != cur_key:
+            bins.append(cur)
+            cur = None
         if cur is None:
-            cur = []
+            cur, cur_key = [], k
         cur.append((i, cand, p - d))
     if cur:
         bins.append(cur)
@@ -136,15 +142,16 @@ def _reference_plan(phys, dels, target, threshold):
     return out
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_plan_bins_matches_reference_rules(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 60))
     phys = rng.choice([5, 50, 99, 100, 150, 400], n)
     dels = (phys * rng.choice([0, 0, 0.05, 0.3, 1.0], n)).astype(np.int64)
+    keys = rng.choice([0, 0, 0, 1, 2, -1], n) if seed % 2 else np.zeros(n, np.int64)
     target, threshold = int(rng.choice([60, 100, 300])), 0.1
-    got = plan_bins(phys, dels, np.zeros(n, bool), CompactionOptions(target, materialize_deletions_threshold=threshold))
-    assert got == _reference_plan(phys.tolist(), dels.tolist(), target, threshold)
+    got = plan_bins(phys, dels, keys, CompactionOptions(target, materialize_deletions_threshold=threshold))
+    assert got == _reference_plan(phys.tolist(), dels.tolist(), keys.tolist(), target, threshold)
 
 
 def test_stale_compaction_retries_and_never_resurrects(tmp_path):
@@ -264,3 +271,17 @@ def test_indexed_fragments_are_left_alone_and_multi_file_fragments(tmp_path):
     assert ref.to_table().equals(t)
     assert ref.to_table(filter="a >= 15 AND a < 75").equals(ds.to_table(filter="a >= 15 AND a < 75"))
     assert len(ref.describe_indices()) == 1
+
+
+def test_stable_row_ids_indexed_fragments_are_left_alone(tmp_path):
+    uri = str(tmp_path / "jit.lance")
+    lance.write_dataset(make_table(0, 60), uri, max_rows_per_file=20, enable_stable_row_ids=True)
+    lance.dataset(uri).create_scalar_index("a", "BTREE")
+    lance.write_dataset(make_table(60, 30), uri, mode="append", max_rows_per_file=10)
+    m = lancejit.dataset(uri).optimize.compact_files(target_rows_per_fragment=100)
+    assert (m.fragments_removed, m.fragments_added) == (3, 1)
+    cases = {"a >= 15 AND a < 75": range(15, 75), "a = 70": [70], "a < 3": range(3)}
+    for flt, keep in cases.items():
+        want = make_table(0, 90).take(pa.array(list(keep)))
+        assert lance.dataset(uri).to_table(filter=flt).sort_by("a").equals(want)
+        assert lancejit.dataset(uri).to_table(filter=flt).sort_by("a").equals(want)
