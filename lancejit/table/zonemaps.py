@@ -10,13 +10,14 @@ physical row ranges only when their lengths add up to the fragment's physical ro
 fragments (rows were deleted before the index was built) and for fragments the index does not
 cover, :meth:`ZoneMap.zones_of` returns None and nothing is pruned there.
 
-:func:`zone_maps` loads every zone map of a version once (cached by manifest path): one read of
-the manifest file for its index section and one open + read of each zone-map file.
+:func:`zone_maps` loads every zone map of a version once per process (cached by manifest URI):
+one read of the manifest file for its index section and one open + read of each zone-map file.
 """
 
 from __future__ import annotations
 
 import uuid as _uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -114,11 +115,26 @@ async def _load(ctx: "DatasetContext") -> dict[int, ZoneMap]:
     return out
 
 
+#: Zone maps by manifest URI (a manifest and the index files it names never change), so
+#: datasets opened again reuse them; bounded to :data:`_CACHE_MAX` versions.
+_CACHE: "OrderedDict[str, dict[int, ZoneMap]]" = OrderedDict()
+_CACHE_MAX = 64
+
+
 async def zone_maps(ctx: "DatasetContext") -> dict[int, ZoneMap]:
     """Zone maps of this version by field id (empty without zone-map indices)."""
     if ctx.manifest.index_section is None:
         return {}
-    return await ctx.caches.indexes.get(("zonemaps", ctx.manifest_path), lambda: _load(ctx))
+    key = ctx.store.uri(ctx.manifest_path)
+    got = _CACHE.get(key)
+    if got is None:
+        got = await ctx.caches.indexes.get(("zonemaps", ctx.manifest_path), lambda: _load(ctx))
+        _CACHE[key] = got
+        while len(_CACHE) > _CACHE_MAX:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return got
 
 
 __all__ = ["FragmentZones", "ZoneMap", "zone_maps"]
