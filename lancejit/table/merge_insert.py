@@ -82,10 +82,19 @@ def _valid_keys(t: pa.Table, keys: Sequence[str]) -> np.ndarray:
 def _join(src: pa.Table, tgt: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Matching pairs ``(source row, target row)`` on ``keys`` (null keys never match)."""
     sv, tv = _valid_keys(src, keys), _valid_keys(tgt, keys)
+    if len(keys) == 1 and pa.types.is_integer(src.schema.field(keys[0]).type):
+        return _join_integers(src.column(keys[0]), sv, tgt.column(keys[0]), tv)
+    return _join_acero(src, sv, tgt, tv, keys)
+
+
+def _join_acero(src: pa.Table, sv: np.ndarray, tgt: pa.Table, tv: np.ndarray,
+                keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_join` by Arrow's hash join (any key types Arrow can hash)."""
     left = src.select(list(keys)).append_column(_S, pa.array(np.arange(src.num_rows, dtype=np.int64))).filter(sv)
     right = tgt.select(list(keys)).append_column(_T, pa.array(np.arange(tgt.num_rows, dtype=np.int64))).filter(tv)
     try:
-        joined = left.join(right, keys=list(keys), join_type="inner", use_threads=False)
+        # Acero builds its hash table on the right side: the (usually much smaller) source
+        joined = right.join(left, keys=list(keys), join_type="inner", use_threads=False)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise NotSupportedError(f"merge_insert cannot join on {list(keys)}: {exc}") from None
     s = joined.column(_S).to_numpy().astype(np.int64, copy=False)
@@ -131,6 +140,35 @@ def _full_rows(src: pa.Table, rows: np.ndarray, base: pa.Table | None, schema: p
         else:
             cols.append(pa.nulls(len(rows), f.type))
     return pa.table(cols, schema=schema)
+
+
+def _ints(col: Any) -> np.ndarray:
+    """An integer column's values (nulls as 0: the caller masks them) without a float detour."""
+    col = col.fill_null(0) if col.null_count else col
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col.to_numpy(zero_copy_only=False)
+
+
+def _join_integers(skey: Any, sv: np.ndarray, tkey: Any, tv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_join` for one integer key: source keys sorted once, every target key located by
+    binary search (all pairs, duplicates included), ordered by (target, source) row."""
+    s_rows = np.flatnonzero(sv)
+    s_keys = _ints(skey)[s_rows]
+    order = np.argsort(s_keys, kind="stable")
+    s_sorted, s_rows = s_keys[order], s_rows[order]
+    t_rows = np.flatnonzero(tv)
+    t_keys = _ints(tkey)[t_rows]
+    lo = np.searchsorted(s_sorted, t_keys, side="left")
+    hi = np.searchsorted(s_sorted, t_keys, side="right")
+    counts = hi - lo
+    hit = counts > 0
+    t_out = np.repeat(t_rows[hit], counts[hit])
+    # positions lo .. hi-1 for each hit, flattened
+    starts = np.repeat(lo[hit] - np.concatenate([[0], np.cumsum(counts[hit])[:-1]]), counts[hit])
+    s_out = s_rows[starts + np.arange(len(t_out))]
+    order = np.lexsort((s_out, t_out))
+    return s_out[order].astype(np.int64), t_out[order].astype(np.int64)
 
 
 def _ambiguous(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbiguousError:

@@ -249,3 +249,21 @@ def test_bad_inputs_fail_cleanly_without_commit(tmp_path):
     with pytest.raises(NotSupportedError):  # as in the reference
         ds.merge_insert("id").when_not_matched_by_source_delete().execute(t.select(["id"]))
     assert lancejit.dataset(uri).version == ds.version
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_integer_join_equals_arrow_hash_join(seed):
+    from lancejit.table.merge_insert import _join_acero, _join_integers, _valid_keys
+
+    rng = np.random.default_rng(seed)
+    big = np.int64(2**62)  # beyond float64 precision
+    def col(n, hi):
+        vals = rng.integers(0, hi, n) + big
+        return pa.chunked_array([pa.array([None if rng.random() < 0.1 else int(v) for v in vals[: n // 2]], pa.int64()),
+                                 pa.array([int(v) for v in vals[n // 2:]], pa.int64())])
+    src = pa.table({"k": col(int(rng.integers(0, 40)), 30)})
+    tgt = pa.table({"k": col(int(rng.integers(0, 200)), 30)})
+    sv, tv = _valid_keys(src, ["k"]), _valid_keys(tgt, ["k"])
+    got = _join_integers(src.column("k"), sv, tgt.column("k"), tv)
+    want = _join_acero(src, sv, tgt, tv, ["k"])
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
