@@ -88,6 +88,9 @@ def _sorted_unique(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     return np.ascontiguousarray(unique, dtype=np.int64), inverse.astype(np.int64, copy=False).reshape(-1)
 
 
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
 def _to_indices(indices: Any, num_rows: int) -> np.ndarray:
     """Row indices as int64, checked against ``[0, num_rows)``."""
     if isinstance(indices, (pa.Array, pa.ChunkedArray)):
@@ -110,7 +113,7 @@ def _to_indices(indices: Any, num_rows: int) -> np.ndarray:
     if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
         raise RowIndexError(f"row index {int(arr.max())} is out of range for {num_rows} rows")
     arr = arr.astype(np.int64, copy=False)
-    lo, hi = int(arr.min()), int(arr.max())
+    lo, hi = int(_MIN(arr)), int(_MAX(arr))
     if lo < 0 or hi >= num_rows:
         bad = lo if lo < 0 else hi
         raise RowIndexError(f"row index {bad} is out of range for a file of {num_rows} rows")

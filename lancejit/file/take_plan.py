@@ -108,10 +108,9 @@ async def run_take(table: TakeTable, reader: Any, rows: np.ndarray) -> list[pa.A
 
     k = rows.size
     n = len(table.columns) * k
-    item_seg = np.empty(n, dtype=np.int64)
-    item_in = np.empty(n, dtype=np.int64)
-    item_pos = np.empty(n, dtype=np.int64)
-    ranges = np.empty((n, 2), dtype=np.int64)
+    work = np.empty(5 * n, dtype=np.int64)  # one allocation: three item arrays and the ranges
+    item_seg, item_in, item_pos = work[:n], work[n:2 * n], work[2 * n:3 * n]
+    ranges = work[3 * n:].reshape(n, 2)
     nr = plan_take(table.seg_key, table.seg_b0, table.seg_stride, table.seg_len, table.col_base, rows,
                    item_seg, item_in, item_pos, ranges)
     bufs = await reader.read_ranges(_as_ranges(reader, ranges[:nr]), priority=int(rows[0]))
@@ -125,11 +124,18 @@ async def run_take(table: TakeTable, reader: Any, rows: np.ndarray) -> list[pa.A
     return out
 
 
-def _as_ranges(reader: Any, ranges: np.ndarray) -> Any:
-    """``ranges`` as the reader takes them: the array for lancejit's scheduler, else pairs."""
-    from lancejit.io.scheduler import FileScheduler
+#: Per reader class: whether it takes an ``(n, 2)`` array of ranges (lancejit's own readers).
+_TAKES_ARRAYS: dict[type, bool] = {}
 
-    if isinstance(reader, FileScheduler):
+
+def _as_ranges(reader: Any, ranges: np.ndarray) -> Any:
+    """``ranges`` as the reader takes them: the array for lancejit's readers (schedulers and
+    their wrappers plan arrays without per-range Python work), else ``(start, end)`` pairs."""
+    cls = type(reader)
+    ok = _TAKES_ARRAYS.get(cls)
+    if ok is None:
+        ok = _TAKES_ARRAYS[cls] = cls.__module__.startswith("lancejit.")
+    if ok:
         return ranges
     return [tuple(p) for p in ranges.tolist()]
 

@@ -158,15 +158,19 @@ class LocalStore(ObjectStore):
     # -------------------------------------------------------------------------------- reads
     async def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         ranges = check_ranges(ranges)
-        if not any(end > start for start, end in ranges):
+        total = 0
+        for start, end in ranges:
+            total += end - start
+        if not total:
             return [memoryview(b"") for _ in ranges]
-        total = sum(end - start for start, end in ranges)
         stats = self.stats
 
         def work(cancel: threading.Event | None) -> list[memoryview]:
             buf = memoryview(np.empty(total, dtype=np.uint8))  # no zero fill: preadv fills it
             out: list[memoryview] = []
             fd = os.open(path, os.O_RDONLY)
+            t0 = time.perf_counter()
+            done = nreq = 0  # bytes and requests completed (counted once per batch)
             try:
                 pos = 0
                 for start, end in ranges:
@@ -178,17 +182,18 @@ class LocalStore(ObjectStore):
                         continue
                     if cancel is not None and cancel.is_set():
                         raise _Cancelled()
-                    t0 = time.perf_counter()
                     got = 0
                     while got < n:
                         k = os.preadv(fd, [view[got:]], start + got)
                         if k == 0:
-                            stats.record_read(got, time.perf_counter() - t0)
                             raise past_eof(path, start, end, os.fstat(fd).st_size)
                         got += k
-                    stats.record_read(n, time.perf_counter() - t0)
+                    done += n
+                    nreq += 1
             finally:
                 os.close(fd)
+                if nreq:
+                    stats.record_read(done, time.perf_counter() - t0, requests=nreq)
             return out
 
         if total <= self.inline_read_bytes:

@@ -31,6 +31,9 @@ from lancejit.core.errors import InvalidInputError
 #: At or above this many ranges the planner works on NumPy arrays.
 VECTOR_MIN = 24
 
+#: Up to this many ranges, an ``(n, 2)`` int64 array sorted by start is planned with scalars.
+FEW_SORTED = 16
+
 #: Marks, in :attr:`ReadPlan.req_read`, an empty range (-1) or one spanning split parts (-2).
 _EMPTY = -1
 _SPANS = -2
@@ -202,9 +205,47 @@ def plan_reads(ranges: Any, block_size: int, max_request_size: int) -> ReadPlan:
     ``(n, 2)`` int array) must satisfy ``0 <= start <= end`` (else :class:`InvalidInputError`).
     """
     _check_config(block_size, max_request_size)
-    if isinstance(ranges, np.ndarray) or len(ranges) >= VECTOR_MIN:
+    if isinstance(ranges, np.ndarray):
+        if ranges.shape[0] <= FEW_SORTED and ranges.dtype == np.int64 and ranges.ndim == 2:
+            plan = _plan_sorted_few(ranges.tolist(), block_size, max_request_size)
+            if plan is not None:
+                return plan
+        return _plan_vector(range_array(ranges), block_size, max_request_size)
+    if len(ranges) >= VECTOR_MIN:
         return _plan_vector(range_array(ranges), block_size, max_request_size)
     return _plan_small(_pairs(ranges), block_size, max_request_size)
+
+
+def _plan_sorted_few(requested: list[list[int]], block_size: int, max_request_size: int) -> ReadPlan | None:
+    """The plan of a few non-empty ranges sorted by start (a take's chunk ranges) with scalar
+    work only; None when they are not sorted, one is empty or invalid, or a run needs
+    splitting (the general paths handle those)."""
+    n = len(requested)
+    rs: list[int] = []
+    re_: list[int] = []
+    req_read = [0] * n
+    req_off = [0] * n
+    req_len = [0] * n
+    prev = -1
+    run = -1
+    for i, (s, e) in enumerate(requested):
+        if s < prev or e <= s or s < 0:
+            return None
+        prev = s
+        if run >= 0 and s <= re_[run] + block_size:
+            if e > re_[run]:
+                re_[run] = e
+        else:
+            rs.append(s)
+            re_.append(e)
+            run += 1
+        req_read[i] = run
+        req_off[i] = s - rs[run]
+        req_len[i] = e - s
+    for a, b in zip(rs, re_):
+        if b - a > max_request_size:
+            return None
+    return ReadPlan(requested, rs, re_, req_read, req_off, req_len, {})
 
 
 def _plan_small(requested: list[tuple[int, int]], block_size: int, max_request_size: int) -> ReadPlan:

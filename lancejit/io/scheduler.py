@@ -115,6 +115,31 @@ class IOQueue:
         self.iops = PriorityGate(config.io_parallelism)
         self.bytes = PriorityGate(config.max_bytes_in_flight)
 
+    def try_take(self, nbytes: int) -> bool:
+        """Take one IOPS unit and ``nbytes`` of the bytes budget at once when both are free
+        now and nobody waits (what two uncontended ``acquire`` calls would grant); else False."""
+        iops, byts = self.iops, self.bytes
+        if iops._heap or byts._heap or iops.available < 1:
+            return False
+        if nbytes > byts.available and byts.available != byts.capacity:
+            return False
+        iops.available -= 1
+        byts.available -= nbytes
+        if iops.capacity - iops.available > iops.peak_in_use:
+            iops.peak_in_use = iops.capacity - iops.available
+        if byts.capacity - byts.available > byts.peak_in_use:
+            byts.peak_in_use = byts.capacity - byts.available
+        return True
+
+    def give_back(self, nbytes: int) -> None:
+        """Return what :meth:`try_take` took (waking waiters if any arrived meanwhile)."""
+        self.iops.available += 1
+        self.bytes.available += nbytes
+        if self.iops._heap:
+            self.iops._dispatch()
+        if self.bytes._heap:
+            self.bytes._dispatch()
+
     @property
     def idle(self) -> bool:
         """Nothing in flight and nothing waiting."""
@@ -216,6 +241,15 @@ class FileScheduler:
         stats = self.stats
         if len(pairs) == 1 or (store.serial_batches and total <= self.config.max_request_size):
             # One unit: no tasks, no per-unit bookkeeping.
+            if queue.try_take(total):  # both budgets free and nobody waiting: no queueing
+                try:
+                    t0 = time.perf_counter()
+                    buffers = await store.read_ranges(self._path, pairs)
+                finally:
+                    queue.give_back(total)
+                if stats is not None:
+                    stats.record_read(total, time.perf_counter() - t0, requests=len(pairs))
+                return assemble(plan, buffers)
             await queue.bytes.acquire(prio, total)
             try:
                 await queue.iops.acquire(prio)

@@ -170,7 +170,9 @@ def take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, o
                out_starts, out_ends):  # pragma: no cover - compiled
     """Byte spans (positions in ``data``) of variable-width values: each chunk's value buffer
     starts with ``count + 1`` little-endian offsets of ``owidth`` bytes (4 or 8), positions
-    inside that buffer; item ``t`` is value ``item_in[t]``."""
+    inside that buffer; item ``t`` is value ``item_in[t]``.  Returns the total bytes of the
+    spans, or minus an error code."""
+    total = 0
     for t in range(item_pos.shape[0]):
         g = item_seg[t]
         vb, size = _value_buffer(data, item_pos[t], seg_len[g], seg_szw[g])
@@ -178,14 +180,15 @@ def take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, o
         r = item_in[t]
         lo = (c + 1) * owidth
         if vb < 0 or lo > size or r >= c:
-            return TAKE_BAD_CHUNK
+            return -TAKE_BAD_CHUNK
         a = _read_le(data, vb + r * owidth, owidth)
         b = _read_le(data, vb + (r + 1) * owidth, owidth)
         if a < lo or b < a or b > size:
-            return TAKE_BAD_OFFSETS
+            return -TAKE_BAD_OFFSETS
         out_starts[t] = vb + a
         out_ends[t] = vb + b
-    return TAKE_OK
+        total += b - a
+    return total
 
 
 @njit(cache=True, nogil=True)

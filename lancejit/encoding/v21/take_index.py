@@ -34,6 +34,7 @@ from lancejit.encoding.v21.miniblock import MiniBlockPage
 FIXED, BITPACKED, VARIABLE, FSST = "fixed", "bitpacked", "variable", "fsst"
 
 _WORDS = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_INT32_MAX = (1 << 31) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,10 @@ class ColumnTakeIndex:
     fsst: Any
     arrow_type: pa.DataType
     path: str
+    #: Items per row of a fixed-size-list output type (0: not a list).
+    list_size: int = 0
+    #: Output offsets are 64-bit (large string/binary).
+    large_offsets: bool = False
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.row0, self.b0, self.stride, self.length, self.szw, self.count)) + 512
@@ -180,8 +185,10 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
     fsst = None
     if kind == FSST:
         fsst = _fsst_tables(kinds, np.array([p[0].size for p in parts], dtype=np.int64), path)
+    t = decoder.field.type
     index = ColumnTakeIndex(ctx.column_index, lc.num_rows, row0, b0, stride, length, szw, count, kind,
-                            width, fsst, decoder.field.type, path)
+                            width, fsst, t, path, t.list_size if pa.types.is_fixed_size_list(t) else 0,
+                            pa.types.is_large_string(t) or pa.types.is_large_binary(t))
     ctx.cache_put(key, index, index.nbytes())
     return index
 
@@ -233,52 +240,47 @@ def take_column(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, 
     if kind == FIXED:
         out = np.empty(k * w, dtype=np.uint8)
         err = kt.take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, w, out)
-        _check(err, index)
-        return _fixed_array(t, k, out)
-    if kind == BITPACKED:
-        dt = _WORDS[w]
-        tmpw = np.zeros(1025, dtype=dt)
-        out = np.empty(k, dtype=dt)
-        err = kt.take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, tmpw,
-                                tmpw.view(np.uint8), np.empty(1024, dtype=dt), out)
-        _check(err, index)
+        if err:
+            _fail(err, index)
+        if index.list_size:
+            child = pa.Array.from_buffers(t.value_type, k * index.list_size, [None, pa.py_buffer(out)])
+            return pa.Array.from_buffers(t, k, [None], children=[child])
         return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
-    starts = np.empty(k, dtype=np.int64)
-    ends = np.empty(k, dtype=np.int64)
-    err = kt.take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, w, starts, ends)
-    _check(err, index)
-    offsets = np.empty(k + 1, dtype=np.int64)
+    if kind == BITPACKED:
+        buf = np.empty(2049 + k, dtype=_WORDS[w])  # staging words, unpacked chunk, output
+        tmpw, out = buf[:1025], buf[2049:]
+        err = kt.take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, tmpw,
+                                tmpw.view(np.uint8), buf[1025:2049], out)
+        if err:
+            _fail(err, index)
+        return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
+    spans = np.empty(3 * k + 1, dtype=np.int64)  # starts, ends, then the k + 1 output offsets
+    starts, ends, offsets = spans[:k], spans[k:2 * k], spans[2 * k:]
+    nbytes = kt.take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, w, starts, ends)
+    if nbytes < 0:
+        _fail(-nbytes, index)
     if kind == VARIABLE:
-        values = np.empty(int((ends - starts).sum()), dtype=np.uint8)
+        values = np.empty(nbytes, dtype=np.uint8)
         kt.copy_spans(data, starts, ends, offsets, values)
     else:
         tabs = index.fsst
-        values = np.empty(8 * int((ends - starts).sum()) + 8, dtype=np.uint8)
+        values = np.empty(8 * nbytes + 8, dtype=np.uint8)
         _, bad = kt.fsst_take(data, starts, ends, item_seg, seg0, tabs.seg_tab, tabs.words, tabs.lens,
                               tabs.enabled, offsets, values)
         if bad >= 0:
             raise CorruptFileError(f"FSST value {bad} uses an unknown code or ends in an escape", path=index.path)
-    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-    if not large:
-        if offsets[-1] > np.iinfo(np.int32).max:
+    if not index.large_offsets:
+        if offsets[-1] > _INT32_MAX:
             raise CorruptFileError("taken values exceed 2 GiB for a 32-bit-offset type", path=index.path)
         offsets = offsets.astype(np.int32)
     return pa.Array.from_buffers(t, k, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
 
 
-def _fixed_array(t: pa.DataType, k: int, out: np.ndarray) -> pa.Array:
-    if pa.types.is_fixed_size_list(t):
-        child = pa.Array.from_buffers(t.value_type, k * t.list_size, [None, pa.py_buffer(out)])
-        return pa.Array.from_buffers(t, k, [None], children=[child])
-    return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
-
-
-def _check(err: int, index: ColumnTakeIndex) -> None:
-    if err:
-        what = {kt.TAKE_BAD_CHUNK: "a chunk shorter than its values",
-                kt.TAKE_BAD_OFFSETS: "value offsets out of order or out of bounds",
-                kt.TAKE_BAD_WIDTH: "an invalid bit width"}.get(err, "a malformed chunk")
-        raise CorruptFileError(f"column {index.column}: {what}", path=index.path)
+def _fail(err: int, index: ColumnTakeIndex) -> None:
+    what = {kt.TAKE_BAD_CHUNK: "a chunk shorter than its values",
+            kt.TAKE_BAD_OFFSETS: "value offsets out of order or out of bounds",
+            kt.TAKE_BAD_WIDTH: "an invalid bit width"}.get(err, "a malformed chunk")
+    raise CorruptFileError(f"column {index.column}: {what}", path=index.path)
 
 
 __all__ = ["ColumnTakeIndex", "build_column_index", "take_column"]
