@@ -219,3 +219,31 @@ def test_reader_finalizes_staged_version(moto, ddb_ds):
     assert ds.version == 2 and ds.count_rows() == 2 * ROWS
     assert lance.dataset(plain, storage_options=moto.storage_options).version == 2
     assert _items(moto.url, table)[-1]["path"]["S"].endswith(".manifest")
+
+
+def test_dataset_without_items_falls_back_to_listing(moto, ddb_ds):
+    """A dataset written through plain s3:// (no items) is read through the table by listing;
+    the next s3+ddb:// commit continues its history, and the reference follows."""
+    uri, opts, plain, table = ddb_ds
+    lance.write_dataset(_batch(0), plain, storage_options=moto.storage_options)
+    lancejit.write_dataset(_batch(10), plain, mode="append", storage_options=moto.storage_options)
+    assert _items(moto.url, table) == []
+    assert lancejit.dataset(uri, storage_options=opts).version == 2
+    assert lancejit.write_dataset(_batch(20), uri, mode="append", storage_options=opts).version == 3
+    assert [int(it["version"]["N"]) for it in _items(moto.url, table)] == [3]
+    ref = lance.dataset(uri, storage_options=opts)
+    assert ref.version == 3 and ref.count_rows() == 3 * ROWS
+
+
+def test_update_of_a_missing_item_is_not_found(moto, ddb_ds):
+    from lancejit.core.errors import NotFoundError
+
+    uri, opts, _, _ = ddb_ds
+    store, root = open_store(uri, opts)
+    ext = xs.external_store_of(store)
+    with pytest.raises(NotFoundError):
+        run_sync(ext.put_if_exists(root, 7, root + "/_versions/x.manifest", 1))
+    assert run_sync(ext.get(root, 7)) is None and run_sync(ext.get_latest(root)) is None
+    run_sync(ext.put_if_not_exists(root, 7, root + "/_versions/x.manifest-1", 1))
+    run_sync(ext.put_if_exists(root, 7, root + "/_versions/x.manifest", 5))
+    assert run_sync(ext.get_latest(root)) == xs.ExternalVersion(7, root + "/_versions/x.manifest", 5)
