@@ -75,7 +75,8 @@ def _valid_keys(t: pa.Table, keys: Sequence[str]) -> np.ndarray:
     """True for rows whose key columns are all non-null."""
     ok = np.ones(t.num_rows, dtype=bool)
     for k in keys:
-        ok &= ~np.asarray(t.column(k).is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        if t.column(k).null_count:
+            ok &= ~np.asarray(t.column(k).is_null().to_numpy(zero_copy_only=False), dtype=bool)
     return ok
 
 
@@ -157,13 +158,20 @@ def _join_integers(skey: Any, sv: np.ndarray, tkey: Any, tv: np.ndarray) -> tupl
     s_keys = _ints(skey)[s_rows]
     order = np.argsort(s_keys, kind="stable")
     s_sorted, s_rows = s_keys[order], s_rows[order]
-    t_rows = np.flatnonzero(tv)
-    t_keys = _ints(tkey)[t_rows]
+    t_keys = _ints(tkey)
+    if len(s_sorted) == 0 or len(t_keys) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
     lo = np.searchsorted(s_sorted, t_keys, side="left")
+    if not (s_sorted[1:] == s_sorted[:-1]).any():  # unique source keys: at most one match each
+        hit = s_sorted[np.minimum(lo, len(s_sorted) - 1)] == t_keys
+        if not tv.all():
+            hit &= tv
+        t_out = np.flatnonzero(hit)
+        return s_rows[lo[t_out]].astype(np.int64), t_out.astype(np.int64)
     hi = np.searchsorted(s_sorted, t_keys, side="right")
-    counts = hi - lo
+    counts = np.where(tv, hi - lo, 0)
     hit = counts > 0
-    t_out = np.repeat(t_rows[hit], counts[hit])
+    t_out = np.repeat(np.flatnonzero(hit), counts[hit])
     # positions lo .. hi-1 for each hit, flattened
     starts = np.repeat(lo[hit] - np.concatenate([[0], np.cumsum(counts[hit])[:-1]]), counts[hit])
     s_out = s_rows[starts + np.arange(len(t_out))]
