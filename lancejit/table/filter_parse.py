@@ -114,6 +114,13 @@ def _str(text: str) -> str:
     return text[1:-1].replace("''", "'")
 
 
+def _requote(literal: str) -> str:
+    """A SQL-standard string literal (``''`` escapes a quote, backslashes are plain, as the
+    reference reads them) in the parser dialect's spelling (backslash escapes)."""
+    value = _str(literal)
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _extract_in_lists(text: str) -> tuple[str, dict[str, InList], str]:
     """``text`` with literal IN lists replaced by placeholders, the lists, and the text with
     quoted runs blanked (for the depth check)."""
@@ -126,7 +133,8 @@ def _extract_in_lists(text: str) -> tuple[str, dict[str, InList], str]:
         out.append(text[pos:a])
         blank.append(text[pos:a])
         if m.group("q") is not None:
-            out.append(m.group(0))
+            q = m.group(0)
+            out.append(_requote(q) if q[0] == "'" else q)
             blank.append(" ")
         else:
             body = m.group(0)

@@ -1,9 +1,13 @@
-"""Scanning a dataset version: fragments in order, split into units of physical rows, read
-concurrently with bounded readahead, filtered, then offset/limit applied in scan order.
+"""Scanning a dataset version as one pipeline: units planned as arrays over the version index
+(:mod:`.scan_plan`, with its page-pruning hook), read concurrently with readahead bounded by
+estimated bytes in flight (many small fragments are opened and read together), filtered,
+re-batched (batches of ``batch_size`` rows may span fragments), then offset/limit applied in
+scan order.
 
 A *unit* is a half-open physical row range ``[lo, hi)`` of one fragment.  With a filter, the
 filter's columns are read first; the other columns are read only for the matching rows (by
-take) when the matches are sparse, otherwise the whole unit is read and sliced.
+take) when the matches are sparse, otherwise the whole unit is read and sliced
+(``LATE_MATERIALIZATION``, ``TAKE_FRACTION``: decided per unit from its measured selectivity).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -21,9 +25,12 @@ from lancejit.core.config import DEFAULT_BATCH_SIZE
 from .context import DatasetContext
 from .fields import TopField
 from .fragment import ROWADDR, ROWID, FragmentReader
+from .index import dataset_index
+from .scan_plan import ScanPlan, plan_units
 
 if TYPE_CHECKING:
     from .filter import CompiledFilter
+    from .index import DatasetIndex
 
 #: Target encoded bytes per unit (bounds batch memory).  Larger units waste less at their
 #: edges (a page straddling two units is read and decoded by both): 32 MiB costs ~15% less CPU
@@ -33,8 +40,15 @@ UNIT_TARGET_BYTES = 32 * 1024 * 1024
 MAX_UNIT_ROWS = 1 << 17
 #: Fraction of a unit's rows below which rows are fetched by take rather than by range.
 TAKE_FRACTION = 0.25
-#: Units in flight at once.
+#: Units in flight at least (big units: this bounds memory).
 DEFAULT_READAHEAD = 4
+#: More units run ahead while their estimated encoded bytes stay under this...
+READAHEAD_BYTES = 64 * 1024 * 1024
+#: ... and at most this many are in flight (many small fragments are opened and read together).
+MAX_UNITS_IN_FLIGHT = 64
+#: Filtered scans read the filter's columns first and the others only for matching rows;
+#: False reads every needed column of a unit at once (for measurements and tests).
+LATE_MATERIALIZATION = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,36 +206,56 @@ async def _select_async(arrays: list, positions: np.ndarray, n: int) -> list:
     return _select(arrays, positions, n)
 
 
+async def _live(frag: FragmentReader, lo: int, hi: int) -> np.ndarray | None:
+    """Physical offsets (int64) of the live rows of ``[lo, hi)``; None when all are live."""
+    deleted = await frag.deleted()
+    if deleted is None or not len(deleted):
+        return None
+    a, b = np.searchsorted(deleted, [lo, hi])
+    if b <= a:
+        return None
+    mask = np.ones(hi - lo, dtype=bool)
+    mask[deleted[a:b].astype(np.int64) - lo] = False
+    return np.flatnonzero(mask).astype(np.int64) + lo
+
+
+async def _matches(
+    ctx: DatasetContext, frag: FragmentReader, compiled: "CompiledFilter", lo: int, hi: int,
+    live: np.ndarray | None, extra: list[TopField] = (),  # type: ignore[assignment]
+) -> tuple[np.ndarray, list[TopField], list]:
+    """Positions among the live rows of ``[lo, hi)`` where ``compiled`` holds, with the columns
+    read for it (the filter's, plus ``extra``) and their arrays (all live rows)."""
+    ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
+    read = ftops + [t for t in extra if t.name not in compiled.columns]
+    arrays = await _read_rows(frag, read, lo, hi, live)
+    ftable = pa.Table.from_arrays(arrays[: len(ftops)], schema=pa.schema([ctx.schema.field(t.name) for t in ftops]))
+    n_live = (hi - lo) if live is None else len(live)
+    from .filter import evaluate_filter  # sqlglot loads with the first filter
+
+    return evaluate_filter(compiled, ftable, n_live).to_numpy().astype(np.int64), read, arrays
+
+
 async def read_unit_table(
     ctx: DatasetContext, frag: FragmentReader, spec: ScanSpec, lo: int, hi: int
 ) -> pa.Table | None:
     """One unit's output rows as a table whose columns keep the decoder's chunks (None when no
-    row survives)."""
-    deleted = await frag.deleted()
-    live: np.ndarray | None = None
-    if deleted is not None and len(deleted):
-        a, b = np.searchsorted(deleted, [lo, hi])
-        if b > a:
-            mask = np.ones(hi - lo, dtype=bool)
-            mask[deleted[a:b].astype(np.int64) - lo] = False
-            live = np.flatnonzero(mask).astype(np.int64) + lo
-            if len(live) == 0:
-                return None
+    row survives).  With a filter and ``LATE_MATERIALIZATION``, the filter's columns are read
+    first and the other projected columns only for the matching rows: by take when fewer than
+    ``TAKE_FRACTION`` of the unit's rows match, else by range then selected."""
+    live = await _live(frag, lo, hi)
+    if live is not None and len(live) == 0:
+        return None
     tops = list(spec.tops)
     by_name: dict[str, pa.Array | pa.ChunkedArray] = {}
     if spec.filter is not None:
-        ftops = [t for t in ctx.top_fields if t.name in spec.filter.columns]
-        farrays = await _read_rows(frag, ftops, lo, hi, live)
-        ftable = pa.Table.from_arrays(farrays, schema=pa.schema([ctx.schema.field(t.name) for t in ftops]))
         n_live = (hi - lo) if live is None else len(live)
-        from .filter import evaluate_filter  # sqlglot loads with the first filter
-
-        matches = evaluate_filter(spec.filter, ftable, n_live).to_numpy().astype(np.int64)
+        early = [] if LATE_MATERIALIZATION else tops
+        matches, read, arrays = await _matches(ctx, frag, spec.filter, lo, hi, live, early)
         if len(matches) == 0:
             return None
         offsets = (live if live is not None else np.arange(lo, hi, dtype=np.int64))[matches]
-        wanted = [(t, arr) for t, arr in zip(ftops, farrays) if any(t.name == p.name for p in tops)]
-        picked = _select([arr for _, arr in wanted], matches, n_live)
+        wanted = [(t, arr) for t, arr in zip(read, arrays) if any(t.name == p.name for p in tops)]
+        picked = await _select_async([arr for _, arr in wanted], matches, n_live)
         by_name.update({t.name: arr for (t, _), arr in zip(wanted, picked)})
         rest = [t for t in tops if t.name not in by_name]
         if rest:
@@ -285,105 +319,159 @@ def _child_chunked(array: Any, path: tuple[str, ...]) -> Any:
 
 
 def _no_column_batch(n: int, schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_struct_array(pa.array([{}] * n, type=pa.struct([])))
+    return pa.RecordBatch.from_struct_array(pa.nulls(n, pa.struct([])))
 
 
-async def _units(ctx: DatasetContext, spec: ScanSpec) -> list[tuple[FragmentReader, int, int]]:
-    frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
-    if spec.fragment_ids is not None:
-        wanted = {fid: i for i, fid in enumerate(spec.fragment_ids)}
-        frags = sorted((f for f in frags if f.id in wanted), key=lambda f: wanted[f.id])
-    skip = spec.offset if spec.filter is None else 0
-    out: list[tuple[FragmentReader, int, int]] = []
-    for frag in frags:
-        if skip > 0:
-            count = await frag.count_rows()
-            if count <= skip:
-                skip -= count
-                continue
-            skip = 0
-        step = _rows_per_unit(frag, spec.batch_size)
-        for lo in range(0, frag.physical_rows, step):
-            out.append((frag, lo, min(frag.physical_rows, lo + step)))
-    if spec.filter is not None and (ctx.manifest.data_storage_version in ("0.1", "legacy")
-                                    or ctx.manifest.index_section is not None):
-        out = await _prune_units(ctx, spec.filter, out)
-    return out
+def _positions(index: "DatasetIndex", fragment_ids: tuple[int, ...] | None) -> np.ndarray:
+    """Index positions of the fragments to scan, in scan order (``fragment_ids`` order when
+    given; ids not in the version are skipped, repeats read once)."""
+    if fragment_ids is None:
+        return np.arange(len(index), dtype=np.int64)
+    ids = np.asarray(fragment_ids, dtype=np.int64)
+    _, first = np.unique(ids, return_index=True)
+    ids = ids[np.sort(first)]
+    pos, found = index.positions_of(ids)
+    return pos[found]
 
 
-async def _prune_units(ctx: DatasetContext, filt: "CompiledFilter", units: list[tuple[FragmentReader, int, int]]
-                       ) -> list[tuple[FragmentReader, int, int]]:
-    """``units`` cut to the row ranges page statistics say may match (:mod:`.pruning`)."""
-    from .pruning import may_match_ranges, prunable
+async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", ScanPlan, int]:
+    """The version index, the units to read and the rows still to skip for the offset (whole
+    fragments inside the offset are dropped from the plan when there is no filter)."""
+    index = await dataset_index(ctx)
+    positions = _positions(index, spec.fragment_ids)
+    to_skip = spec.offset
+    if spec.filter is None and to_skip > 0 and len(positions):
+        ends = np.cumsum(index.live_rows[positions])
+        k = int(np.searchsorted(ends, to_skip, side="right"))
+        if k:
+            to_skip -= int(ends[k - 1])
+            positions = positions[k:]
+    if spec.filter is not None:
+        from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
 
-    if not prunable(filt, ctx.schema):
-        return units
-    spans = await asyncio.gather(*(may_match_ranges(ctx, frag, lo, hi, filt) for frag, lo, hi in units))
-    return [(frag, int(a), int(b)) for (frag, _, _), rs in zip(units, spans) for a, b in rs]
-
-
-async def _skipped_rows(ctx: DatasetContext, spec: ScanSpec) -> int:
-    """Rows of whole fragments skipped by ``_units`` because of the offset (no filter only)."""
-    if spec.filter is not None or spec.offset <= 0:
-        return 0
-    frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
-    if spec.fragment_ids is not None:
-        wanted = {fid: i for i, fid in enumerate(spec.fragment_ids)}
-        frags = sorted((f for f in frags if f.id in wanted), key=lambda f: wanted[f.id])
-    skipped, remaining = 0, spec.offset
-    for frag in frags:
-        c = await frag.count_rows()
-        if c > remaining:
-            break
-        skipped += c
-        remaining -= c
-    return skipped
+        await prepare(ctx, spec.filter)
+    plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, MAX_UNIT_ROWS, spec.filter)
+    return index, plan, to_skip
 
 
-async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBatch]:
-    """Output batches in scan order with offset and limit applied."""
-    units = await _units(ctx, spec)
-    to_skip = spec.offset - await _skipped_rows(ctx, spec)
-    remaining = spec.limit
-    if remaining is not None and remaining <= 0:
-        return
-    pending: deque[asyncio.Future] = deque()
-    it: Iterator[tuple[FragmentReader, int, int]] = iter(units)
-    readahead = max(1, spec.readahead)
+async def _pipeline(
+    index: "DatasetIndex", plan: ScanPlan, readahead: int, read: Callable[[FragmentReader, int, int], Awaitable[Any]]
+) -> AsyncIterator[Any]:
+    """``read(reader, lo, hi)`` of every unit, results in plan order.  Units run ahead while
+    fewer than ``readahead`` are in flight, or while their estimated bytes stay under
+    ``READAHEAD_BYTES`` (at most ``MAX_UNITS_IN_FLIGHT``): many small fragments are read and
+    opened concurrently, a few big units bound memory.  One FragmentReader per fragment, made
+    when its first unit starts and dropped after its last."""
+    pending: deque[tuple[asyncio.Future, int]] = deque()
+    pos, lo, hi, est = (a.tolist() for a in (plan.pos, plan.lo, plan.hi, plan.est_bytes))
+    n = len(pos)
+    nxt = 0
+    in_flight = 0
+    reader: FragmentReader | None = None
+    reader_pos = -1
 
     def fill() -> None:
-        while len(pending) < readahead:
-            try:
-                frag, lo, hi = next(it)
-            except StopIteration:
-                return
-            pending.append(asyncio.ensure_future(read_unit_table(ctx, frag, spec, lo, hi)))
+        nonlocal nxt, in_flight, reader, reader_pos
+        while nxt < n and (len(pending) < readahead or (
+                in_flight + est[nxt] <= READAHEAD_BYTES and len(pending) < MAX_UNITS_IN_FLIGHT)):
+            p = pos[nxt]
+            if p != reader_pos:
+                reader = FragmentReader(index.ctx, index.fragments[p], int(index.physical_rows[p]))
+                reader_pos = p
+            pending.append((asyncio.ensure_future(read(reader, lo[nxt], hi[nxt])), est[nxt]))
+            in_flight += est[nxt]
+            nxt += 1
 
     try:
         fill()
         while pending:
-            batch = await pending.popleft()
+            fut, size = pending[0]
+            result = await fut
+            pending.popleft()
+            in_flight -= size
             fill()
-            if batch is None or batch.num_rows == 0:
-                continue
-            for piece in _split(batch, spec.batch_size):
-                if to_skip > 0:
-                    if piece.num_rows <= to_skip:
-                        to_skip -= piece.num_rows
-                        continue
-                    piece = piece.slice(to_skip)
-                    to_skip = 0
-                if remaining is not None:
-                    if piece.num_rows >= remaining:
-                        yield piece.slice(0, remaining)
-                        return
-                    remaining -= piece.num_rows
-                yield piece
+            yield result
     finally:
-        for fut in pending:
+        for fut, _ in pending:
             fut.cancel()
         if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+            await asyncio.gather(*(f for f, _ in pending), return_exceptions=True)
+
+
+async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBatch]:
+    """Output batches in scan order with offset and limit applied; batches hold at most
+    ``spec.batch_size`` rows and may span fragments (small units are gathered into one batch)."""
+    remaining = spec.limit
+    if remaining is not None and remaining <= 0:
+        return
+    index, plan, to_skip = await _plan(ctx, spec)
+
+    async def read(reader: FragmentReader, lo: int, hi: int) -> pa.Table | None:
+        return await read_unit_table(ctx, reader, spec, lo, hi)
+
+    batches = _rebatch(_pipeline(index, plan, max(1, spec.readahead), read), spec.batch_size)
+    try:
+        async for piece in batches:
+            if to_skip > 0:
+                if piece.num_rows <= to_skip:
+                    to_skip -= piece.num_rows
+                    continue
+                piece = piece.slice(to_skip)
+                to_skip = 0
+            if remaining is not None:
+                if piece.num_rows >= remaining:
+                    yield piece.slice(0, remaining)
+                    return
+                remaining -= piece.num_rows
+            yield piece
+    finally:
+        await batches.aclose()
+
+
+async def _rebatch(tables: AsyncIterator[pa.Table | None], size: int) -> AsyncIterator[pa.RecordBatch]:
+    """Batches of at most ``size`` rows: a unit of at least ``size`` rows is cut zero-copy (at
+    ``size`` and at its chunk edges); smaller units are gathered until ``size`` rows (one copy
+    of those rows), so a scan of many small fragments yields full batches."""
+    buf: list[pa.Table] = []
+    buf_rows = 0
+    try:
+        async for table in tables:
+            if table is None or table.num_rows == 0:
+                continue
+            if table.num_rows >= size:
+                if buf:
+                    for b in _gather(buf, size):
+                        yield b
+                    buf, buf_rows = [], 0
+                for b in _split(table, size):
+                    yield b
+                continue
+            buf.append(table)
+            buf_rows += table.num_rows
+            if buf_rows >= size:
+                whole = _concat(buf)
+                full = (buf_rows // size) * size
+                for b in _split(whole.slice(0, full), size):
+                    yield b
+                buf = [whole.slice(full)] if full < buf_rows else []
+                buf_rows -= full
+        if buf:
+            for b in _gather(buf, size):
+                yield b
+    finally:
+        await tables.aclose()  # type: ignore[attr-defined]
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """One table with one chunk per column (zero-column tables keep their row count)."""
+    if tables[0].num_columns == 0:
+        n = sum(t.num_rows for t in tables)
+        return pa.Table.from_batches([_no_column_batch(n, tables[0].schema)])
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def _gather(tables: list[pa.Table], size: int) -> Iterator[pa.RecordBatch]:
+    return _split(_concat(tables), size)
 
 
 def _split(table: pa.Table, size: int) -> Iterator[pa.RecordBatch]:
@@ -395,14 +483,25 @@ def _split(table: pa.Table, size: int) -> Iterator[pa.RecordBatch]:
     yield from table.to_batches(max_chunksize=size)
 
 
-async def count_rows(ctx: DatasetContext, filter: CompiledFilter | None, readahead: int = DEFAULT_READAHEAD) -> int:
+async def _count_unit(ctx: DatasetContext, frag: FragmentReader, compiled: "CompiledFilter", lo: int, hi: int) -> int:
+    """Rows of ``[lo, hi)`` (live ones) matching ``compiled``: only the filter's columns are read."""
+    live = await _live(frag, lo, hi)
+    if live is not None and len(live) == 0:
+        return 0
+    return len((await _matches(ctx, frag, compiled, lo, hi, live))[0])
+
+
+async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", readahead: int = DEFAULT_READAHEAD) -> int:
     """Rows of the version (after deletions), or rows matching ``filter``."""
-    frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
     if filter is None:
-        counts = await asyncio.gather(*(f.count_rows() for f in frags))
-        return int(sum(counts))
+        return (await dataset_index(ctx)).total_rows
     spec = ScanSpec(tops=(), filter=filter, readahead=readahead)
+    index, plan, _ = await _plan(ctx, spec)
+
+    async def read(reader: FragmentReader, lo: int, hi: int) -> int:
+        return await _count_unit(ctx, reader, filter, lo, hi)
+
     total = 0
-    async for batch in scan(ctx, spec):
-        total += batch.num_rows
+    async for n in _pipeline(index, plan, max(1, readahead), read):
+        total += n
     return total
