@@ -285,3 +285,33 @@ def test_stable_row_ids_indexed_fragments_are_left_alone(tmp_path):
         want = make_table(0, 90).take(pa.array(list(keep)))
         assert lance.dataset(uri).to_table(filter=flt).sort_by("a").equals(want)
         assert lancejit.dataset(uri).to_table(filter=flt).sort_by("a").equals(want)
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_concurrent_compaction_and_merge_insert(tmp_path, stable):
+    import asyncio
+
+    from lancejit.table.compaction import compact_files_async
+
+    uri = str(tmp_path / "cm.lance")
+    lance.write_dataset(make_table(0, 100), uri, max_rows_per_file=10, enable_stable_row_ids=stable)
+    ds = lancejit.dataset(uri)
+    ids_before = ds.to_table(columns=["a"], with_row_id=True)
+    src = make_table(95, 10)  # updates rows 95..99 (last fragment), inserts 100..104
+    src = src.set_column(1, "s", pa.array([f"new{i}" for i in range(10)]))
+
+    async def both():
+        b = ds.merge_insert("a").when_matched_update_all().when_not_matched_insert_all()
+        return await asyncio.gather(compact_files_async(ds, CompactionOptions(target_rows_per_fragment=1000)),
+                                    b.execute_async(src))
+
+    metrics, counts = run_sync(both())
+    assert counts == {"num_inserted_rows": 5, "num_updated_rows": 5, "num_deleted_rows": 0}
+    t = lancejit.dataset(uri).to_table(with_row_id=stable)
+    assert sorted(t["a"].to_pylist()) == list(range(105))
+    got = {r["a"]: r["s"] for r in t.to_pylist() if r["a"] >= 95}
+    assert got == {95 + i: f"new{i}" for i in range(10)}
+    assert lance.dataset(uri).to_table(with_row_id=stable).equals(t)
+    if stable:  # every original row keeps its id through both operations
+        now = dict(zip(t["a"].to_pylist(), t["_rowid"].to_pylist()))
+        assert all(now[a] == rid for a, rid in zip(ids_before["a"].to_pylist(), ids_before["_rowid"].to_pylist()))
