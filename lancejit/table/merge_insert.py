@@ -17,9 +17,12 @@ One ``Update`` commit (``REWRITE_ROWS``, ``fields_for_preserving_frag_bitmap`` =
 field ids), exactly the reference's transaction: replaced rows are deleted from their fragments
 and written, followed by the inserted rows, to new fragments.  With stable row ids, replaced rows
 keep their ids; inserted rows get fresh ids.  Returns ``{"num_inserted_rows",
-"num_updated_rows", "num_deleted_rows"}``.  Concurrent merge_inserts touching different rows
-both land (deletions in the same fragments are merged by the committer); otherwise the whole
-operation is redone on the latest version (``conflict_retries`` times).
+"num_updated_rows", "num_deleted_rows"}``.  A source with only some columns (keys included)
+updates just those columns of matched rows and inserts nulls for the others (the reference
+commits that case as ``REWRITE_COLUMNS``; lancejit rewrites the rows).  Concurrent
+merge_inserts touching different rows both land (deletions in the same fragments are merged by
+the committer); otherwise the whole operation is redone on the latest version
+(``conflict_retries`` times).
 """
 
 from __future__ import annotations
