@@ -104,6 +104,9 @@ class FsspecStore(ObjectStore):
         key = path.strip("/")
         if not key:
             raise InvalidInputError(f"{self.uri(path)}: an object path needs a key, not just the bucket")
+        if any(seg in (".", "..") for seg in key.split("/")):
+            # HTTP clients and servers normalise dot segments, which would address another key
+            raise InvalidInputError(f"{self.uri(path)}: object key has a '.' or '..' segment")
         return key
 
     async def _handle(self) -> _FsHandle:

@@ -23,6 +23,7 @@ from lancejit.io.store import ObjectStore, join_path
 
 from .fields import TopField
 from .manifest import DataFile, DeletionFile, Manifest
+from .paths import confined_join
 
 
 class AsyncLRU:
@@ -108,10 +109,13 @@ class DatasetContext:
 
     def data_file_location(self, data_file: DataFile) -> tuple[ObjectStore, str]:
         """``(store, path)`` of a data file (``data/`` under the root or under its base path)."""
+        where = self.describe_where(self.manifest_path)
         if data_file.base_id is None:
-            return self.store, join_path(self.root, "data", data_file.path)
+            return self.store, confined_join(self.root, "data", data_file.path, what="data file path", where=where)
         store, root, is_root = self.base_location(data_file.base_id)
-        return store, join_path(root, "data", data_file.path) if is_root else join_path(root, data_file.path)
+        if is_root:
+            return store, confined_join(root, "data", data_file.path, what="data file path", where=where)
+        return store, confined_join(root, data_file.path, what="data file path", where=where)
 
     def data_file_path(self, data_file: DataFile) -> str:
         return self.data_file_location(data_file)[1]
@@ -133,7 +137,8 @@ class DatasetContext:
         return FileScheduler(store, path, stats=self.caches.stats, size=size)
 
     def path(self, relative: str) -> str:
-        return join_path(self.root, relative)
+        """Store path of a file the manifest names relative to the root (confined to it)."""
+        return confined_join(self.root, relative, what="file path", where=self.describe_where(self.manifest_path))
 
     def describe_where(self, path: str | None = None, store: ObjectStore | None = None) -> str:
         where = f"dataset {self.uri} version {self.version}"

@@ -93,6 +93,11 @@ class ExternalFile:
 class Fragment:
     """One fragment: rows ``[0, physical_rows)`` spread over ``files`` (columns), minus deletions.
 
+    ``physical_rows == 0`` with data files means "unknown" (old writers, or a manifest without
+    a writer version, whose statistics the reference does not trust either): the row count is
+    then read from a data file's footer.  ``num_deleted_rows`` None means "count the deletion
+    file".
+
     ``row_ids`` is the serialized ``RowIdSequence`` (bytes) or an :class:`ExternalFile`
     holding it; None when the dataset has no stable row ids.
     """
@@ -174,7 +179,31 @@ def _data_file(pb: Any) -> DataFile:
     )
 
 
-def _fragment(pb: Any) -> Fragment:
+#: Rows a fragment can hold: row addresses keep the offset in 32 bits.
+MAX_FRAGMENT_ROWS = 1 << 32
+
+
+def _check_counts(pb: Any) -> None:
+    """Refuse fragments no writer makes (the manifest is corrupt or hostile): more rows than a
+    row address can hold, rows without data files, column indices past the file's columns."""
+    if pb.physical_rows > MAX_FRAGMENT_ROWS:
+        raise CorruptFileError(
+            f"fragment {pb.id} records {pb.physical_rows} physical rows, more than a fragment "
+            f"can address ({MAX_FRAGMENT_ROWS})"
+        )
+    if not len(pb.files):
+        raise CorruptFileError(f"fragment {pb.id} has no data files")
+    for f in pb.files:
+        # a file has at most one column per field (2.1+ structs have none: index -1)
+        if any(c < -1 or c >= len(f.fields) for c in f.column_indices):
+            raise CorruptFileError(
+                f"fragment {pb.id} data file {f.path!r}: column indices {list(f.column_indices)} "
+                f"outside the file's {len(f.fields)} fields"
+            )
+
+
+def _fragment(pb: Any, stats_trusted: bool = True) -> Fragment:
+    _check_counts(pb)
     deletion = None
     if pb.HasField("deletion_file"):
         d = pb.deletion_file
@@ -183,7 +212,10 @@ def _fragment(pb: Any) -> Fragment:
             read_version=d.read_version,
             id=d.id,
             # proto3: 0 is "unknown" for old writers; the file itself is then authoritative.
-            num_deleted_rows=d.num_deleted_rows or None,
+            # So is a count the manifest cannot vouch for (no writer version) or that exceeds
+            # the fragment's rows.
+            num_deleted_rows=(d.num_deleted_rows or None) if stats_trusted and (
+                not pb.physical_rows or d.num_deleted_rows <= pb.physical_rows) else None,
             base_id=_opt(d, "base_id"),
         )
     which = pb.WhichOneof("row_id_sequence")
@@ -197,7 +229,9 @@ def _fragment(pb: Any) -> Fragment:
         id=pb.id,
         files=tuple(_data_file(f) for f in pb.files),
         deletion_file=deletion,
-        physical_rows=pb.physical_rows,
+        # 0 = unknown (writers before 0.8 never set it; manifests without a writer version may
+        # hold wrong values, lance issue 1531): the data file's footer is then authoritative.
+        physical_rows=pb.physical_rows if stats_trusted else 0,
         row_ids=row_ids,
     )
 
@@ -212,7 +246,7 @@ def manifest_from_pb(pb: Any, file_size: int = 0) -> Manifest:
         version=pb.version,
         fields=tuple(pb.fields),
         schema_metadata={k: bytes(v) for k, v in pb.schema_metadata.items()},
-        fragments=tuple(_fragment(f) for f in pb.fragments),
+        fragments=tuple(_fragment(f, pb.HasField("writer_version")) for f in pb.fragments),
         timestamp_ns=ts,
         tag=pb.tag,
         reader_feature_flags=pb.reader_feature_flags,
@@ -272,7 +306,12 @@ def decode_manifest(section: bytes | memoryview, file_size: int, path: str) -> M
         pb.ParseFromString(section[4 : 4 + actual].tobytes())
     except (DecodeError, ValueError) as exc:
         raise CorruptFileError(f"manifest protobuf does not decode: {exc}", path=path) from None
-    return manifest_from_pb(pb, file_size)
+    try:
+        return manifest_from_pb(pb, file_size)
+    except CorruptFileError as exc:
+        if exc.path is None:
+            raise CorruptFileError(str(exc), path=path) from None
+        raise
 
 
 def decode_manifest_file(data: bytes | memoryview, path: str) -> Manifest:

@@ -22,6 +22,7 @@ from lancejit.io.store import ObjectStore, join_path
 from .manifest import MANIFEST_PREFETCH_BYTES, Manifest, decode_manifest, manifest_position
 from .naming import (
     VERSIONS_DIR,
+    U64_MAX,
     NamingScheme,
     check_single_scheme,
     manifest_name,
@@ -136,8 +137,10 @@ async def read_version(
     store: ObjectStore, root: str, version: int, stats: IOStats | None = None
 ) -> tuple[Manifest, ManifestLocation]:
     """Open ``version`` by name (V2 first, then V1) without listing."""
-    if version < 0:
-        raise InvalidInputError(f"version must be >= 0, got {version}")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidInputError(f"version must be an int, got {version!r}")
+    if not 0 <= version <= U64_MAX:
+        raise InvalidInputError(f"version must be in [0, 2^64), got {version}")
     vdir = join_path(root, VERSIONS_DIR)
     last_missing: NotFoundError | None = None
     for scheme in (NamingScheme.V2, NamingScheme.V1):
@@ -180,8 +183,9 @@ def parse_tag(name: str, data: bytes | memoryview, path: str) -> Tag:
         obj = json.loads(bytes(data))
     except (ValueError, UnicodeDecodeError) as exc:
         raise CorruptFileError(f"tag file is not JSON: {exc}", path=path) from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("version"), int) or obj["version"] < 0:
-        raise CorruptFileError("tag file has no integer 'version'", path=path)
+    version = obj.get("version") if isinstance(obj, dict) else None
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= U64_MAX:
+        raise CorruptFileError("tag file has no 'version' in [0, 2^64)", path=path)
 
     def pick(*keys: str) -> Any:
         for k in keys:

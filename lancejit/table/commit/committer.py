@@ -43,6 +43,7 @@ from lancejit.pb import table_pb2
 
 from ..features import FLAG_DISABLE_TRANSACTION_FILE, FLAG_UNKNOWN
 from ..naming import VERSIONS_DIR, NamingScheme, manifest_name
+from ..paths import confined_join
 from ..versions import HINT_NAME, ManifestLocation
 from .conflicts import ConflictChecker
 from .deletion_writer import read_deleted_offsets, write_deletion_file
@@ -97,7 +98,7 @@ class _Reader:
         name = lm.manifest.transaction_file
         if not name:
             return None
-        path = join_path(self.root, TRANSACTIONS_DIR, name)
+        path = confined_join(self.root, TRANSACTIONS_DIR, name, what="transaction file", where=self.store.uri(loc.path))
         try:
             data = await self.store.read_all(path)
         except NotFoundError:
