@@ -36,6 +36,10 @@ class DataFileHandle:
         for f in getattr(schema, "fields", ()):
             self._name_of_id[f.id] = f.name
         self._names = set(reader.schema.names)
+        #: field id -> (dataset schema, fields to conform by or None: used as read).
+        self._conform: dict[int, tuple[Any, Any]] = {}
+        #: top-level (id, name)s -> (file column names, the same without repeats).
+        self._names_of: dict[tuple[tuple[int, str], ...], tuple[list[str], list[str]]] = {}
 
     @property
     def num_rows(self) -> int:
@@ -54,30 +58,50 @@ class DataFileHandle:
     def conform(self, top: TopField, array: Any, dataset_schema: Any, target: pa.DataType) -> Any:
         """``array`` (this file's field ``top.id``) with nested children matched to the dataset's
         field tree ``dataset_schema`` by field id (renames, dropped or missing children)."""
-        file_schema = self.reader.file_metadata.schema
-        if dataset_schema is None or not getattr(file_schema, "has_field_id", lambda _: False)(top.id):
+        entry = self._conform.get(top.id)
+        if entry is None or entry[0] is not dataset_schema:
+            entry = self._conform[top.id] = (dataset_schema, self._conform_fields(top, dataset_schema))
+        fields = entry[1]
+        if fields is None:
             return array
-        if not dataset_schema.has_field_id(top.id):
-            return array
-        dfield = dataset_schema.field_by_id(top.id)
-        if not dfield.children:
-            return array
-        ffield = file_schema.field_by_id(top.id)
+        dfield, ffield = fields
         if isinstance(array, pa.ChunkedArray):
             chunks = [conform_array(c, dfield, ffield, target) for c in array.chunks]
             return pa.chunked_array(chunks, type=chunks[0].type if chunks else target)
         return conform_array(array, dfield, ffield, target)
 
+    def _conform_fields(self, top: TopField, dataset_schema: Any) -> tuple[Any, Any] | None:
+        """``(dataset field, file field)`` of ``top`` when its children need matching by id,
+        else None (the array is used as read)."""
+        file_schema = self.reader.file_metadata.schema
+        if dataset_schema is None or not getattr(file_schema, "has_field_id", lambda _: False)(top.id):
+            return None
+        if not dataset_schema.has_field_id(top.id):
+            return None
+        dfield = dataset_schema.field_by_id(top.id)
+        if not dfield.children:
+            return None
+        return dfield, file_schema.field_by_id(top.id)
+
+    def _columns(self, tops: Sequence[TopField]) -> tuple[list[str], list[str]]:
+        key = tuple((t.id, t.name) for t in tops)
+        got = self._names_of.get(key)
+        if got is None:
+            names = [self._file_name(t) for t in tops]
+            got = self._names_of[key] = (names, list(dict.fromkeys(names)))
+        return got
+
     async def read_range(self, tops: Sequence[TopField], start: int, end: int) -> list[pa.ChunkedArray]:
         """Fields ``tops`` at rows ``[start, end)`` (half-open), as chunked arrays."""
-        names = [self._file_name(t) for t in tops]
-        table = await self.reader.read_range(start, end - start, list(dict.fromkeys(names)))
+        names, unique = self._columns(tops)
+        table = await self.reader.read_range(start, end - start, unique)
         # chunked as decoded (one chunk per read window): no concatenation copy
         return [table.column(n) for n in names]
 
     async def take(self, tops: Sequence[TopField], offsets: np.ndarray) -> list[pa.Array]:
-        names = [self._file_name(t) for t in tops]
-        table = await self.reader.take_rows(offsets, list(dict.fromkeys(names)))
+        """Fields ``tops`` at sorted unique row ``offsets`` of this file."""
+        names, unique = self._columns(tops)
+        table = await self.reader.take_rows(offsets, unique)
         return [_one(table.column(n)) for n in names]
 
 

@@ -404,7 +404,7 @@ class Dataset:
 
     async def count_rows_async(self, filter: str | pc.Expression | None = None) -> int:
         if filter is None:  # from the version index: no data file read when the manifest has counts
-            return (await dataset_index(self._ctx)).total_rows
+            return (await dataset_index(self._ctx)).count_rows()
         compiled = compile_filter(filter, self._ctx.schema)
         return await _scan.count_rows(self._ctx, compiled)
 

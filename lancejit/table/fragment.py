@@ -18,7 +18,7 @@ import pyarrow as pa
 from lancejit.core.errors import CorruptFileError, NotFoundError
 
 from .context import DatasetContext
-from .datafile import open_data_file
+from .datafile import DataFileHandle, open_data_file
 from .deletion import decode_deletion_file, live_offsets
 from .fields import TopField
 from .manifest import DataFile, ExternalFile, Fragment
@@ -44,6 +44,10 @@ class FragmentReader:
         #: Physical rows: the manifest's count, or the count the dataset index resolved for
         #: legacy fragments whose manifest records 0 (see :mod:`.index`).
         self.physical_rows = fragment.physical_rows if physical_rows is None else physical_rows
+        #: Per column set (top-level names): ``(data file, positions in tops)`` groups.
+        self._layouts: dict[tuple[str, ...], list[tuple[DataFile, list[int]]]] = {}
+        #: Opened data files by path: ``(handle, store, path)`` (looked up once per reader).
+        self._handles: dict[str, tuple[DataFileHandle, object, str]] = {}
 
     @property
     def id(self) -> int:
@@ -115,29 +119,51 @@ class FragmentReader:
                 return df
         return None
 
+    def _layout(self, tops: Sequence[TopField]) -> list[tuple[DataFile, list[int]]]:
+        """``(data file, positions in tops)`` per data file holding some of ``tops`` (cached)."""
+        key = tuple(t.name for t in tops)
+        layout = self._layouts.get(key)
+        if layout is None:
+            groups: dict[str, tuple[DataFile, list[int]]] = {}
+            for i, top in enumerate(tops):
+                df = self.file_for(top)
+                if df is not None:
+                    groups.setdefault(df.path, (df, []))[1].append(i)
+            layout = self._layouts[key] = list(groups.values())
+        return layout
+
+    async def _handle(self, df: DataFile) -> tuple[DataFileHandle, object, str]:
+        got = self._handles.get(df.path)
+        if got is None:
+            handle = await open_data_file(self.ctx, df)
+            store, path = self.ctx.data_file_location(df)
+            got = self._handles[df.path] = (handle, store, path)
+        return got
+
     async def read(
         self, tops: Sequence[TopField], rows: tuple[int, int] | np.ndarray
     ) -> list[pa.Array]:
         """Arrays of the top-level fields ``tops`` at ``rows`` (a range or sorted offsets)."""
         n = sel_len(rows)
         out: list[pa.Array | None] = [None] * len(tops)
-        groups: dict[str, tuple[DataFile, list[int]]] = {}
-        for i, top in enumerate(tops):
-            df = self.file_for(top)
-            if df is None:
-                out[i] = pa.nulls(n, self.ctx.schema.field(top.name).type)
-            else:
-                groups.setdefault(df.path, (df, []))[1].append(i)
-        if n == 0:
-            return [pa.array([], self.ctx.schema.field(t.name).type) if o is None else o for t, o in zip(tops, out)]
+        layout = self._layout(tops)
+        if n == 0 or sum(len(idxs) for _, idxs in layout) < len(tops):
+            schema = self.ctx.schema
+            held = {i for _, idxs in layout for i in idxs}
+            for i, t in enumerate(tops):
+                if i not in held or n == 0:
+                    out[i] = pa.nulls(n, schema.field(t.name).type) if n else pa.array([], schema.field(t.name).type)
+            if n == 0:
+                return out  # type: ignore[return-value]
+        if layout and (isinstance(rows, tuple) and rows[1] > self.physical_rows or (
+            not isinstance(rows, tuple) and len(rows) and int(rows[-1]) >= self.physical_rows
+        )):
+            _, store, path = await self._handle(layout[0][0])
+            with self.ctx.errors(path, store):
+                raise CorruptFileError("row selection past the fragment's end")
 
         async def read_group(df: DataFile, idxs: list[int]) -> None:
-            handle = await open_data_file(self.ctx, df)
-            store, path = self.ctx.data_file_location(df)
-            if isinstance(rows, tuple) and rows[1] > self.physical_rows or (
-                not isinstance(rows, tuple) and len(rows) and int(rows[-1]) >= self.physical_rows
-            ):
-                raise CorruptFileError("row selection past the fragment's end")
+            handle, store, path = await self._handle(df)
             with self.ctx.errors(path, store):
                 wanted = [tops[i] for i in idxs]
                 if isinstance(rows, tuple):
@@ -151,7 +177,10 @@ class FragmentReader:
             for i, arr in zip(idxs, arrays):
                 out[i] = arr
 
-        await asyncio.gather(*(read_group(df, idxs) for df, idxs in groups.values()))
+        if len(layout) == 1:  # one data file (the usual case): no task
+            await read_group(*layout[0])
+        else:
+            await asyncio.gather(*(read_group(df, idxs) for df, idxs in layout))
         return out  # type: ignore[return-value]
 
     async def meta_columns(

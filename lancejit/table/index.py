@@ -15,6 +15,7 @@ API (positions ``pos`` are indices into the manifest's fragment list, ``[0, len(
   fragment's first live row; ``live_starts[-1] == total_rows``)
 * ``index.has_deletions``  bool[n]   the fragment has a deletion file
 * ``index.total_rows``     int       live rows of the version
+* ``index.count_rows()``   the same, or ``NotFoundError`` if a fragment has no data files
 * ``index.positions_of(ids)`` -> ``(pos, found)`` for fragment ids (vectorized)
 * ``index.locate(offsets)`` -> ``(pos, local)``: logical offsets (checked in range by the
   caller) to fragment positions and logical offsets within the fragment
@@ -31,37 +32,51 @@ its rows.  Only such fragments are resolved, all concurrently, once per version.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from lancejit.core.errors import CorruptFileError, NotFoundError
+
 from .datafile import open_data_file
 from .fragment import FragmentReader
+from .fragment_list import UNKNOWN, FragmentList
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import DatasetContext
     from .manifest import Fragment
 
 
+#: Rows a fragment can hold: local offsets are the low 32 bits of a row address.
+MAX_FRAGMENT_ROWS = 1 << 32
+
+
 class DatasetIndex:
     """Fragments of one dataset version as arrays (see the module docstring)."""
 
     __slots__ = ("ctx", "fragments", "fragment_ids", "physical_rows", "live_rows", "live_starts",
-                 "has_deletions", "total_rows", "_sorted_ids", "_sorted_pos", "_readers")
+                 "has_deletions", "total_rows", "no_data_fragment", "_sorted_ids", "_sorted_pos", "_readers")
 
-    def __init__(self, ctx: "DatasetContext", fragments: "tuple[Fragment, ...]", physical_rows: np.ndarray,
-                 live_rows: np.ndarray) -> None:
+    def __init__(self, ctx: "DatasetContext", fragments: "Sequence[Fragment]", physical_rows: np.ndarray,
+                 live_rows: np.ndarray, fragment_ids: np.ndarray | None = None,
+                 has_deletions: np.ndarray | None = None) -> None:
         n = len(fragments)
         self.ctx = ctx
         self.fragments = fragments
-        self.fragment_ids = np.fromiter((f.id for f in fragments), dtype=np.int64, count=n)
+        if fragment_ids is None:
+            fragment_ids = np.fromiter((f.id for f in fragments), dtype=np.int64, count=n)
+        if has_deletions is None:
+            has_deletions = np.fromiter((f.deletion_file is not None for f in fragments), dtype=bool, count=n)
+        self.fragment_ids = fragment_ids
         self.physical_rows = physical_rows
         self.live_rows = live_rows
         starts = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(live_rows, out=starts[1:])
         self.live_starts = starts
-        self.has_deletions = np.fromiter((f.deletion_file is not None for f in fragments), dtype=bool, count=n)
+        self.has_deletions = has_deletions
         self.total_rows = int(starts[-1])
+        #: Id of a fragment without data files (None: every fragment has some).
+        self.no_data_fragment: int | None = None
         order = np.argsort(self.fragment_ids, kind="stable")
         self._sorted_ids = self.fragment_ids[order]
         self._sorted_pos = order.astype(np.int64, copy=False)
@@ -69,6 +84,16 @@ class DatasetIndex:
 
     def __len__(self) -> int:
         return len(self.fragments)
+
+    def count_rows(self) -> int:
+        """Live rows of the version; like the reference, a fragment without data files cannot
+        be counted (``NotFoundError``)."""
+        if self.no_data_fragment is not None:
+            raise NotFoundError(
+                f"{self.ctx.describe_where(self.ctx.manifest_path)}: fragment {self.no_data_fragment} "
+                "has no data files"
+            )
+        return self.total_rows
 
     def reader(self, pos: int) -> FragmentReader:
         """The reader of the fragment at position ``pos`` (created once, on first use)."""
@@ -96,16 +121,37 @@ class DatasetIndex:
         return pos, offsets - self.live_starts[pos]
 
 
-async def _build(ctx: "DatasetContext") -> DatasetIndex:
-    fragments = ctx.manifest.fragments
+def _manifest_counts(fragments: "Sequence[Fragment]") -> tuple[np.ndarray, ...]:
+    """``(ids, physical_rows, num_deleted, has_files, has_deletion_file)`` of every fragment
+    (``physical_rows`` 0: unknown when it has files; ``num_deleted`` -1: unknown)."""
+    if isinstance(fragments, FragmentList):  # straight from the protobuf: no Fragment built
+        ids, physical, deleted, has_files = fragments.counts()
+        return ids, physical, deleted, has_files, deleted != 0
     n = len(fragments)
-    physical = np.fromiter((f.physical_rows for f in fragments), dtype=np.int64, count=n)
+    ids = np.fromiter((f.id for f in fragments), dtype=np.int64, count=n)
+    physical = np.fromiter((f.physical_rows for f in fragments), dtype=np.uint64, count=n)
     deleted = np.fromiter(
-        (0 if f.deletion_file is None else (f.deletion_file.num_deleted_rows or -1) for f in fragments),
+        (0 if f.deletion_file is None else min(f.deletion_file.num_deleted_rows or UNKNOWN, f.physical_rows)
+         for f in fragments),
         dtype=np.int64, count=n,
     )
-    unknown_rows = np.flatnonzero(physical == 0)
-    unknown_rows = [int(i) for i in unknown_rows if fragments[i].files]
+    has_files = np.fromiter((bool(f.files) for f in fragments), dtype=bool, count=n)
+    has_del = np.fromiter((f.deletion_file is not None for f in fragments), dtype=bool, count=n)
+    return ids, physical, deleted, has_files, has_del
+
+
+async def _build(ctx: "DatasetContext") -> DatasetIndex:
+    fragments = ctx.manifest.fragments
+    ids, physical, deleted, has_files, has_del = _manifest_counts(fragments)
+    too_big = np.flatnonzero(physical > MAX_FRAGMENT_ROWS)
+    if len(too_big):
+        i = int(too_big[0])
+        raise CorruptFileError(
+            f"{ctx.describe_where(ctx.manifest_path)}: fragment {int(ids[i])} records {int(physical[i])} "
+            f"physical rows, more than a fragment can address ({MAX_FRAGMENT_ROWS})"
+        )
+    physical = physical.astype(np.int64)
+    unknown_rows = np.flatnonzero((physical == 0) & has_files).tolist()
     if unknown_rows:
 
         async def rows_of(i: int) -> int:
@@ -113,7 +159,7 @@ async def _build(ctx: "DatasetContext") -> DatasetIndex:
             return int(handle.num_rows)
 
         physical[unknown_rows] = await asyncio.gather(*(rows_of(i) for i in unknown_rows))
-    unknown_deleted = np.flatnonzero(deleted < 0).tolist()
+    unknown_deleted = np.flatnonzero(deleted == UNKNOWN).tolist()
     if unknown_deleted:
 
         async def deleted_of(i: int) -> int:
@@ -121,7 +167,11 @@ async def _build(ctx: "DatasetContext") -> DatasetIndex:
             return 0 if d is None else len(d)
 
         deleted[unknown_deleted] = await asyncio.gather(*(deleted_of(i) for i in unknown_deleted))
-    return DatasetIndex(ctx, fragments, physical, physical - deleted)
+    index = DatasetIndex(ctx, fragments, physical, physical - deleted, ids, has_del)
+    empty = np.flatnonzero(~has_files)
+    if len(empty):
+        index.no_data_fragment = int(ids[empty[0]])
+    return index
 
 
 async def dataset_index(ctx: "DatasetContext") -> DatasetIndex:

@@ -23,6 +23,8 @@ from google.protobuf.message import DecodeError
 from lancejit.core.errors import CorruptFileError
 from lancejit.pb import table_pb2, transaction_pb2
 
+from .fragment_list import FragmentList
+
 MAGIC = b"LANC"
 FOOTER_LEN = 16
 #: Bytes read from a manifest's end in the first request.
@@ -246,7 +248,8 @@ def manifest_from_pb(pb: Any, file_size: int = 0) -> Manifest:
         version=pb.version,
         fields=tuple(pb.fields),
         schema_metadata={k: bytes(v) for k, v in pb.schema_metadata.items()},
-        fragments=tuple(_fragment(f, pb.HasField("writer_version")) for f in pb.fragments),
+        # converted on first access (opening a dataset of many fragments builds none)
+        fragments=FragmentList(pb.fragments, pb.HasField("writer_version"), _fragment),
         timestamp_ns=ts,
         tag=pb.tag,
         reader_feature_flags=pb.reader_feature_flags,

@@ -191,3 +191,25 @@ def test_count_rows_reads_no_file(frag_datasets, layout):
     assert index.fragment_ids.tolist() == [f.fragment_id for f in ref_frags]
     assert index.live_rows.tolist() == [f.count_rows() for f in ref_frags]
     assert index.physical_rows.tolist() == [f.physical_rows for f in ref_frags]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_fragment_list_is_lazy_and_equal(frag_datasets, layout):
+    import pickle
+
+    from lancejit.table.fragment_list import UNKNOWN, FragmentList
+
+    m = dataset(frag_datasets[layout]).manifest
+    frags = m.fragments
+    assert isinstance(frags, FragmentList)
+    ids, physical, deleted, has_files = frags.counts()
+    assert frags._items.count(None) == len(frags)  # counting converted nothing
+    as_tuple = tuple(frags)
+    assert frags == as_tuple and frags[-1] == as_tuple[-1] and frags[1:3] == as_tuple[1:3]
+    assert pickle.loads(pickle.dumps(frags)) == as_tuple
+    assert ids.tolist() == [f.id for f in as_tuple]
+    assert physical.tolist() == [f.physical_rows for f in as_tuple]
+    assert deleted.tolist() == [UNKNOWN if f.num_deleted_rows is None else f.num_deleted_rows for f in as_tuple]
+    assert has_files.all()
+    with pytest.raises(IndexError):
+        frags[len(frags)]
