@@ -9,10 +9,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from typing import Any, AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lancejit.core.errors import InvalidInputError, LanceJitError, NotFoundError
 from lancejit.core.schema import LanceSchema
@@ -39,6 +38,9 @@ from .versions import (
     read_version,
     timestamp_to_datetime,
 )
+
+if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by opening a dataset
+    import pyarrow.compute as pc
 
 
 def compile_filter(*args: Any, **kwargs: Any) -> Any:
