@@ -34,7 +34,8 @@ class IOStatsSnapshot:
     ``written_bytes``: payload bytes.  ``list_iops``: listing requests (one per page).
     ``meta_iops``: metadata requests (HEAD/stat/exists/delete).  ``latency_buckets``: request
     counts per log2-microsecond bucket (reads and writes).  ``pages_pruned`` / ``rows_pruned``:
-    pages (per column) and rows a filter skipped from page statistics (no request made).
+    row groups a filtered scan skipped from statistics without any request -- batches of legacy
+    files (one page of each column) or zones of zone-map indices -- and their rows.
     """
 
     read_iops: int = 0
@@ -44,7 +45,7 @@ class IOStatsSnapshot:
     list_iops: int = 0
     meta_iops: int = 0
     latency_buckets: tuple[int, ...] = field(default=(0,) * N_LATENCY_BUCKETS)
-    #: Pages a filtered scan skipped without reading, thanks to page statistics, and their rows.
+    #: Row groups (legacy batches, zone-map zones) a filtered scan skipped from statistics, and their rows.
     pages_pruned: int = 0
     rows_pruned: int = 0
 
