@@ -188,7 +188,15 @@ async def test_disable_and_window(make_dataset, version):
         assert _delta(before).takes == 1
     finally:
         take_batch.configure(window_ms=0)
-    for e, g, g2, g3 in zip(expected, got, got2, got3):
+    take_batch.configure(max_callers=4)
+    try:  # a full batch is closed; the next callers open another
+        before = take_batch.stats()
+        got4 = await asyncio.gather(*(ours.take_async(r) for r in reqs))
+        assert _delta(before).takes == 2
+    finally:
+        take_batch.configure(max_callers=0)
+    for e, g, g2, g3, g4 in zip(expected, got, got2, got3, got4):
+        _eq(g4, e)
         _eq(g, e)
         _eq(g2, e)
         _eq(g3, e)
