@@ -136,11 +136,23 @@ class LazyKernel:
         return self._disp
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy/pickle/introspection probes do not import Numba
+            raise AttributeError(name)
         return getattr(self.dispatcher(), name)
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        return _lookup, (self.__module__, self.__qualname__)
 
     def __repr__(self) -> str:
         state = "loaded" if self._disp is not None else "not loaded"
         return f"<lancejit kernel {self.__module__}.{self.__qualname__} ({state})>"
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    """The kernel named ``module.qualname`` (unpickling)."""
+    import importlib
+
+    return getattr(importlib.import_module(module), qualname)
 
 
 def _names(code: Any) -> set[str]:

@@ -1,0 +1,56 @@
+"""The lazy kernel decorator (lancejit/encoding/kernels/jit.py): importing kernel modules does not
+import Numba; the first call creates the dispatcher and swaps it into importing modules; kernels
+calling kernels and Numba names (``uint64``) resolve; pickling keeps identity."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+
+from lancejit.encoding.kernels import jit
+
+
+def test_kernel_modules_import_without_numba():
+    code = ("import sys, json, pkgutil, importlib\n"
+            "import lancejit.encoding.kernels as k\n"
+            "for m in pkgutil.iter_modules(k.__path__): importlib.import_module('lancejit.encoding.kernels.' + m.name)\n"
+            "import lancejit.encoding.v21.repdef_kernels, lancejit.encoding.v21.field, lancejit.table\n"
+            "print(json.dumps(['numba' in sys.modules, len(k.jit.kernels())]))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded, count = json.loads(res.stdout.strip().splitlines()[-1])
+    assert loaded is False and count > 20
+
+
+def test_first_call_swaps_in_the_dispatcher_and_matches_numpy():
+    from lancejit.encoding.kernels import gather
+    from lancejit.encoding.v21 import repdef_kernels  # imports bitpack.unpack_blocks by name
+
+    from lancejit.encoding.kernels import readonly
+
+    src = readonly(np.arange(100, dtype=np.uint8))
+    starts = readonly(np.array([5, 50, 0], dtype=np.int64))
+    lengths = readonly(np.array([3, 0, 4], dtype=np.int64))
+    offsets = readonly(np.array([0, 3, 3], dtype=np.int64))
+    out = np.zeros(7, dtype=np.uint8)
+    gather.copy_slices(src, starts, lengths, 3, offsets, out)
+    np.testing.assert_array_equal(out, np.concatenate([src[5:8], src[0:4]]))
+    assert not isinstance(gather.copy_slices, jit.LazyKernel)  # the module's name is the dispatcher now
+    by_name = {f"{k.__module__}.{k.__qualname__}": k for k in jit.kernels()}
+    unpack = by_name["lancejit.encoding.kernels.bitpack.unpack_blocks"]
+    unpack.dispatcher()
+    assert not isinstance(repdef_kernels.unpack_blocks, jit.LazyKernel)
+    assert "lancejit.encoding.kernels.gather.copy_slices" in jit.cache_misses()
+
+
+def test_pickle_and_fsst_numba_names():
+    from lancejit.encoding.kernels import fsst
+
+    k = [x for x in jit.kernels() if x.__qualname__ == "fsst_decode"][0]
+    assert pickle.loads(pickle.dumps(k)) is getattr(fsst, "fsst_decode")
+    # a kernel using numba.uint64 casts compiles/loads once the placeholder is resolved
+    k.dispatcher()
+    assert not isinstance(fsst.uint64, jit.NumbaName)
