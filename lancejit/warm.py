@@ -115,6 +115,16 @@ def _with_metadata(table: pa.Table, field_meta: dict[str, dict[str, str]]) -> pa
 
 
 def _exercise(rows: int, seed: int) -> None:
+    from lancejit.io.memory import clear_memory_objects
+
+    prefix = f"lancejit-warmup/{os.getpid()}/"
+    try:
+        _exercise_versions(rows, seed)
+    finally:
+        clear_memory_objects(prefix)
+
+
+def _exercise_versions(rows: int, seed: int) -> None:
     from lancejit.core.errors import LanceJitError
     from lancejit.file.reader import LanceFileReader
 
