@@ -275,10 +275,27 @@ def parse_uri(uri: str) -> tuple[str, str, str]:
     return scheme, bucket, parts.path.strip("/")
 
 
+def check_options(storage_options: Any) -> dict[str, Any]:
+    """``storage_options`` as a dict after checking its shape: a mapping of ``str`` keys to
+    ``str`` values (``bool``/``int`` also accepted; None values are ignored)."""
+    if storage_options is None:
+        return {}
+    if not isinstance(storage_options, Mapping):
+        raise InvalidInputError(
+            f"storage_options must be a dict of str to str, got {type(storage_options).__name__}")
+    for key, value in storage_options.items():
+        if not isinstance(key, str):
+            raise InvalidInputError(f"storage option names must be strings, got {key!r}")
+        if value is not None and not isinstance(value, (str, bool, int)):
+            raise InvalidInputError(
+                f"storage option {key!r} must be a string, got {type(value).__name__} {value!r}")
+    return dict(storage_options)
+
+
 def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[ObjectStore, str]:
     """The (cached) store for ``uri`` and the object path inside it."""
     scheme, bucket, path = parse_uri(uri)
-    options = dict(storage_options or {})
+    options = check_options(storage_options)
     table = _ddb_table(uri, urlsplit(uri).query) if scheme == "s3+ddb" else ""
     key = _cache_key(scheme, f"{bucket}?{table}" if table else bucket, options)
     with _CACHE_LOCK:

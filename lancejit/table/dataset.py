@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import InvalidInputError, LanceJitError, NotFoundError
@@ -98,6 +99,16 @@ def _make_context(
     except LanceJitError as exc:
         raise with_context(exc, where) from exc
     return DatasetContext(uri, store, root, manifest, manifest_path, schema, tops, caches, storage_options, lschema)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _check_count(name: str, value: Any, minimum: int) -> None:
+    """``value`` (None allowed) must be an int >= ``minimum``; else InvalidInputError naming it."""
+    if value is not None and (not _is_int(value) or value < minimum):
+        raise InvalidInputError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 def _uri(store: Any, path: str) -> str:
@@ -197,7 +208,13 @@ class Dataset:
     async def open_async(
         cls, uri: str, version: int | str | None = None, storage_options: dict[str, str] | None = None
     ) -> "Dataset":
-        uri = os.fspath(uri) if not isinstance(uri, str) else uri
+        if not isinstance(uri, str):
+            try:
+                uri = os.fspath(uri)
+            except TypeError:
+                raise InvalidInputError(f"uri must be a str or path, got {type(uri).__name__}") from None
+            if not isinstance(uri, str):
+                raise InvalidInputError(f"uri must be a str or path, got {type(uri).__name__}")
         store, root = await _open_store(uri, storage_options)
         caches = SharedCaches()
         manifest, mpath = await _load_manifest(store, root, uri, version, caches.stats)
@@ -334,6 +351,8 @@ class Dataset:
         else:
             if isinstance(columns, str):
                 columns = [columns]
+            elif not isinstance(columns, (list, tuple)):
+                raise InvalidInputError(f"columns must be a list of column names, got {type(columns).__name__}")
             needed: dict[str, TopField] = {}
             outputs = []
             for name in columns:
@@ -360,14 +379,15 @@ class Dataset:
             if nested_as_struct:
                 outputs = _nest(outputs)
         compiled = compile_filter(filter, c.schema) if filter is not None else None
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
-        if offset is not None and (not isinstance(offset, int) or offset < 0):
-            raise InvalidInputError(f"offset must be a non-negative int, got {offset!r}")
+        _check_count("limit", limit, 0)
+        _check_count("offset", offset, 0)
+        _check_count("batch_size", batch_size, 1)
+        _check_count("readahead", readahead, 0)
+        if fragment_ids is not None and (isinstance(fragment_ids, (str, bytes)) or not isinstance(fragment_ids, Iterable)
+                                         or not all(_is_int(f) and f >= 0 for f in fragment_ids)):
+            raise InvalidInputError(f"fragment_ids must be a list of non-negative ints, got {fragment_ids!r}")
         kwargs: dict[str, Any] = {}
         if batch_size is not None:
-            if batch_size <= 0:
-                raise InvalidInputError(f"batch_size must be positive, got {batch_size}")
             kwargs["batch_size"] = int(batch_size)
         if readahead is not None:
             kwargs["readahead"] = max(1, int(readahead))

@@ -28,10 +28,14 @@ def as_int_array(values: Any, what: str) -> np.ndarray:
         if values.null_count:
             raise InvalidInputError(f"{what} must not contain nulls")
         values = values.to_numpy()
+    if values is None or isinstance(values, (str, bytes)):
+        raise InvalidInputError(f"{what} must be a 1-D array of integers, got {type(values).__name__}")
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{what} must be integers: {exc}") from None
+        raise InvalidInputError(f"{what} must be a 1-D array of integers: {exc}") from None
+    if arr.ndim > 1:  # the reference refuses these too (no silent flattening)
+        raise InvalidInputError(f"{what} must be a 1-D array of integers, got shape {arr.shape}")
     arr = arr.reshape(-1)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
