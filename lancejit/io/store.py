@@ -141,6 +141,12 @@ class AsyncWriter(ABC):
 _LIVE_STORES: "weakref.WeakSet[ObjectStore]" = weakref.WeakSet()
 
 
+def register_for_close(obj: Any) -> None:
+    """Have :func:`aclose_all_stores` also ``await obj.aclose()`` (weakly held): for clients
+    other than stores that keep sessions on lancejit's loop (e.g. an external manifest store)."""
+    _LIVE_STORES.add(obj)
+
+
 async def aclose_all_stores() -> None:
     """``aclose()`` every live store on the running loop (sessions, pools); errors ignored.
 

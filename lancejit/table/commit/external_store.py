@@ -19,7 +19,7 @@ the ends), ``version`` (N, range key), ``path`` (S: the manifest's key in the bu
 (N: bytes), ``committer`` (S).  A path not ending in ``.manifest`` is a staged one.
 
 :class:`ExternalManifestStore` is the small key-value interface; :class:`DynamoDBManifestStore`
-implements it with aiobotocore (one client per call: the client is bound to the running loop).
+implements it with aiobotocore (one client per event loop, closed with lancejit's stores at exit).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import threading
 import uuid
+import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
@@ -39,7 +40,7 @@ from lancejit.core.errors import (
     NotFoundError,
     StoreError,
 )
-from lancejit.io.store import ObjectStore, join_path
+from lancejit.io.store import ObjectStore, join_path, register_for_close
 
 from ..naming import MANIFEST_SUFFIX, VERSIONS_DIR, NamingScheme, detect_scheme
 from ..versions import ManifestLocation, list_manifests
@@ -104,21 +105,53 @@ class DynamoDBManifestStore(ExternalManifestStore):
             "aws_session_token": token,
         }
         self._session: Any = None
+        #: One client per event loop (its first request opens the connection: ~100 ms on moto).
+        self._clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future]" = (
+            weakref.WeakKeyDictionary()
+        )
+        register_for_close(self)
 
-    @contextlib.asynccontextmanager
-    async def _client(self) -> AsyncIterator[Any]:
+    async def _open_client(self) -> tuple[Any, Any]:
         if self._session is None:
             from aiobotocore.session import get_session
 
             self._session = get_session()
+        creator = self._session.create_client("dynamodb", **self._client_kwargs)
+        client = await creator.__aenter__()
+        return client, creator
+
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[Any]:
+        """The running loop's client (created once), errors mapped to lancejit's."""
+        loop = asyncio.get_running_loop()
+        for old in [lp for lp in self._clients if lp.is_closed()]:
+            del self._clients[old]
+        fut = self._clients.get(loop)
+        if fut is None:
+            fut = self._clients[loop] = asyncio.ensure_future(self._open_client())
         try:
-            async with self._session.create_client("dynamodb", **self._client_kwargs) as client:
-                await self._check_table(client)
-                yield client
+            client, _ = await asyncio.shield(fut)
+        except (LanceJitError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            if self._clients.get(loop) is fut:
+                del self._clients[loop]
+            raise _translate(exc, self.table_name) from exc
+        try:
+            await self._check_table(client)
+            yield client
         except (LanceJitError, asyncio.CancelledError):
             raise
         except Exception as exc:
             raise _translate(exc, self.table_name) from exc
+
+    async def aclose(self) -> None:
+        """Close the running loop's client (lancejit's loop at exit: :func:`register_for_close`)."""
+        loop = asyncio.get_running_loop()
+        fut = self._clients.pop(loop, None)
+        if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
+            _, creator = fut.result()
+            await creator.__aexit__(None, None, None)
 
     async def _check_table(self, client: Any) -> None:
         """Once per (table, endpoint) and process: the key schema is ``base_uri`` HASH + ``version`` RANGE."""
@@ -240,14 +273,16 @@ def _final_path(root: str, ev: ExternalVersion) -> tuple[str, NamingScheme]:
     return join_path(root, VERSIONS_DIR, name), scheme
 
 
-async def finalize(store: ObjectStore, root: str, ext: ExternalManifestStore, ev: ExternalVersion
-                   ) -> ManifestLocation:
+async def finalize(store: ObjectStore, root: str, ext: ExternalManifestStore, ev: ExternalVersion,
+                   data: bytes | None = None) -> ManifestLocation:
     """Finish a staged commit: copy the staged manifest to its final name, record the final path
     (the item must exist), delete the staged file.  Idempotent and safe to race: when the staged
-    file is gone another process finished first."""
+    file is gone another process finished first.  ``data``: the staged bytes when the caller
+    has them (the committing writer), else they are read."""
     final, scheme = _final_path(root, ev)
     try:
-        data = await store.read_all(ev.path)
+        if data is None:
+            data = bytes(await store.read_all(ev.path))
     except NotFoundError:
         if not await store.exists(final):
             raise NotFoundError(
@@ -313,7 +348,7 @@ async def commit_manifest(store: ObjectStore, root: str, ext: ExternalManifestSt
             await store.delete(staged)
         raise
     # a writer dying here leaves a committed, staged version: the next resolve finalizes it
-    await finalize(store, root, ext, ExternalVersion(version, staged, len(data)))
+    await finalize(store, root, ext, ExternalVersion(version, staged, len(data)), bytes(data))
 
 
 __all__ = [
