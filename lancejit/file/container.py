@@ -412,7 +412,26 @@ def _parse_message(msg: Message, data: memoryview, path: str, what: str) -> None
         raise CorruptFileError(f"cannot decode {what} ({len(data)} bytes): {exc}", path=path) from exc
 
 
+#: Decoded schemas by their serialized bytes (the data files of one dataset share one schema).
+_SCHEMAS: dict[bytes, tuple[Any, "pa.Schema", dict[str, bytes]]] = {}
+_SCHEMAS_MAX = 64
+
+
 def _decode_schema(pb_schema: Any, path: str) -> tuple[Any, "pa.Schema", dict[str, bytes]]:
+    """``(LanceSchema, Arrow schema, schema metadata)`` of a schema message; decoded once per
+    distinct schema (immutable results shared by every file that has it)."""
+    key = pb_schema.SerializeToString()
+    hit = _SCHEMAS.get(key)
+    if hit is not None:
+        return hit
+    decoded = _decode_schema_uncached(pb_schema, path)
+    if len(_SCHEMAS) >= _SCHEMAS_MAX:
+        _SCHEMAS.clear()
+    _SCHEMAS[key] = decoded
+    return decoded
+
+
+def _decode_schema_uncached(pb_schema: Any, path: str) -> tuple[Any, "pa.Schema", dict[str, bytes]]:
     from lancejit.core.schema import LanceSchema
 
     metadata = {k: bytes(v) for k, v in pb_schema.metadata.items()}
