@@ -350,10 +350,6 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
         from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
 
         await prepare(ctx, spec.filter)
-    if spec.filter is not None:
-        from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
-
-        await prepare(ctx, spec.filter)
     plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, MAX_UNIT_ROWS, spec.filter)
     return index, plan, to_skip
 
