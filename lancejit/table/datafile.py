@@ -40,6 +40,7 @@ class DataFileHandle:
         self._conform: dict[int, tuple[Any, Any]] = {}
         #: top-level (id, name)s -> (file column names, the same without repeats).
         self._names_of: dict[tuple[tuple[int, str], ...], tuple[list[str], list[str]]] = {}
+        self._last_names: tuple[Any, tuple[list[str], list[str]]] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -84,11 +85,15 @@ class DataFileHandle:
         return dfield, file_schema.field_by_id(top.id)
 
     def _columns(self, tops: Sequence[TopField]) -> tuple[list[str], list[str]]:
+        last = self._last_names
+        if last is not None and last[0] is tops:
+            return last[1]
         key = tuple((t.id, t.name) for t in tops)
         got = self._names_of.get(key)
         if got is None:
             names = [self._file_name(t) for t in tops]
             got = self._names_of[key] = (names, list(dict.fromkeys(names)))
+        self._last_names = (tops, got)
         return got
 
     async def read_range(self, tops: Sequence[TopField], start: int, end: int) -> list[pa.ChunkedArray]:

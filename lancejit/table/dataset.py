@@ -202,6 +202,8 @@ class Dataset:
 
     def __init__(self, ctx: DatasetContext) -> None:
         self._ctx = ctx
+        #: Scan specs of takes by (columns, with_row_id, with_row_address) (see take_async).
+        self._take_specs: dict[tuple, _scan.ScanSpec] = {}
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -441,10 +443,22 @@ class Dataset:
 
         Concurrent calls with the same columns and options on this event loop are merged into one
         take (``batch``: None = the process default, see :mod:`lancejit.table.take_batch`)."""
-        spec = self._spec(columns, None, None, None, with_row_id, with_row_address, nested_as_struct=True)
         key = (None if columns is None else tuple(columns) if not isinstance(columns, str) else (columns,),
                with_row_id, with_row_address)
+        spec = self._take_spec(key, columns, with_row_id, with_row_address)
         return await _take_batch.take_offsets(self._ctx, indices, spec, key, batch)
+
+    def _take_spec(self, key: tuple, columns: Any, with_row_id: bool, with_row_address: bool) -> _scan.ScanSpec:
+        """The take's scan spec for ``key`` (columns, flags), built once per dataset object."""
+        try:
+            spec = self._take_specs.get(key)
+        except TypeError:  # unhashable column entries: _spec says what is wrong
+            spec = None
+        if spec is None:
+            spec = self._spec(columns, None, None, None, with_row_id, with_row_address, nested_as_struct=True)
+            if len(self._take_specs) < 64:
+                self._take_specs[key] = spec
+        return spec
 
     def take(self, indices: Any, columns: Sequence[str] | None = None,
              with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:

@@ -35,6 +35,18 @@ def sel_offsets(rows: tuple[int, int] | np.ndarray) -> np.ndarray:
     return np.arange(rows[0], rows[1], dtype=np.int64) if isinstance(rows, tuple) else rows
 
 
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """The columns of one read that one data file holds."""
+
+    data_file: DataFile
+    #: Positions of the columns in the read's ``tops``.
+    idxs: list[int]
+    tops: tuple[TopField, ...]
+    #: The dataset's Arrow type of each column.
+    types: tuple[pa.DataType, ...]
+
+
 class FragmentReader:
     """Reads one fragment of one dataset version."""
 
@@ -44,8 +56,9 @@ class FragmentReader:
         #: Physical rows: the manifest's count, or the count the dataset index resolved for
         #: legacy fragments whose manifest records 0 (see :mod:`.index`).
         self.physical_rows = fragment.physical_rows if physical_rows is None else physical_rows
-        #: Per column set (top-level names): ``(data file, positions in tops)`` groups.
-        self._layouts: dict[tuple[str, ...], list[tuple[DataFile, list[int]]]] = {}
+        #: Per column set (top-level names): the data files to read and whether they hold all.
+        self._layouts: dict[tuple[str, ...], tuple[list[_Group], bool]] = {}
+        self._last_layout: tuple[Sequence[TopField], tuple[list[_Group], bool]] | None = None
         #: Opened data files by path: ``(handle, store, path)`` (looked up once per reader).
         self._handles: dict[str, tuple[DataFileHandle, object, str]] = {}
 
@@ -119,8 +132,12 @@ class FragmentReader:
                 return df
         return None
 
-    def _layout(self, tops: Sequence[TopField]) -> list[tuple[DataFile, list[int]]]:
-        """``(data file, positions in tops)`` per data file holding some of ``tops`` (cached)."""
+    def _layout(self, tops: Sequence[TopField]) -> tuple[list[_Group], bool]:
+        """The data files holding ``tops`` (one :class:`_Group` each) and whether they hold all
+        of them; cached per column set (and for the last ``tops`` object seen)."""
+        last = self._last_layout
+        if last is not None and last[0] is tops:
+            return last[1]
         key = tuple(t.name for t in tops)
         layout = self._layouts.get(key)
         if layout is None:
@@ -129,7 +146,13 @@ class FragmentReader:
                 df = self.file_for(top)
                 if df is not None:
                     groups.setdefault(df.path, (df, []))[1].append(i)
-            layout = self._layouts[key] = list(groups.values())
+            schema = self.ctx.schema
+            out = [
+                _Group(df, idxs, tuple(tops[i] for i in idxs), tuple(schema.field(tops[i].name).type for i in idxs))
+                for df, idxs in groups.values()
+            ]
+            layout = self._layouts[key] = (out, sum(len(g.idxs) for g in out) == len(tops))
+        self._last_layout = (tops, layout)
         return layout
 
     async def _handle(self, df: DataFile) -> tuple[DataFileHandle, object, str]:
@@ -146,10 +169,10 @@ class FragmentReader:
         """Arrays of the top-level fields ``tops`` at ``rows`` (a range or sorted offsets)."""
         n = sel_len(rows)
         out: list[pa.Array | None] = [None] * len(tops)
-        layout = self._layout(tops)
-        if n == 0 or sum(len(idxs) for _, idxs in layout) < len(tops):
+        layout, complete = self._layout(tops)
+        if n == 0 or not complete:
             schema = self.ctx.schema
-            held = {i for _, idxs in layout for i in idxs}
+            held = {i for g in layout for i in g.idxs}
             for i, t in enumerate(tops):
                 if i not in held or n == 0:
                     out[i] = pa.nulls(n, schema.field(t.name).type) if n else pa.array([], schema.field(t.name).type)
@@ -158,29 +181,26 @@ class FragmentReader:
         if layout and (isinstance(rows, tuple) and rows[1] > self.physical_rows or (
             not isinstance(rows, tuple) and len(rows) and int(rows[-1]) >= self.physical_rows
         )):
-            _, store, path = await self._handle(layout[0][0])
+            _, store, path = await self._handle(layout[0].data_file)
             with self.ctx.errors(path, store):
                 raise CorruptFileError("row selection past the fragment's end")
 
-        async def read_group(df: DataFile, idxs: list[int]) -> None:
-            handle, store, path = await self._handle(df)
+        async def read_group(g: _Group) -> None:
+            handle, store, path = await self._handle(g.data_file)
             with self.ctx.errors(path, store):
-                wanted = [tops[i] for i in idxs]
                 if isinstance(rows, tuple):
-                    arrays = await handle.read_range(wanted, rows[0], rows[1])
+                    arrays = await handle.read_range(g.tops, rows[0], rows[1])
                 else:
-                    arrays = await handle.take(wanted, rows)
-                schema, lschema = self.ctx.schema, self.ctx.lance_schema
-                arrays = [
-                    handle.conform(t, a, lschema, schema.field(t.name).type) for t, a in zip(wanted, arrays)
-                ]
-            for i, arr in zip(idxs, arrays):
+                    arrays = await handle.take(g.tops, rows)
+                lschema = self.ctx.lance_schema
+                arrays = [handle.conform(t, a, lschema, ty) for t, a, ty in zip(g.tops, arrays, g.types)]
+            for i, arr in zip(g.idxs, arrays):
                 out[i] = arr
 
         if len(layout) == 1:  # one data file (the usual case): no task
-            await read_group(*layout[0])
+            await read_group(layout[0])
         else:
-            await asyncio.gather(*(read_group(df, idxs) for df, idxs in layout))
+            await asyncio.gather(*(read_group(g) for g in layout))
         return out  # type: ignore[return-value]
 
     async def meta_columns(

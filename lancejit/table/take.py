@@ -24,6 +24,8 @@ from .scan import ScanSpec, assemble_batch, output_schema
 
 def as_int_array(values: Any, what: str) -> np.ndarray:
     """Request values as a 1-D integer numpy array (int64 or uint64)."""
+    if type(values) is np.ndarray and values.ndim == 1 and values.dtype.kind in "iu" and values.size:
+        return values
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         if values.null_count:
             raise InvalidInputError(f"{what} must not contain nulls")
@@ -50,40 +52,49 @@ def as_int_array(values: Any, what: str) -> np.ndarray:
     return arr
 
 
+def _concat(parts: list[Any]) -> pa.Array:
+    """One array from per-fragment arrays (or chunked arrays) of one column."""
+    if len(parts) == 1 and isinstance(parts[0], pa.Array):
+        return parts[0]
+    chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else (p,))]
+    return pa.concat_arrays(chunks) if len(chunks) != 1 else chunks[0]
+
+
 async def _read_groups(
     ctx: DatasetContext,
     spec: ScanSpec,
     groups: list[tuple[FragmentReader, np.ndarray]],
-) -> list[pa.RecordBatch]:
-    """One batch per (fragment, sorted unique physical offsets), all fragments concurrently."""
-    tops = list(spec.tops)
+) -> pa.RecordBatch:
+    """The rows of every (fragment, sorted unique physical offsets) group, concatenated in
+    group order as one batch: all fragments read concurrently, then one array per column and
+    one batch assembled (output columns, struct pruning, meta columns) for all of them."""
+    tops = spec.tops
     meta_wanted = spec.with_row_id or spec.with_row_address
 
-    async def one(frag: FragmentReader, offsets: np.ndarray) -> pa.RecordBatch:
+    async def one(frag: FragmentReader, offsets: np.ndarray) -> tuple[list[pa.Array], list[tuple[str, pa.Array]]]:
         arrays = await frag.read(tops, offsets)
-        by_top = {t.name: a for t, a in zip(tops, arrays)}
-        meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address)) if meta_wanted else {}
-        return assemble_batch(ctx, spec, by_top, meta, len(offsets))
+        meta = await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address) if meta_wanted else []
+        return arrays, meta
 
     if len(groups) == 1:  # one fragment (e.g. a one-row take): no task
-        return [await one(*groups[0])]
-    return list(await asyncio.gather(*(one(f, o) for f, o in groups)))
+        parts = [await one(*groups[0])]
+    else:
+        parts = list(await asyncio.gather(*(one(f, o) for f, o in groups)))
+    n = sum(len(o) for _, o in groups)
+    by_top = {t.name: _concat([p[0][i] for p in parts]) for i, t in enumerate(tops)}
+    meta = {name: _concat([p[1][j][1] for p in parts]) for j, (name, _) in enumerate(parts[0][1])}
+    return assemble_batch(ctx, spec, by_top, meta, n)
 
 
-def _assemble(ctx: DatasetContext, spec: ScanSpec, batches: list[pa.RecordBatch], positions: np.ndarray) -> pa.Table:
-    if len(batches) == 1 and batches[0].num_columns and len(positions) == batches[0].num_rows and (
-        len(positions) < 2 or bool((positions[1:] > positions[:-1]).all())
-    ):  # one fragment, sorted unique request: the batch is the answer
-        return pa.Table.from_batches(batches)
-    schema = output_schema(ctx, spec)
-    if not batches:
-        return schema.empty_table()
-    if len(schema) == 0:
+def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | None, positions: np.ndarray) -> pa.Table:
+    """The result table: ``batch`` rows at ``positions`` (request order)."""
+    if batch is None:
+        return output_schema(ctx, spec).empty_table()
+    if batch.num_columns == 0:
         return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array([{}] * len(positions), type=pa.struct([])))])
-    table = pa.Table.from_batches(batches, schema=schema)
-    if len(positions) == table.num_rows and np.array_equal(positions, np.arange(len(positions))):
-        return table.combine_chunks()
-    return table.take(pa.array(positions, pa.int64())).combine_chunks()
+    if len(positions) == batch.num_rows and (len(positions) < 2 or bool((positions[1:] > positions[:-1]).all())):
+        return pa.Table.from_batches([batch])  # sorted unique request: the batch is the answer
+    return pa.Table.from_batches([batch.take(pa.array(positions, pa.int64()))])
 
 
 def _groups(
@@ -128,18 +139,18 @@ async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.
     index = await dataset_index(ctx)
     total = index.total_rows
     if idx.size:
-        lo, hi = int(idx.min()), int(idx.max())
+        lo, hi = (int(idx[0]), int(idx[0])) if idx.size == 1 else (int(idx.min()), int(idx.max()))
         if (idx.dtype.kind == "i" and lo < 0) or hi >= total:
             bad = lo if idx.dtype.kind == "i" and lo < 0 else hi
             raise RowIndexError(f"dataset {ctx.uri} version {ctx.version}: row offset {bad} is out of range for {total} rows")
     idx = idx.astype(np.int64, copy=False)
     if idx.size == 0:
-        return _assemble(ctx, spec, [], idx)
+        return _assemble(ctx, spec, None, idx)
     pos, local = index.locate(idx)
     physical = await _physical(index, pos, local)
     groups, positions = _groups(index, pos, physical)
-    batches = await _read_groups(ctx, spec, groups)
-    return _assemble(ctx, spec, batches, positions)
+    batch = await _read_groups(ctx, spec, groups)
+    return _assemble(ctx, spec, batch, positions)
 
 
 async def row_id_index(ctx: DatasetContext) -> RowIdIndex:
@@ -199,7 +210,7 @@ async def take_rows(ctx: DatasetContext, row_ids: Any, spec: ScanSpec, stable: b
                 keep[sel] = ~np.isin(offsets[sel], d.astype(np.int64))
         pos, offsets = pos[keep], offsets[keep]
     if len(pos) == 0:
-        return _assemble(ctx, spec, [], pos)
+        return _assemble(ctx, spec, None, pos)
     groups, positions = _groups(index, pos, offsets)
-    batches = await _read_groups(ctx, spec, groups)
-    return _assemble(ctx, spec, batches, positions)
+    batch = await _read_groups(ctx, spec, groups)
+    return _assemble(ctx, spec, batch, positions)
