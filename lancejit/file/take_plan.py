@@ -46,10 +46,11 @@ class TakeTable:
     seg_len: np.ndarray
     seg_szw: np.ndarray
     seg_count: np.ndarray
+    seg_def: np.ndarray
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.seg_key, self.seg_b0, self.seg_stride, self.seg_len,
-                                      self.seg_szw, self.seg_count)) + 256
+                                      self.seg_szw, self.seg_count, self.seg_def)) + 256
 
 
 def combine(indexes: Sequence[Any], num_rows: int) -> TakeTable:
@@ -64,7 +65,7 @@ def combine(indexes: Sequence[Any], num_rows: int) -> TakeTable:
     firsts = np.cumsum([0] + [ix.row0.size for ix in indexes])[:-1]
     return TakeTable(tuple(indexes), col_base, tuple(int(f) for f in firsts), np.ascontiguousarray(key),
                      cat("b0"), cat("stride"),
-                     cat("length"), cat("szw"), cat("count"))
+                     cat("length"), cat("szw"), cat("count"), cat("defw"))
 
 
 async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any) -> TakeTable | None:
@@ -120,7 +121,7 @@ async def run_take(table: TakeTable, reader: Any, rows: np.ndarray) -> list[pa.A
     for j, ix in enumerate(table.columns):
         lo, hi = j * k, (j + 1) * k
         out.append(take_column(ix, data, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi],
-                               table.seg_szw, table.seg_len, table.seg_count, table.seg0[j]))
+                               table.seg_szw, table.seg_len, table.seg_count, table.seg_def, table.seg0[j]))
     return out
 
 

@@ -85,11 +85,16 @@ def _table(rng, n):
         "ls": strings(rng, n, pa.large_string(), nulls=0),
         "bin": strings(rng, n, pa.binary(), nulls=0),
         "vec": vectors(rng, n, dim=16, nulls=0),
-        "nullable": ints(rng, n, pa.int64(), nulls=0.3),  # def levels: general path
+        "nullable": ints(rng, n, pa.int64(), nulls=0.3),  # def levels (out-of-line bit-packed)
+        "nseq": pa.array(np.arange(n, dtype=np.int64), mask=rng.random(n) < 0.1),  # bit-packed + nulls
+        "nf": floats(rng, n, nulls=0.05),
+        "ns": strings(rng, n, nulls=0.2, maxlen=30),
+        "nvec": vectors(rng, n, dim=4, nulls=0.1),
+        "lists": pa.array([[i] * (i % 3) for i in range(n)]),  # repetition: general path
     })
 
 
-FAST = ["i64", "i32", "seq", "f64", "ts", "s", "ls", "bin", "vec"]
+FAST = ["i64", "i32", "seq", "f64", "ts", "s", "ls", "bin", "vec", "nullable", "nseq", "nf", "ns", "nvec"]
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
@@ -113,9 +118,9 @@ def test_take_equals_pylance(tmp_path, version, pages):
     used = projection[1] is not None
     if version == "2.2":
         assert used, "every FAST column should take the array path on 2.2 files"
-    # nullable and dictionary columns keep the general path, results still equal
+    # dictionary and list columns keep the general path, results still equal
     idx = np.array([5, 3, n - 1, 3])
-    for other in ("nullable", "dict"):
+    for other in ("lists", "dict"):
         tables_equal(ours.take_rows(idx, columns=["i64", other]), full.take(pa.array(idx)).select(["i64", other]))
         assert ours.async_reader._projections[("i64", other)][1] is None
 

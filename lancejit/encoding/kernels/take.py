@@ -87,22 +87,77 @@ def _read_le(data, p, width):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _value_buffer(data, p, length, szw):  # pragma: no cover - compiled
+def _value_buffer(data, p, length, szw, hdef):  # pragma: no cover - compiled
     """``(start, size)`` of the single value buffer of the chunk at ``data[p:p+length]``
-    (no rep/def levels: a u16 level count, one ``szw``-byte buffer size, padding to 8), or
+    (no repetition: a u16 level count, a u16 def-buffer size when ``hdef``, one ``szw``-byte
+    value-buffer size, padding to 8, the def buffer padded to 8, then the values), or
     ``(-1, 0)`` when the header does not fit."""
-    head = 2 + szw
+    head = 2 + 2 * hdef + szw
     voff = (head + 7) // 8 * 8
     if length < voff or p + length > data.shape[0]:
         return np.int64(-1), np.int64(0)
-    size = _read_le(data, p + 2, szw)
+    if hdef:
+        voff += (_read_le(data, p + 2, 2) + 7) // 8 * 8
+    size = _read_le(data, p + 2 + 2 * hdef, szw)
     if voff + size > length:
         return np.int64(-1), np.int64(0)
     return p + voff, size
 
 
 @njit(cache=True, nogil=True)
-def take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, width, out):  # pragma: no cover
+def take_valid(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, tmpw, tmpb, tmp,
+               out):  # pragma: no cover - compiled
+    """Validity of every item (``out[t]`` 1 = valid) from its chunk's def levels: out-of-line
+    bit-packed u16 levels of width ``seg_def[g]`` (0 = the chunk stores none: valid), whole
+    1024-level blocks then a tail packed as a block or stored raw; level 0 is a valid item.
+    ``tmpw`` (u16 words, ``64 * 16``) and ``tmpb`` (its bytes) stage one block, ``tmp`` (1024
+    u16) receives it.  Returns the number of nulls, or -1 for a malformed chunk."""
+    nulls = 0
+    for t in range(item_pos.shape[0]):
+        g = item_seg[t]
+        width = seg_def[g]
+        if width == 0:
+            out[t] = 1
+            continue
+        p = item_pos[t]
+        szw = seg_szw[g]
+        head = (2 + 2 + szw + 7) // 8 * 8
+        if seg_len[g] < head or p + seg_len[g] > data.shape[0] or width > 16:
+            return -1
+        dsize = _read_le(data, p + 2, 2)
+        db = p + head
+        if head + dsize > seg_len[g]:
+            return -1
+        n = seg_count[g]
+        r = item_in[t]
+        if r >= n:
+            return -1
+        wpb = 64 * width
+        whole = n // 1024
+        tail = n - whole * 1024
+        total_words = dsize // 2
+        tail_raw = tail > 0 and total_words == whole * wpb + tail
+        b = r // 1024
+        if tail_raw and b == whole:
+            level = _read_le(data, db + 2 * (whole * wpb + r - whole * 1024), 2)
+        else:
+            if (b + 1) * wpb > total_words:
+                return -1
+            src = db + 2 * b * wpb
+            for i in range(2 * wpb):
+                tmpb[i] = data[src + i]
+            unpack_blocks(tmpw[:wpb], width, 1, tmp)
+            level = tmp[r - b * 1024]
+        if level == 0:
+            out[t] = 1
+        else:
+            out[t] = 0
+            nulls += 1
+    return nulls
+
+
+@njit(cache=True, nogil=True)
+def take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, width, out):  # pragma: no cover
     """Copy the ``width``-byte value of every item to ``out[t * width:]``.
 
     Mini-block segments (``seg_szw > 0``): value ``item_in`` of the chunk's value buffer;
@@ -117,7 +172,7 @@ def take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, width, out):
                 return TAKE_BAD_CHUNK
             src = p
         else:
-            vb, size = _value_buffer(data, p, seg_len[g], szw)
+            vb, size = _value_buffer(data, p, seg_len[g], szw, min(seg_def[g], 1))
             off = item_in[t] * width
             if vb < 0 or off + width > size:
                 return TAKE_BAD_CHUNK
@@ -129,7 +184,7 @@ def take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, width, out):
 
 
 @njit(cache=True, nogil=True)
-def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count,
+def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def,
                    tmpw, tmpb, tmp, out):  # pragma: no cover - compiled
     """Inline bit-packed chunks: value ``item_in`` of each item's chunk into ``out[t]``.
 
@@ -145,7 +200,7 @@ def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_coun
         g = item_seg[t]
         p = item_pos[t]
         if p != last:
-            vb, size = _value_buffer(data, p, seg_len[g], seg_szw[g])
+            vb, size = _value_buffer(data, p, seg_len[g], seg_szw[g], min(seg_def[g], 1))
             if vb < 0 or size < ws or seg_count[g] > 1024:
                 return TAKE_BAD_CHUNK
             width = _read_le(data, vb, ws)
@@ -166,7 +221,7 @@ def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_coun
 
 
 @njit(cache=True, nogil=True)
-def take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, owidth,
+def take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, owidth,
                out_starts, out_ends):  # pragma: no cover - compiled
     """Byte spans (positions in ``data``) of variable-width values: each chunk's value buffer
     starts with ``count + 1`` little-endian offsets of ``owidth`` bytes (4 or 8), positions
@@ -175,7 +230,7 @@ def take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, o
     total = 0
     for t in range(item_pos.shape[0]):
         g = item_seg[t]
-        vb, size = _value_buffer(data, item_pos[t], seg_len[g], seg_szw[g])
+        vb, size = _value_buffer(data, item_pos[t], seg_len[g], seg_szw[g], min(seg_def[g], 1))
         c = seg_count[g]
         r = item_in[t]
         lo = (c + 1) * owidth
@@ -233,5 +288,5 @@ def fsst_take(data, starts, ends, item_seg, seg0, seg_tab, words, lens, enabled,
     return np.int64(o), np.int64(-1)
 
 
-__all__ = ["fsst_take", "TAKE_BAD_CHUNK", "TAKE_BAD_OFFSETS", "TAKE_BAD_WIDTH", "TAKE_OK", "copy_spans", "plan_take",
+__all__ = ["fsst_take", "take_valid", "TAKE_BAD_CHUNK", "TAKE_BAD_OFFSETS", "TAKE_BAD_WIDTH", "TAKE_OK", "copy_spans", "plan_take",
            "take_bitpacked", "take_fixed", "take_spans"]

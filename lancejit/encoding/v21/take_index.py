@@ -8,8 +8,8 @@ page metadata read once) and kept in the file's search cache, so a take plans ev
 with one kernel (:func:`lancejit.encoding.kernels.take.plan_take`) and decodes each column with
 one kernel straight into its output (:func:`take_column`), in request order.
 
-Columns qualify when they hold one leaf without repetition or definition levels (no nulls
-stored) and every page is a mini-block page with one value buffer and no dictionary (values
+Columns qualify when they hold one leaf without repetition (a nullable item's def levels, when
+stored, out-of-line bit-packed) and every page is a mini-block page with one value buffer and no dictionary (values
 flat fixed width, inline bit-packed, plain variable or FSST over plain variable, one FSST table
 per column) or a full-zip page of fixed-width plain values.  Other columns return ``None`` and
 keep the general decoders.  Rows are half-open ``[start, end)``.
@@ -29,6 +29,7 @@ from lancejit.encoding.kernels import take as kt
 from lancejit.encoding.v21.batch import plain_variable_width, plain_width_bits
 from lancejit.encoding.v21.fullzip import FullZipPage
 from lancejit.encoding.v21.miniblock import MiniBlockPage
+from lancejit.encoding.v21.repdef import NULLABLE_ITEM
 
 #: Value kinds of the take path.
 FIXED, BITPACKED, VARIABLE, FSST = "fixed", "bitpacked", "variable", "fsst"
@@ -66,9 +67,14 @@ class ColumnTakeIndex:
     list_size: int = 0
     #: Output offsets are 64-bit (large string/binary).
     large_offsets: bool = False
+    #: Per segment: bit width of the chunk's def levels (0 = none stored: every row valid).
+    defw: np.ndarray | None = None
+    #: Some chunk stores def levels (outputs carry a validity bitmap when nulls are taken).
+    nullable: bool = False
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.row0, self.b0, self.stride, self.length, self.szw, self.count)) + 512
+        return sum(a.nbytes for a in (self.row0, self.b0, self.stride, self.length, self.szw, self.count,
+                                      self.defw)) + 512
 
 
 def _fixed_type_ok(t: pa.DataType, bits: int) -> bool:
@@ -90,6 +96,27 @@ def _binary_type(t: pa.DataType) -> bool:
             or pa.types.is_large_binary(t))
 
 
+def _def_width(page: Any) -> int | None:
+    """Bit width of a mini-block page's def levels (0: none stored), or None when the take
+    path cannot read them: only a nullable top-level item (one layer) with out-of-line
+    bit-packed 16-bit levels qualifies."""
+    if not page.has_def:
+        return 0
+    if list(page.layout.layers) != [NULLABLE_ITEM]:
+        return None
+    enc = page.layout.def_compression
+    if enc.WhichOneof("compression") != "out_of_line_bitpacking":
+        return None
+    ool = enc.out_of_line_bitpacking
+    v = ool.values
+    if int(ool.uncompressed_bits_per_value) != 16 or v.WhichOneof("compression") != "flat":
+        return None
+    if v.flat.HasField("data") and v.flat.data.scheme:
+        return None
+    width = int(v.flat.bits_per_value)
+    return width if 1 <= width <= 16 else None
+
+
 def _page_kind(page: Any, value_type: pa.DataType) -> tuple[str, int, Any] | None:
     """``(kind, width, fsst symbol table bytes)`` of a page the take path reads, else None."""
     if isinstance(page, FullZipPage):
@@ -101,7 +128,7 @@ def _page_kind(page: Any, value_type: pa.DataType) -> tuple[str, int, Any] | Non
         return FIXED, page.fixed, None
     if not isinstance(page, MiniBlockPage):
         return None
-    if page.has_rep or page.has_def or page.has_dict or page.rep_depth or page.num_buffers != 1:
+    if page.has_rep or page.has_dict or page.rep_depth or page.num_buffers != 1 or _def_width(page) is None:
         return None
     enc = page.layout.value_compression
     bits = plain_width_bits(enc)
@@ -162,7 +189,8 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
         r0 = int(starts[i])
         if isinstance(page, FullZipPage):
             parts.append((np.array([r0]), np.array([page.data_off]), np.array([page.fixed]),
-                          np.array([page.fixed]), np.zeros(1, np.int64), np.ones(1, np.int64)))
+                          np.array([page.fixed]), np.zeros(1, np.int64), np.ones(1, np.int64),
+                          np.zeros(1, np.int64)))
             continue
         t = by_page[id(page)]
         if kind == BITPACKED and t.counts.size and int(t.counts.max()) > 1024:
@@ -172,9 +200,10 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
         if n and int(t.counts.min()) <= 0:
             return None
         parts.append((t.first_row + r0, t.offsets + base, np.zeros(n, np.int64), t.sizes,
-                      np.full(n, 4 if page.large else 2, np.int64), t.counts))
-    cols = [np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(6)]
-    row0, b0, stride, length, szw, count = cols
+                      np.full(n, 4 if page.large else 2, np.int64), t.counts,
+                      np.full(n, _def_width(page), np.int64)))
+    cols = [np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(7)]
+    row0, b0, stride, length, szw, count, defw = cols
     path = ctx.path
     if row0.size == 0 or row0[0] != 0:
         return None
@@ -188,7 +217,8 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
     t = decoder.field.type
     index = ColumnTakeIndex(ctx.column_index, lc.num_rows, row0, b0, stride, length, szw, count, kind,
                             width, fsst, t, path, t.list_size if pa.types.is_fixed_size_list(t) else 0,
-                            pa.types.is_large_string(t) or pa.types.is_large_binary(t))
+                            pa.types.is_large_string(t) or pa.types.is_large_binary(t), defw,
+                            bool(defw.any()))
     ctx.cache_put(key, index, index.nbytes())
     return index
 
@@ -228,7 +258,7 @@ def _fsst_tables(kinds: list, segs_per_page: np.ndarray, path: str) -> FsstTable
 
 def take_column(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, item_in: np.ndarray,
                 item_seg: np.ndarray, seg_szw: np.ndarray, seg_len: np.ndarray,
-                seg_count: np.ndarray, seg0: int) -> pa.Array:
+                seg_count: np.ndarray, seg_def: np.ndarray, seg0: int) -> pa.Array:
     """The rows of one column's items (request order) as an Arrow array.
 
     ``data``: the concatenated read ranges; ``item_*``: this column's slice of the plan;
@@ -237,26 +267,30 @@ def take_column(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, 
     """
     k = item_pos.size
     kind, w, t = index.kind, index.width, index.arrow_type
+    validity = None
+    if index.nullable:
+        validity = _validity(index, data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def)
     if kind == FIXED:
         out = np.empty(k * w, dtype=np.uint8)
-        err = kt.take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, w, out)
+        err = kt.take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, w, out)
         if err:
             _fail(err, index)
         if index.list_size:
             child = pa.Array.from_buffers(t.value_type, k * index.list_size, [None, pa.py_buffer(out)])
-            return pa.Array.from_buffers(t, k, [None], children=[child])
-        return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
+            return pa.Array.from_buffers(t, k, [validity], children=[child])
+        return pa.Array.from_buffers(t, k, [validity, pa.py_buffer(out)])
     if kind == BITPACKED:
         buf = np.empty(2049 + k, dtype=_WORDS[w])  # staging words, unpacked chunk, output
         tmpw, out = buf[:1025], buf[2049:]
-        err = kt.take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, tmpw,
+        err = kt.take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, tmpw,
                                 tmpw.view(np.uint8), buf[1025:2049], out)
         if err:
             _fail(err, index)
-        return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
+        return pa.Array.from_buffers(t, k, [validity, pa.py_buffer(out)])
     spans = np.empty(3 * k + 1, dtype=np.int64)  # starts, ends, then the k + 1 output offsets
     starts, ends, offsets = spans[:k], spans[k:2 * k], spans[2 * k:]
-    nbytes = kt.take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, w, starts, ends)
+    nbytes = kt.take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, w, starts,
+                           ends)
     if nbytes < 0:
         _fail(-nbytes, index)
     if kind == VARIABLE:
@@ -273,7 +307,23 @@ def take_column(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, 
         if offsets[-1] > _INT32_MAX:
             raise CorruptFileError("taken values exceed 2 GiB for a 32-bit-offset type", path=index.path)
         offsets = offsets.astype(np.int32)
-    return pa.Array.from_buffers(t, k, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+    return pa.Array.from_buffers(t, k, [validity, pa.py_buffer(offsets), pa.py_buffer(values)])
+
+
+def _validity(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, item_in: np.ndarray,
+              item_seg: np.ndarray, seg_szw: np.ndarray, seg_len: np.ndarray, seg_count: np.ndarray,
+              seg_def: np.ndarray) -> pa.Buffer | None:
+    """The items' validity bitmap from their chunks' def levels, or None when all are valid."""
+    k = item_pos.size
+    words = np.empty(1024 + 1024, dtype=np.uint16)  # staging block, unpacked block
+    valid = np.empty(k, dtype=np.uint8)
+    nulls = kt.take_valid(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def,
+                          words[:1024], words[:1024].view(np.uint8), words[1024:], valid)
+    if nulls < 0:
+        _fail(kt.TAKE_BAD_CHUNK, index)
+    if nulls == 0:
+        return None
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
 def _fail(err: int, index: ColumnTakeIndex) -> None:
