@@ -26,7 +26,7 @@ from .context import DatasetContext, SharedCaches, with_context
 from .features import FLAG_STABLE_ROW_IDS, check_reader_flags
 from .fields import TopField, top_level_fields
 from .fragment import ROWADDR, ROWID, FragmentInfo
-from .index import dataset_index
+from .index import dataset_index, index_now
 from .manifest import Manifest
 from .versions import (
     ManifestLocation,
@@ -434,6 +434,10 @@ class Dataset:
 
     def count_rows(self, filter: str | pc.Expression | None = None) -> int:
         """Rows after deletions (matching ``filter`` if given)."""
+        if filter is None:  # the manifest's counts: no I/O, no event loop
+            index = index_now(self._ctx)
+            if index is not None:
+                return index.count_rows()
         return run_sync(self.count_rows_async(filter), store=self._ctx.store)
 
     async def take_async(self, indices: Any, columns: Sequence[str] | None = None,

@@ -9,6 +9,7 @@ tuple of its fragments and pickles as that tuple.
 
 from __future__ import annotations
 
+from operator import attrgetter, methodcaller
 from typing import Any, Callable, Iterator, Sequence, overload
 
 import numpy as np
@@ -89,17 +90,22 @@ def fragment_counts(messages: Any, trusted: bool) -> tuple[np.ndarray, np.ndarra
     if n == 0:
         z = np.zeros(0, dtype=np.int64)
         return z, z.copy(), z.copy(), np.zeros(0, dtype=bool)
-    # one pass over the messages (each access to a repeated message element builds a wrapper);
-    # uint64 as stored (hostile values must not overflow), checked by the caller
-    table = np.array(
-        [(m.id, m.physical_rows, len(m.files), m.HasField("deletion_file"),
-          m.deletion_file.num_deleted_rows) for m in messages],
-        dtype=np.uint64,
-    ).reshape(n, 5)
-    ids, has_files, has_del = table[:, 0].astype(np.int64), table[:, 2] > 0, table[:, 3] > 0
+    # the element wrappers built once (list), then C-level passes (attrgetter), no Python loop
+    # except over fragments with a deletion file; uint64 as stored (hostile values must not
+    # overflow), checked by the caller
+    items = list(messages)
+    ids = np.fromiter(map(attrgetter("id"), items), dtype=np.uint64, count=n).astype(np.int64)
+    physical = np.fromiter(map(attrgetter("physical_rows"), items), dtype=np.uint64, count=n)
+    has_files = np.fromiter(map(len, map(attrgetter("files"), items)), dtype=np.int64, count=n) > 0
+    has_del = np.fromiter(map(methodcaller("HasField", "deletion_file"), items), dtype=bool, count=n)
     if not trusted:
         return ids, np.zeros(n, dtype=np.uint64), np.where(has_del, UNKNOWN, 0), has_files
-    physical, deleted = table[:, 1], table[:, 4]
+    deleted = np.zeros(n, dtype=np.uint64)
+    with_del = np.flatnonzero(has_del)
+    if len(with_del):
+        deleted[with_del] = np.fromiter(
+            (items[i].deletion_file.num_deleted_rows for i in with_del.tolist()), dtype=np.uint64, count=len(with_del)
+        )
     unknown = has_del & ((deleted == 0) | ((physical != 0) & (deleted > physical)))
     known = np.where(has_del & ~unknown, np.minimum(deleted, physical), 0).astype(np.int64)
     return ids, physical, np.where(unknown, UNKNOWN, known), has_files

@@ -16,6 +16,7 @@ API (positions ``pos`` are indices into the manifest's fragment list, ``[0, len(
 * ``index.has_deletions``  bool[n]   the fragment has a deletion file
 * ``index.total_rows``     int       live rows of the version
 * ``index.count_rows()``   the same, or ``NotFoundError`` if a fragment has no data files
+* ``index_now(ctx)`` -> the index without awaiting when the manifest has every count, else None
 * ``index.positions_of(ids)`` -> ``(pos, found)`` for fragment ids (vectorized)
 * ``index.locate(offsets)`` -> ``(pos, local)``: logical offsets (checked in range by the
   caller) to fragment positions and logical offsets within the fragment
@@ -140,8 +141,7 @@ def _manifest_counts(fragments: "Sequence[Fragment]") -> tuple[np.ndarray, ...]:
     return ids, physical, deleted, has_files, has_del
 
 
-async def _build(ctx: "DatasetContext") -> DatasetIndex:
-    fragments = ctx.manifest.fragments
+def _checked_counts(ctx: "DatasetContext", fragments: "Sequence[Fragment]") -> tuple[np.ndarray, ...]:
     ids, physical, deleted, has_files, has_del = _manifest_counts(fragments)
     too_big = np.flatnonzero(physical > MAX_FRAGMENT_ROWS)
     if len(too_big):
@@ -150,7 +150,36 @@ async def _build(ctx: "DatasetContext") -> DatasetIndex:
             f"{ctx.describe_where(ctx.manifest_path)}: fragment {int(ids[i])} records {int(physical[i])} "
             f"physical rows, more than a fragment can address ({MAX_FRAGMENT_ROWS})"
         )
-    physical = physical.astype(np.int64)
+    return ids, physical.astype(np.int64), deleted, has_files, has_del
+
+
+def _finish(ctx: "DatasetContext", fragments: "Sequence[Fragment]", ids: np.ndarray, physical: np.ndarray,
+            deleted: np.ndarray, has_files: np.ndarray, has_del: np.ndarray) -> DatasetIndex:
+    index = DatasetIndex(ctx, fragments, physical, physical - deleted, ids, has_del)
+    empty = np.flatnonzero(~has_files)
+    if len(empty):
+        index.no_data_fragment = int(ids[empty[0]])
+    return index
+
+
+def index_now(ctx: "DatasetContext") -> DatasetIndex | None:
+    """The index of ``ctx``'s version without awaiting: the cached one, or built now when the
+    manifest has every count (no file to read); None when counts must be read from files
+    (then use :func:`dataset_index`)."""
+    index = ctx.index
+    if index is None:
+        fragments = ctx.manifest.fragments
+        counts = _checked_counts(ctx, fragments)
+        ids, physical, deleted, has_files, has_del = counts
+        if np.any((physical == 0) & has_files) or np.any(deleted == UNKNOWN):
+            return None
+        index = ctx.index = _finish(ctx, fragments, *counts)
+    return index
+
+
+async def _build(ctx: "DatasetContext") -> DatasetIndex:
+    fragments = ctx.manifest.fragments
+    ids, physical, deleted, has_files, has_del = _checked_counts(ctx, fragments)
     unknown_rows = np.flatnonzero((physical == 0) & has_files).tolist()
     if unknown_rows:
 
@@ -167,11 +196,7 @@ async def _build(ctx: "DatasetContext") -> DatasetIndex:
             return 0 if d is None else len(d)
 
         deleted[unknown_deleted] = await asyncio.gather(*(deleted_of(i) for i in unknown_deleted))
-    index = DatasetIndex(ctx, fragments, physical, physical - deleted, ids, has_del)
-    empty = np.flatnonzero(~has_files)
-    if len(empty):
-        index.no_data_fragment = int(ids[empty[0]])
-    return index
+    return _finish(ctx, fragments, ids, physical, deleted, has_files, has_del)
 
 
 async def dataset_index(ctx: "DatasetContext") -> DatasetIndex:
