@@ -1,7 +1,7 @@
 """Issue 12 benchmark: service-grade takes, lancejit vs the reference (pylance 14.0.2), on the
 same files in one run.
 
-Run:  .venv/bin/python perf/service.py [--quick] [--label after] [--only take,conc,frag2000,fresh,scale,io,calls]
+Run:  .venv/bin/python perf/service.py [--quick] [--label after] [--only take,conc,frag2000,fresh,scale,io,s3,calls]
 
 Datasets (written once by pylance, Lance 2.2, cached under ``perf/data/``; delete to rebuild):
   * ``one_1m``: 1,000,000 rows (id int64, x float64, s string, v fixed_size_list<float32,64>)
@@ -20,7 +20,8 @@ Measured (columns id,x,s; ratio = lancejit / reference; lower is better except t
   * cost per take (1 and 100 rows) and open + count at 10 / 100 / 1,000 / 10,000 fragments
     (takes warm: one row of every fragment taken first by both, as in a long-running service;
     the 2,000-fragment takes are measured both before that warm-up and after);
-  * requests and bytes per take (lancejit ``ds.io_stats()``, reference ``io_stats_incremental()``);
+  * requests and bytes per take (lancejit ``ds.io_stats()``, reference ``io_stats_incremental()``),
+    and on a moto S3 server counted server-side (open + first take, then a second take);
   * Python calls per 1-row take (cProfile, all threads lancejit runs the take on), with the share
     of calls into and issued from ``lancejit/table/``.
 
@@ -278,6 +279,51 @@ def section_io(paths: dict[str, str], rng) -> list[dict]:
     return out
 
 
+def section_s3(rng) -> list[dict]:
+    """Requests counted server-side by a moto S3 server (perf/s3_counter.py): open + first take
+    (cold) and a second take (warm) of 10 and 100 rows on the 100-fragment dataset."""
+    import lance
+    import requests
+
+    import lancejit.table as lt
+
+    sys.path.insert(0, HERE)
+    from s3_counter import CountingS3
+
+    path = ensure("scale_100", 100 * SCALE_ROWS_PER_FRAGMENT, SCALE_ROWS_PER_FRAGMENT)
+    rows = 100 * SCALE_ROWS_PER_FRAGMENT
+    out = []
+    with CountingS3() as s3:
+        for dirpath, _, files in os.walk(path):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, path).replace(os.sep, "/")
+                with open(full, "rb") as f:
+                    requests.put(f"{s3.endpoint}/{s3.bucket}/ds/{rel}", data=f.read())
+        uri = f"s3://{s3.bucket}/ds"
+        for n in (10, 100):
+            first, second = rng.integers(0, rows, n), rng.integers(0, rows, n)
+            counts = {}
+            for who in ("lancejit", "reference"):
+                s3.log.reset()
+                if who == "reference":
+                    d = lance.dataset(uri, storage_options=s3.reference_options)
+                else:
+                    d = lt.dataset(uri, storage_options=s3.lancejit_options)
+                d.take(first, columns=COLUMNS)
+                counts[f"{who}_cold"] = s3.log.snapshot()
+                s3.log.reset()
+                d.take(second, columns=COLUMNS)
+                counts[f"{who}_warm"] = s3.log.snapshot()
+            for phase in ("cold", "warm"):
+                a, b = counts[f"lancejit_{phase}"], counts[f"reference_{phase}"]
+                out.append({"work": f"S3 (moto), 100 fragments: {'open + ' if phase == 'cold' else ''}take {n} "
+                                    f"({phase}) requests / bytes",
+                            "lancejit_iops": sum(a["requests"].values()), "lancejit_bytes": a["bytes"],
+                            "reference_iops": sum(b["requests"].values()), "reference_bytes": b["bytes"]})
+    return out
+
+
 def profile_calls(path: str, rng, takes: int = 200) -> dict:
     """Python calls per 1-row sync take, counted on the caller's thread and lancejit's loop thread."""
     import cProfile
@@ -363,7 +409,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repeats, no 10,000-fragment dataset")
     ap.add_argument("--label", default="", help="suffix of the json file (e.g. baseline, after)")
-    ap.add_argument("--only", default="", help="comma-separated sections: take,conc,frag2000,fresh,scale,io,calls")
+    ap.add_argument("--only", default="", help="comma-separated sections: take,conc,frag2000,fresh,scale,io,s3,calls")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
     want = (lambda s: not only or s in only)
@@ -386,6 +432,8 @@ def main() -> None:
         rows += section_scale(args.quick, rng)
     if want("io"):
         rows += section_io({"1 fragment": one, "2,000 fragments": many}, rng)
+    if want("s3"):
+        rows += section_s3(rng)
     if want("calls"):
         rows.append(profile_calls(one, rng))
         rows.append(profile_calls_async(one, rng))
