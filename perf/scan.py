@@ -210,11 +210,15 @@ def max_rss_streaming(root: str) -> dict:
     import subprocess
 
     path = os.path.join(root, f"scale{SCALE_FRAGMENTS[-1]}")
+    # VmHWM (peak RSS of this process image, KiB): ru_maxrss would include the parent's peak
+    # from before exec.
     code = (
-        "import resource, sys, lancejit.table as lt\n"
-        "ds = lt.dataset(sys.argv[1]); base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "import sys, lancejit.table as lt\n"
+        "def hwm():\n"
+        "    return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1])\n"
+        "ds = lt.dataset(sys.argv[1]); base = hwm()\n"
         "n = sum(b.num_rows for b in ds.to_batches())\n"
-        "print(n, base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print(n, base, hwm())\n"
     )
     res = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, check=True)
     n, base, peak = (int(v) for v in res.stdout.split())

@@ -40,6 +40,8 @@ UNIT_TARGET_BYTES = 32 * 1024 * 1024
 MAX_UNIT_ROWS = 1 << 17
 #: Fraction of a unit's rows below which rows are fetched by take rather than by range.
 TAKE_FRACTION = 0.25
+#: Units of at most this many rows are read by take of their rows (see ``_read_rows``).
+SMALL_UNIT_ROWS = 1024
 #: Units in flight at least (big units: this bounds memory).
 DEFAULT_READAHEAD = 4
 #: More units run ahead while their estimated encoded bytes stay under this...
@@ -186,7 +188,11 @@ def _select(arrays: list, positions: np.ndarray, n: int) -> list:
 async def _read_rows(
     frag: FragmentReader, tops: list[TopField], lo: int, hi: int, live: np.ndarray | None
 ) -> list[pa.Array | pa.ChunkedArray]:
-    """Fields at the live rows of ``[lo, hi)`` (``live``: their offsets, None = all)."""
+    """Fields at the live rows of ``[lo, hi)`` (``live``: their offsets, None = all).  Small
+    units are read by take (the file reader's one-plan array path, which keeps its plan on the
+    opened file: cheapest when a scan visits many small files)."""
+    if hi - lo <= SMALL_UNIT_ROWS:
+        return await frag.read(tops, np.arange(lo, hi, dtype=np.int64) if live is None else live)
     if live is None:
         return await frag.read(tops, (lo, hi))
     if len(live) < TAKE_FRACTION * (hi - lo):
@@ -360,8 +366,9 @@ async def _pipeline(
     """``read(reader, lo, hi)`` of every unit, results in plan order.  Units run ahead while
     fewer than ``readahead`` are in flight, or while their estimated bytes stay under
     ``READAHEAD_BYTES`` (at most ``MAX_UNITS_IN_FLIGHT``): many small fragments are read and
-    opened concurrently, a few big units bound memory.  One FragmentReader per fragment, made
-    when its first unit starts and dropped after its last."""
+    opened concurrently, a few big units bound memory.  Fragment readers come from the version
+    index (made on first use, kept with the version: their opened files and layouts serve
+    later scans)."""
     pending: deque[tuple[asyncio.Future, int]] = deque()
     pos, lo, hi, est = (a.tolist() for a in (plan.pos, plan.lo, plan.hi, plan.est_bytes))
     n = len(pos)
@@ -376,7 +383,7 @@ async def _pipeline(
                 in_flight + est[nxt] <= READAHEAD_BYTES and len(pending) < MAX_UNITS_IN_FLIGHT)):
             p = pos[nxt]
             if p != reader_pos:
-                reader = FragmentReader(index.ctx, index.fragments[p], int(index.physical_rows[p]))
+                reader = index.reader(p)
                 reader_pos = p
             pending.append((asyncio.ensure_future(read(reader, lo[nxt], hi[nxt])), est[nxt]))
             in_flight += est[nxt]
