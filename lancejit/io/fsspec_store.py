@@ -10,14 +10,22 @@ filesystems' low-level calls so that one range is exactly one HTTP request:
 * ``put_if_absent``: S3 ``PutObject If-None-Match: *``; GCS upload with ``ifGenerationMatch=0``;
 * writers: S3 multipart upload, GCS resumable upload (see :mod:`lancejit.io.fsspec_writers`).
 
-A per-loop semaphore bounds the requests in flight to ``config.io_parallelism``.  The concrete
-stores are :class:`lancejit.io.s3_store.S3Store` and :class:`lancejit.io.gcs_store.GCSStore`.
+A per-loop semaphore bounds the requests in flight to ``config.io_parallelism``.
+
+Transient failures (HTTP 429/500/502/503/504, S3 ``SlowDown``/``InternalError``, connection
+resets, a request taking longer than ``timeout`` seconds) are retried up to ``max_retries``
+times with full-jitter exponential backoff (:func:`retry_delay`); other failures are not.  A
+retried conditional create (``put_if_absent``) whose earlier attempt had landed meets its own
+object: it is recognised by comparing the stored bytes and counts as success, not a conflict.
+
+The concrete stores are :class:`lancejit.io.s3_store.S3Store` and :class:`lancejit.io.gcs_store.GCSStore`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import random
 import time
 from typing import Any, Iterable, Sequence
 
@@ -25,6 +33,7 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
 from lancejit.core.config import CLOUD_IO, MiB, IOConfig  # noqa: E402
 from lancejit.core.errors import (  # noqa: E402
+    AlreadyExistsError,
     CorruptFileError,
     InvalidInputError,
     LanceJitError,
@@ -46,6 +55,57 @@ SINGLE_PUT_MAX_BYTES = 64 * MiB
 
 #: Objects per listing page (each page is one request).
 LIST_PAGE_SIZE = 1000
+
+
+#: Retries after the first attempt of a request failing transiently (default).
+DEFAULT_MAX_RETRIES = 6
+#: Seconds one attempt of a request may take before it is abandoned and retried (default).
+DEFAULT_TIMEOUT_S = 60.0
+#: Backoff before retry ``n`` (1-based): uniform in ``[0, min(CAP, BASE * 2**n))`` seconds.
+RETRY_BASE_S = 0.05
+RETRY_CAP_S = 2.0
+
+_TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_TRANSIENT_CODES = frozenset({
+    "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling",
+    "ThrottlingException", "RequestLimitExceeded", "TooManyRequests", "RequestTimeTooSkewed",
+})
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1-based): full jitter, capped."""
+    return random.uniform(0.0, min(RETRY_CAP_S, RETRY_BASE_S * (2 ** attempt)))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it was raised from) is a failure worth retrying:
+    timeouts, connection errors, throttling and 5xx answers; never a missing object, an
+    existing one (412), a refused range or a permission error."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, (FileNotFoundError, FileExistsError, PermissionError, LanceJitError)):
+            return False
+        if isinstance(cur, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
+            return True
+        name = type(cur).__name__
+        if name in ("ClientPayloadError", "ServerDisconnectedError", "ClientConnectionError",
+                    "ClientOSError", "ServerTimeoutError", "EndpointConnectionError",
+                    "ConnectionClosedError", "ReadTimeoutError", "ConnectTimeoutError",
+                    "HTTPClientError", "ResponseParserError", "IncompleteRead", "FSTimeoutError"):
+            return True
+        response = getattr(cur, "response", None)
+        if isinstance(response, dict):
+            code = response.get("Error", {}).get("Code")
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in _TRANSIENT_CODES or status in _TRANSIENT_STATUS:
+                return True
+        status = getattr(cur, "code", None)
+        if isinstance(status, int) and status in _TRANSIENT_STATUS:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def parse_content_range(value: str | None) -> int | None:
@@ -71,12 +131,21 @@ class FsspecStore(ObjectStore):
     serial_batches = False
 
     def __init__(self, bucket: str, config: IOConfig = CLOUD_IO, stats: IOStats | None = None,
-                 *, part_size: int = 8 * MiB) -> None:
+                 *, part_size: int = 8 * MiB, timeout: float | None = None,
+                 max_retries: int | None = None) -> None:
         if not bucket:
             raise InvalidInputError(f"{self.scheme}:// URI needs a bucket name")
         super().__init__(config, stats)
         self.bucket = bucket
         self.part_size = part_size
+        #: Seconds one attempt of a request may take.
+        self.timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
+        #: Retries of a transiently failing request (0: none).
+        self.max_retries = DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries)
+        if not self.timeout > 0 or self.max_retries < 0:
+            raise InvalidInputError("timeout must be > 0 seconds and max_retries >= 0")
+        #: Requests retried so far (all loops).
+        self.retries = 0
 
     # ---------------------------------------------------------------- backend hooks
     def _new_fs(self, loop: asyncio.AbstractEventLoop) -> Any:
@@ -127,18 +196,29 @@ class FsspecStore(ObjectStore):
         return (await self._handle()).fs
 
     async def _call(self, path: str, fn, *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn(fs, *args)`` under the in-flight limit, mapping errors to lancejit's."""
+        """Run ``fn(fs, *args)`` under the in-flight limit, each attempt bounded by ``timeout``,
+        retrying transient failures (see :func:`is_transient`) up to ``max_retries`` times with
+        jittered backoff; errors mapped to lancejit's.  ``fn`` must be safe to repeat."""
         handle = await self._handle()
-        async with handle.sem:
-            try:
-                return await fn(handle.fs, *args, **kwargs)
-            except (LanceJitError, asyncio.CancelledError):
-                raise
-            except Exception as exc:
-                err = translate_error(exc, self.uri(path))
-                if err is exc:
+        attempt = 0
+        while True:
+            async with handle.sem:
+                try:
+                    return await asyncio.wait_for(fn(handle.fs, *args, **kwargs), self.timeout)
+                except (LanceJitError, asyncio.CancelledError):
                     raise
-                raise err  # keeps __cause__ = the backend's exception
+                except Exception as exc:
+                    if attempt >= self.max_retries or not is_transient(exc):
+                        err = translate_error(exc, self.uri(path))
+                        if err is exc:
+                            raise
+                        if attempt:
+                            err = type(err)(f"{err} (after {attempt} retries)")
+                            err.__cause__ = exc
+                        raise err  # keeps __cause__ = the backend's exception
+            attempt += 1
+            self.retries += 1
+            await asyncio.sleep(retry_delay(attempt))
 
     # ------------------------------------------------------------------------ reads
     async def _read_one(self, path: str, key: str, start: int, end: int) -> memoryview:
@@ -230,10 +310,27 @@ class FsspecStore(ObjectStore):
             await self._put_single(path, data, if_absent=False)
 
     async def put_if_absent(self, path: str, data: Buffer) -> None:
-        if len(memoryview(data).cast("B")) > SINGLE_PUT_MAX_BYTES:
-            await self._put_streamed(path, data, if_absent=True)
-        else:
-            await self._put_single(path, data, if_absent=True)
+        """Create ``path`` unless it exists (:class:`AlreadyExistsError` then).  If the object
+        found holds exactly ``data``, it is this call's own write whose answer was lost and the
+        request retried (by lancejit or the HTTP client): success, not a conflict."""
+        try:
+            if len(memoryview(data).cast("B")) > SINGLE_PUT_MAX_BYTES:
+                await self._put_streamed(path, data, if_absent=True)
+            else:
+                await self._put_single(path, data, if_absent=True)
+        except AlreadyExistsError:
+            if not await self._holds(path, data):
+                raise
+
+    async def _holds(self, path: str, data: Buffer) -> bool:
+        """True when the object at ``path`` exists and its bytes equal ``data``."""
+        want = memoryview(data).cast("B")
+        try:
+            if await self.size(path) != len(want):
+                return False
+            return await self.read_all(path) == want
+        except NotFoundError:
+            return False
 
     async def _put_single(self, path: str, data: Buffer, *, if_absent: bool) -> None:
         raise NotImplementedError

@@ -160,10 +160,12 @@ class GCSWriter(_BufferedWriter):
         self._offset = 0
 
     async def _request(self, nbytes: int, *args: Any, **kwargs: Any) -> tuple[Any, bytes]:
+        from lancejit.io.gcs_store import call_once
+
         async def op(fs: Any) -> tuple[Any, bytes]:
             t0 = time.perf_counter()
             try:
-                return await fs._call(*args, **kwargs)
+                return await call_once(fs, *args, **kwargs)
             finally:
                 self.store.stats.record_write(nbytes, time.perf_counter() - t0)
 

@@ -16,6 +16,17 @@ from lancejit.io.stats import IOStats
 from lancejit.io.store import AsyncWriter, Buffer, ObjectInfo
 
 
+async def call_once(fs: Any, method: str, path: str, *args: Any, json_out: bool = False, **kwargs: Any) -> Any:
+    """One HTTP request through gcsfs without its built-in retry loop (whose backoff sleeps
+    1-32 s): :class:`~lancejit.io.fsspec_store.FsspecStore` retries transient failures itself,
+    with bounded jittered backoff.  Returns the JSON body (``json_out``) or ``(headers, body)``."""
+    request = getattr(type(fs)._request, "__wrapped__", None)
+    if request is None:  # another gcsfs: keep its retries
+        return await fs._call(method, path, *args, json_out=json_out, **kwargs)
+    _, headers, _, contents = await request(fs, method, path, *args, **kwargs)
+    return json.loads(contents) if json_out else (headers, contents)
+
+
 class _QuietRangeErrors(logging.Filter):
     """Drop gcsfs's ERROR log (with traceback) for "416 range not satisfiable": lancejit turns
     that answer into ``CorruptFileError`` (or an empty tail) itself."""
@@ -32,17 +43,19 @@ class GCSStore(FsspecStore):
     """One GCS bucket through gcsfs's JSON-API client.
 
     ``endpoint``: custom endpoint (emulators); ``token``: anything gcsfs accepts (a service
-    account JSON path, ``"google_default"``, ``"anon"``...); ``project``.
+    account JSON path, ``"google_default"``, ``"anon"``...); ``project``; ``timeout`` (seconds
+    per request attempt) and ``max_retries`` (see :mod:`.fsspec_store`).
     """
 
     scheme = "gs"
 
     def __init__(self, bucket: str, *, endpoint: str | None = None, token: Any = None,
                  project: str | None = None, config: IOConfig = CLOUD_IO, stats: IOStats | None = None,
-                 part_size: int = 8 * MiB) -> None:
+                 part_size: int = 8 * MiB, timeout: float | None = None,
+                 max_retries: int | None = None) -> None:
         if part_size <= 0 or part_size % (256 * 1024):
             raise InvalidInputError("GCS upload chunks must be a positive multiple of 256 KiB")
-        super().__init__(bucket, config, stats, part_size=part_size)
+        super().__init__(bucket, config, stats, part_size=part_size, timeout=timeout, max_retries=max_retries)
         self.endpoint = endpoint
         self.token = token
         self.project = project
@@ -89,14 +102,14 @@ class GCSStore(FsspecStore):
 
     async def _get(self, fs: Any, key: str, range_header: str | None) -> tuple[bytes, int | None]:
         headers = {"Range": range_header} if range_header else {}
-        resp_headers, data = await fs._call("GET", self._download_url(fs, key), headers=headers)
+        resp_headers, data = await call_once(fs, "GET", self._download_url(fs, key), headers=headers)
         total = parse_content_range(resp_headers.get("Content-Range"))
         if total is None and not range_header:
             total = len(data)
         return data, total
 
     async def _object_meta(self, fs: Any, key: str) -> dict[str, Any]:
-        return await fs._call("GET", "b/{}/o/{}", self.bucket, key, json_out=True)
+        return await call_once(fs, "GET", "b/{}/o/{}", self.bucket, key, json_out=True)
 
     async def size(self, path: str) -> int:
         key = self._key(path)
@@ -116,8 +129,8 @@ class GCSStore(FsspecStore):
             token: str | None = None
             while True:
                 self.stats.record_list()
-                page = await fs._call(
-                    "GET", "b/{}/o", self.bucket, json_out=True,
+                page = await call_once(
+                    fs, "GET", "b/{}/o", self.bucket, json_out=True,
                     prefix=base or None, delimiter=None if recursive else "/",
                     pageToken=token, maxResults=fsspec_store.LIST_PAGE_SIZE,
                 )
@@ -154,8 +167,8 @@ class GCSStore(FsspecStore):
             params["ifGenerationMatch"] = "0"
 
         async def op(fs: Any) -> None:
-            await self._timed_write(len(payload), fs._call(
-                "POST", f"{fs._location}/upload/storage/v1/b/{{}}/o", self.bucket,
+            await self._timed_write(len(payload), call_once(
+                fs, "POST", f"{fs._location}/upload/storage/v1/b/{{}}/o", self.bucket,
                 headers={"Content-Type": f'multipart/related; boundary="{boundary.decode()}"'},
                 data=body, json_out=True, **params,
             ))
@@ -163,7 +176,7 @@ class GCSStore(FsspecStore):
         await self._call(path, op)
 
     async def _delete_request(self, fs: Any, key: str) -> None:
-        await fs._call("DELETE", "b/{}/o/{}", self.bucket, key)
+        await call_once(fs, "DELETE", "b/{}/o/{}", self.bucket, key)
 
     async def open_writer(self, path: str, *, if_absent: bool = False) -> AsyncWriter:
         from lancejit.io.fsspec_writers import GCSWriter

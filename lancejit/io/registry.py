@@ -23,7 +23,9 @@ commits go through (``lancejit.table.commit.external_store``); ``gs://`` and ``g
   ``google_project_id`` / ``project``.
 * All: ``block_size``, ``max_iop_size`` / ``max_request_size``, ``io_parallelism``,
   ``max_bytes_in_flight`` (override the :class:`~lancejit.core.config.IOConfig`), ``part_size``
-  (S3/GCS upload part bytes).  Unknown keys raise :class:`InvalidInputError`.
+  (S3/GCS upload part bytes), ``timeout`` (seconds per S3/GCS request attempt) and
+  ``max_retries`` (retries of a transient S3/GCS failure).  Unknown keys raise
+  :class:`InvalidInputError`; values must be strings (``bool``/``int`` accepted).
 
 Stores are cached per (scheme, bucket, options) so a process reuses sessions and budgets.
 """
@@ -69,6 +71,7 @@ _S3_KEYS = {
     # the external manifest store's (s3+ddb://); accepted (unused) by plain s3:// too, as the
     # data files of an s3+ddb:// dataset are opened through s3:// URIs with the same options
     "dynamodb_endpoint": "dynamodb_endpoint", "aws_dynamodb_endpoint": "dynamodb_endpoint",
+    "timeout": "timeout", "request_timeout": "timeout", "max_retries": "max_retries",
 }
 _GCS_KEYS = {
     "gcs_endpoint": "endpoint", "endpoint": "endpoint", "google_endpoint": "endpoint",
@@ -80,6 +83,7 @@ _GCS_KEYS = {
     "google_project_id": "project", "project": "project", "project_id": "project",
     "allow_http": "allow_http",
     "part_size": "part_size",
+    "timeout": "timeout", "request_timeout": "timeout", "max_retries": "max_retries",
 }
 
 
@@ -120,6 +124,31 @@ def _split_options(options: Mapping[str, Any], known: Mapping[str, str], scheme:
         else:
             raise InvalidInputError(f"unknown storage option {raw_key!r} for {scheme}://")
     return backend, config
+
+
+def _retry_kwargs(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """``timeout`` (seconds per request attempt; ``"30"``, ``"2.5s"`` or ``"500ms"``) and
+    ``max_retries`` (retries of a transient failure) for the S3 and GCS stores."""
+    out: dict[str, Any] = {}
+    if "timeout" in opts:
+        text = str(opts["timeout"]).strip().lower()
+        scale = 1e-3 if text.endswith("ms") else 1.0
+        try:
+            seconds = float(text.removesuffix("ms").removesuffix("s")) * scale
+        except ValueError:
+            seconds = -1.0
+        if not seconds > 0:
+            raise InvalidInputError(f"storage option 'timeout': expected seconds > 0, got {opts['timeout']!r}")
+        out["timeout"] = seconds
+    if "max_retries" in opts:
+        try:
+            out["max_retries"] = int(str(opts["max_retries"]).strip())
+        except ValueError:
+            out["max_retries"] = -1
+        if out["max_retries"] < 0:
+            raise InvalidInputError(
+                f"storage option 'max_retries': expected an int >= 0, got {opts['max_retries']!r}")
+    return out
 
 
 def _with_overrides(base: IOConfig, overrides: dict[str, int]) -> IOConfig:
@@ -165,6 +194,7 @@ def _make_s3(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
     }
     if "part_size" in opts:
         kwargs["part_size"] = _parse_int(opts["part_size"], "part_size")
+    kwargs.update(_retry_kwargs(opts))
     store = S3Store(bucket, **kwargs)
     store.conditional_put = _parse_conditional_put(opts.get("conditional_put", "etag"))
     return store
@@ -238,6 +268,7 @@ def _make_gcs(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
     }
     if "part_size" in opts:
         kwargs["part_size"] = _parse_int(opts["part_size"], "part_size")
+    kwargs.update(_retry_kwargs(opts))
     return GCSStore(bucket, **kwargs)
 
 

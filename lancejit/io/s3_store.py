@@ -18,7 +18,8 @@ class S3Store(FsspecStore):
     """One S3 bucket through s3fs/aiobotocore.
 
     ``endpoint``: custom endpoint URL (``http://`` needs ``allow_http``); ``region``;
-    ``key``/``secret``/``token``: credentials (else botocore's default chain); ``anonymous``.
+    ``key``/``secret``/``token``: credentials (else botocore's default chain); ``anonymous``;
+    ``timeout`` (seconds per request attempt) and ``max_retries`` (see :mod:`.fsspec_store`).
     """
 
     scheme = "s3"
@@ -26,10 +27,11 @@ class S3Store(FsspecStore):
     def __init__(self, bucket: str, *, endpoint: str | None = None, region: str | None = None,
                  key: str | None = None, secret: str | None = None, token: str | None = None,
                  anonymous: bool = False, config: IOConfig = CLOUD_IO, stats: IOStats | None = None,
-                 part_size: int = 8 * MiB) -> None:
+                 part_size: int = 8 * MiB, timeout: float | None = None,
+                 max_retries: int | None = None) -> None:
         if part_size < 5 * MiB:
             raise InvalidInputError("S3 multipart parts must be at least 5 MiB")
-        super().__init__(bucket, config, stats, part_size=part_size)
+        super().__init__(bucket, config, stats, part_size=part_size, timeout=timeout, max_retries=max_retries)
         self.endpoint = endpoint
         self.region = region
         self._creds = (key, secret, token)
@@ -49,7 +51,10 @@ class S3Store(FsspecStore):
             token=token,
             anon=self.anonymous,
             client_kwargs=client_kwargs,
-            config_kwargs={"max_pool_connections": max(10, self.config.io_parallelism)},
+            config_kwargs={"max_pool_connections": max(10, self.config.io_parallelism),
+                           "read_timeout": self.timeout, "connect_timeout": min(10.0, self.timeout),
+                           # one attempt per call: FsspecStore retries transient failures itself
+                           "retries": {"total_max_attempts": 1}},
             asynchronous=True,
             loop=loop,
             skip_instance_cache=True,
