@@ -31,11 +31,13 @@ from lancejit.encoding.v21.fullzip import FullZipPage
 from lancejit.encoding.v21.miniblock import MiniBlockPage
 from lancejit.encoding.v21.repdef import NULLABLE_ITEM
 
-#: Value kinds of the take path.
+#: Value kinds of the take path (DICT_*: dictionary indices stored fixed or bit-packed).
 FIXED, BITPACKED, VARIABLE, FSST = "fixed", "bitpacked", "variable", "fsst"
+DICT_FIXED, DICT_BITPACKED = "dict-fixed", "dict-bitpacked"
 
 _WORDS = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 _INT32_MAX = (1 << 31) - 1
+_MAX = np.maximum.reduce
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +73,17 @@ class ColumnTakeIndex:
     defw: np.ndarray | None = None
     #: Some chunk stores def levels (outputs carry a validity bitmap when nulls are taken).
     nullable: bool = False
+    #: Dictionary kinds: every page's dictionary concatenated, and per segment the position of
+    #: its page's dictionary in it.
+    dictionary: pa.Array | None = None
+    seg_dict: np.ndarray | None = None
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.row0, self.b0, self.stride, self.length, self.szw, self.count,
-                                      self.defw)) + 512
+        n = sum(a.nbytes for a in (self.row0, self.b0, self.stride, self.length, self.szw, self.count,
+                                   self.defw)) + 512
+        if self.dictionary is not None:
+            n += self.dictionary.nbytes + self.seg_dict.nbytes
+        return n
 
 
 def _fixed_type_ok(t: pa.DataType, bits: int) -> bool:
@@ -128,10 +137,21 @@ def _page_kind(page: Any, value_type: pa.DataType) -> tuple[str, int, Any] | Non
         return FIXED, page.fixed, None
     if not isinstance(page, MiniBlockPage):
         return None
-    if page.has_rep or page.has_dict or page.rep_depth or page.num_buffers != 1 or _def_width(page) is None:
+    if page.has_rep or page.rep_depth or page.num_buffers != 1 or _def_width(page) is None:
         return None
     enc = page.layout.value_compression
     bits = plain_width_bits(enc)
+    if page.has_dict:
+        if pa.types.is_dictionary(value_type) or isinstance(value_type, pa.ExtensionType):
+            return None
+        if bits is not None and bits in _WORDS and enc.WhichOneof("compression") == "flat":
+            return DICT_FIXED, bits, None
+        if enc.WhichOneof("compression") == "inline_bitpacking":
+            ib = enc.inline_bitpacking
+            ubits = int(ib.uncompressed_bits_per_value)
+            if not (ib.HasField("values") and ib.values.scheme) and ubits in _WORDS:
+                return DICT_BITPACKED, ubits, None
+        return None
     if bits is not None:
         if bits % 8 or not _fixed_type_ok(value_type, bits):
             return None
@@ -184,6 +204,7 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
         [await mini[0].table()] if mini else [])
     by_page = dict(zip((id(p) for p in mini), tables))
     parts = []
+    dicts: list[pa.Array] = []
     starts = lc.page_starts
     for i, page in enumerate(lc.pages):
         r0 = int(starts[i])
@@ -193,8 +214,12 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
                           np.zeros(1, np.int64)))
             continue
         t = by_page[id(page)]
-        if kind == BITPACKED and t.counts.size and int(t.counts.max()) > 1024:
+        if kind in (BITPACKED, DICT_BITPACKED) and t.counts.size and int(t.counts.max()) > 1024:
             return None
+        if kind in (DICT_FIXED, DICT_BITPACKED):
+            if t.dictionary is None or len(t.dictionary) == 0:
+                return None
+            dicts.append(t.dictionary)
         n = t.counts.size
         base = int(page.page.buffer_offsets[1])
         if n and int(t.counts.min()) <= 0:
@@ -214,11 +239,16 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
     fsst = None
     if kind == FSST:
         fsst = _fsst_tables(kinds, np.array([p[0].size for p in parts], dtype=np.int64), path)
+    dictionary = seg_dict = None
+    if dicts:
+        dictionary = dicts[0] if len(dicts) == 1 else pa.concat_arrays(dicts)
+        base = np.cumsum([0] + [len(d) for d in dicts[:-1]]).astype(np.int64)
+        seg_dict = np.repeat(base, np.array([p[0].size for p in parts], dtype=np.int64))
     t = decoder.field.type
     index = ColumnTakeIndex(ctx.column_index, lc.num_rows, row0, b0, stride, length, szw, count, kind,
                             width, fsst, t, path, t.list_size if pa.types.is_fixed_size_list(t) else 0,
                             pa.types.is_large_string(t) or pa.types.is_large_binary(t), defw,
-                            bool(defw.any()))
+                            bool(defw.any()), dictionary, seg_dict)
     ctx.cache_put(key, index, index.nbytes())
     return index
 
@@ -267,9 +297,13 @@ def take_column(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, 
     """
     k = item_pos.size
     kind, w, t = index.kind, index.width, index.arrow_type
-    validity = None
+    validity = valid = None
     if index.nullable:
-        validity = _validity(index, data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def)
+        validity, valid = _validity(index, data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count,
+                                    seg_def)
+    if kind == DICT_FIXED or kind == DICT_BITPACKED:
+        return _take_dictionary(index, data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def,
+                                seg0, validity, valid)
     if kind == FIXED:
         out = np.empty(k * w, dtype=np.uint8)
         err = kt.take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, w, out)
@@ -322,8 +356,41 @@ def _validity(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, it
     if nulls < 0:
         _fail(kt.TAKE_BAD_CHUNK, index)
     if nulls == 0:
-        return None
-    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return None, None
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), valid
+
+
+def _take_dictionary(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, item_in: np.ndarray,
+                     item_seg: np.ndarray, seg_szw: np.ndarray, seg_len: np.ndarray, seg_count: np.ndarray,
+                     seg_def: np.ndarray, seg0: int, validity: pa.Buffer | None,
+                     valid: np.ndarray | None) -> pa.Array:
+    """Dictionary pages: decode each item's index like values, then take from the dictionary."""
+    k = item_pos.size
+    bits = index.width
+    if index.kind == DICT_BITPACKED:
+        dt = _WORDS[bits]
+        buf = np.empty(2049 + k, dtype=dt)
+        tmpw = buf[:1025]
+        err = kt.take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, tmpw,
+                                tmpw.view(np.uint8), buf[1025:2049], buf[2049:])
+        raw = buf[2049:]
+    else:
+        out = np.empty(k * (bits // 8), dtype=np.uint8)
+        err = kt.take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, bits // 8, out)
+        raw = out.view(_WORDS[bits])
+    if err:
+        _fail(err, index)
+    idx = raw.astype(np.int64)
+    idx += index.seg_dict[item_seg - seg0]
+    if valid is not None:
+        idx[valid == 0] = 0  # null rows store arbitrary indices
+    dictionary = index.dictionary
+    if k and int(_MAX(idx)) >= len(dictionary):
+        raise CorruptFileError(f"column {index.column}: dictionary index out of range", path=index.path)
+    taken = dictionary.take(pa.array(idx))
+    if validity is None:
+        return taken
+    return pa.Array.from_buffers(index.arrow_type, k, [validity, *taken.buffers()[1:]])
 
 
 def _fail(err: int, index: ColumnTakeIndex) -> None:
