@@ -41,15 +41,22 @@ def read_pb(path: str) -> table_pb2.Manifest:
     return pb
 
 
-def edit(path: str, fn: Callable[[table_pb2.Manifest], None]) -> None:
-    """Apply ``fn`` to the manifest protobuf of the manifest file ``path`` and rewrite it."""
-    data = open(path, "rb").read()
+def edit_bytes(data: bytes, fn: Callable[[table_pb2.Manifest], None]) -> bytes:
+    """A manifest file's bytes with ``fn`` applied to its manifest protobuf."""
     (pos,) = struct.unpack_from("<q", data, len(data) - 16)
-    pb = read_pb(path)
+    (n,) = struct.unpack_from("<I", data, pos)
+    pb = table_pb2.Manifest()
+    pb.ParseFromString(data[pos + 4 : pos + 4 + n])
     fn(pb)
     body = pb.SerializeToString()
+    return data[:pos] + struct.pack("<I", len(body)) + body + data[-16:]
+
+
+def edit(path: str, fn: Callable[[table_pb2.Manifest], None]) -> None:
+    """Apply ``fn`` to the manifest protobuf of the manifest file ``path`` and rewrite it."""
+    data = edit_bytes(open(path, "rb").read(), fn)
     with open(path, "wb") as f:
-        f.write(data[:pos] + struct.pack("<I", len(body)) + body + data[-16:])
+        f.write(data)
 
 
 def edit_all(ds_path: str, fn: Callable[[table_pb2.Manifest], None]) -> None:
