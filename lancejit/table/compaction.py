@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lancejit.core.errors import InvalidInputError, RetryableCommitError
+from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
 from lancejit.pb import table_pb2
 
@@ -53,7 +53,8 @@ class CompactionOptions:
     neighbours, and new fragments hold at most this many rows; ``max_rows_per_group`` is accepted
     for API compatibility (2.x files have no row groups); ``max_bytes_per_file`` in bytes;
     deletions are materialized when more than ``materialize_deletions_threshold`` (a fraction)
-    of a fragment's rows are deleted; ``num_threads`` tasks are rewritten at once."""
+    of a fragment's rows are deleted; ``num_threads`` tasks are rewritten at once;
+    ``excluded_fragment_ids`` are never rewritten."""
 
     target_rows_per_fragment: int = 1024 * 1024
     max_rows_per_group: int = 1024
@@ -62,6 +63,7 @@ class CompactionOptions:
     materialize_deletions_threshold: float = 0.1
     num_threads: int | None = None
     batch_size: int | None = None
+    excluded_fragment_ids: tuple[int, ...] = ()
 
     def validated(self) -> "CompactionOptions":
         for name in ("target_rows_per_fragment", "max_rows_per_group"):
@@ -287,7 +289,9 @@ async def _compact_once(ds: "Dataset", options: CompactionOptions) -> tuple[Comp
         return CompactionMetrics(), None
     ids = np.fromiter((f.id for f in frags), dtype=np.int64, count=len(frags))
     phys = np.fromiter((f.physical_rows for f in frags), dtype=np.int64, count=len(frags))
-    keys = np.where(pinned_by_indices(lm.index_section, ids), -1, 0)
+    excluded = np.isin(ids, np.array(options.excluded_fragment_ids, dtype=np.int64))
+    pinned = pinned_by_indices(lm.index_section, ids) | excluded
+    keys = np.where(pinned, -1, 0)
     bins = plan_bins(phys, await _deleted_counts(ds, frags), keys, options)
     if not bins:
         return CompactionMetrics(), None
@@ -355,22 +359,39 @@ class DatasetOptimizer:
     def compact_files(
         self,
         *,
-        target_rows_per_fragment: int = 1024 * 1024,
-        max_rows_per_group: int = 1024,
+        target_rows_per_fragment: int | None = None,
+        max_rows_per_group: int | None = None,
         max_bytes_per_file: int | None = None,
-        materialize_deletions: bool = True,
-        materialize_deletions_threshold: float = 0.1,
+        materialize_deletions: bool | None = None,
+        materialize_deletions_threshold: float | None = None,
         num_threads: int | None = None,
         batch_size: int | None = None,
+        defer_index_remap: bool | None = None,
+        compaction_mode: str | None = None,
+        excluded_fragment_ids: Sequence[int] | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> CompactionMetrics:
         """Merge small fragments into fragments of about ``target_rows_per_fragment`` rows and
         rewrite fragments with more than ``materialize_deletions_threshold`` (fraction) of their
-        rows deleted; see :mod:`lancejit.table.compaction`.  Returns :class:`CompactionMetrics`."""
+        rows deleted; see :mod:`lancejit.table.compaction`.  None means the reference's default;
+        ``excluded_fragment_ids`` are never rewritten.  Returns :class:`CompactionMetrics`."""
         from lancejit.io.sync import run_sync
 
-        opts = CompactionOptions(target_rows_per_fragment, max_rows_per_group, max_bytes_per_file,
-                                 materialize_deletions, materialize_deletions_threshold, num_threads, batch_size)
+        if defer_index_remap:
+            raise NotSupportedError("defer_index_remap (a fragment reuse index) is not supported by lancejit")
+        if compaction_mode not in (None, "reencode", "try_binary_copy"):
+            raise NotSupportedError(f"compaction_mode {compaction_mode!r} is not supported (lancejit re-encodes)")
+        d = CompactionOptions()
+        opts = CompactionOptions(
+            d.target_rows_per_fragment if target_rows_per_fragment is None else target_rows_per_fragment,
+            d.max_rows_per_group if max_rows_per_group is None else max_rows_per_group,
+            max_bytes_per_file,
+            d.materialize_deletions if materialize_deletions is None else materialize_deletions,
+            d.materialize_deletions_threshold if materialize_deletions_threshold is None
+            else materialize_deletions_threshold,
+            num_threads, batch_size,
+            tuple(int(i) for i in excluded_fragment_ids) if excluded_fragment_ids is not None else (),
+        )
         return run_sync(compact_files_async(self._ds, opts, max_retries))
 
 

@@ -315,3 +315,18 @@ def test_concurrent_compaction_and_merge_insert(tmp_path, stable):
     if stable:  # every original row keeps its id through both operations
         now = dict(zip(t["a"].to_pylist(), t["_rowid"].to_pylist()))
         assert all(now[a] == rid for a, rid in zip(ids_before["a"].to_pylist(), ids_before["_rowid"].to_pylist()))
+
+
+def test_reference_keyword_arguments(tmp_path):
+    from lancejit.core.errors import NotSupportedError
+
+    jit_uri, ref_uri = str(tmp_path / "jit.lance"), str(tmp_path / "ref.lance")
+    lance.write_dataset(make_table(0, 100), jit_uri, max_rows_per_file=10)
+    shutil.copytree(jit_uri, ref_uri)
+    kw = dict(target_rows_per_fragment=None, materialize_deletions=None, excluded_fragment_ids=[4, 5])
+    ref = lance.dataset(ref_uri).optimize.compact_files(**kw)
+    jit = lancejit.dataset(jit_uri).optimize.compact_files(**kw)
+    assert (jit.fragments_removed, jit.fragments_added) == (ref.fragments_removed, ref.fragments_added) == (8, 2)
+    assert lance.dataset(jit_uri).to_table().equals(lance.dataset(ref_uri).to_table())
+    with pytest.raises(NotSupportedError):
+        lancejit.dataset(jit_uri).optimize.compact_files(defer_index_remap=True)
