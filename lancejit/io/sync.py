@@ -112,11 +112,10 @@ def uri_runs_inline(uri: Any) -> bool:
 class _ThreadLoop:
     """The event loop of one caller thread (closed when the thread's locals are collected)."""
 
-    __slots__ = ("loop", "pid", "__weakref__")
+    __slots__ = ("loop", "__weakref__")
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.pid = os.getpid()
 
     def __del__(self) -> None:
         try:
@@ -132,9 +131,19 @@ _local = threading.local()
 def thread_loop() -> asyncio.AbstractEventLoop:
     """The calling thread's own event loop for :func:`run_here` (created on first use)."""
     holder = getattr(_local, "holder", None)
-    if holder is None or holder.pid != os.getpid() or holder.loop.is_closed():
+    if holder is None or holder.loop.is_closed():
         holder = _local.holder = _ThreadLoop()
     return holder.loop
+
+
+def _forget_thread_loops() -> None:
+    """In a forked child: the parent's loops (and their selectors) are not reused."""
+    global _local
+    _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_thread_loops)
 
 
 class _Resume:
@@ -219,8 +228,8 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None, *, stor
     """
     if not asyncio.iscoroutine(coro):
         raise TypeError(f"run_sync needs a coroutine, got {type(coro).__name__}")
-    if (store is not None and timeout is None and runs_inline(store)
-            and asyncio._get_running_loop() is None and not in_loop_thread()):
+    # (the bridge's own thread always has a running loop, so it never takes the inline path)
+    if store is not None and timeout is None and runs_inline(store) and asyncio._get_running_loop() is None:
         return run_here(coro)
     if in_loop_thread():
         coro.close()
