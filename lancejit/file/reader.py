@@ -384,7 +384,7 @@ class AsyncLanceFileReader:
     async def take_rows(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at ``indices`` (any order, duplicates allowed), in request order."""
         idx = _to_indices(indices, self.num_rows)
-        projection = self._projections.get(columns if columns is None else tuple(columns))
+        projection = self._projections.get(_projection_key(columns))
         if projection is not None and idx.size and projection[1] is not None:
             # the array take path: one plan, one read, one decode per column (take_plan)
             resolved, table, schema = projection
@@ -420,14 +420,14 @@ class AsyncLanceFileReader:
     async def _take_projection(self, columns: Sequence[str] | None, resolved) -> tuple:
         """``(resolved, take table or None, result schema)`` of a projection, kept per reader:
         the table when every column is a whole top-level field with a take index."""
-        key = columns if columns is None else tuple(columns)
+        key = _projection_key(columns)
         table = None
         tops = [t for t, _, _ in resolved]
         if not any(path for _, path, _ in resolved) and len(set(tops)) == len(tops):
             decoders = await self._decoders_for(tops)
             table = await take_table([decoders[t] for t in tops], self.num_rows, self._metadata.cache)
         projection = (resolved, table, self._result_schema(resolved))
-        if len(self._projections) < MAX_PROJECTIONS:
+        if key is not _NO_KEY and len(self._projections) < MAX_PROJECTIONS:
             self._projections[key] = projection
         return projection
 
@@ -500,6 +500,22 @@ class AsyncLanceFileReader:
         finally:
             for stream in streams.values():
                 await stream.aclose()
+
+
+_NO_KEY = object()
+
+
+def _projection_key(columns: Any) -> Any:
+    """The key of a projection in ``AsyncLanceFileReader._projections`` (a name stays a str,
+    a sequence becomes a tuple; :data:`_NO_KEY`, never stored, when it cannot be hashed)."""
+    if columns is None or type(columns) is str:
+        return columns
+    try:
+        key = tuple(columns)
+        hash(key)
+    except TypeError:
+        return _NO_KEY
+    return key
 
 
 def _coalescing(scheduler: Any) -> Any:

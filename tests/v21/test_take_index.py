@@ -150,3 +150,18 @@ def test_take_one_batched_read(tmp_path):
     assert len(calls) == 1  # one batched read for all columns
     assert ours.io_stats().read_iops - before <= 3 * len(cols)  # at most one per row and column
     tables_equal(got, table.take(pa.array([n - 1, 0, 25_000])).select(cols))
+
+
+def test_projection_keys(tmp_path):
+    """A column name as a str, a list, and unhashable/bad column lists keep their own results."""
+    from lancejit.core.errors import InvalidInputError
+
+    table = pa.table({"i": np.arange(10, dtype=np.int64), "d": np.arange(10, dtype=np.float64),
+                      "id": np.arange(10, 20, dtype=np.int64)})
+    path = write_lance(tmp_path / "k.lance", table, "2.2")
+    ours = LanceFileReader(str(path))
+    assert ours.take_rows([3], columns="id").column_names == ["id"]
+    assert ours.take_rows([3], columns=["i", "d"]).column_names == ["i", "d"]
+    assert ours.take_rows([3], columns="id").column("id").to_pylist() == [13]
+    with pytest.raises(InvalidInputError):
+        ours.take_rows([3], columns=[["id"]])
