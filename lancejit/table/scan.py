@@ -42,6 +42,9 @@ MAX_UNIT_ROWS = 1 << 17
 TAKE_FRACTION = 0.25
 #: Units of at most this many rows are read by take of their rows (see ``_read_rows``).
 SMALL_UNIT_ROWS = 1024
+#: A filtered scan evaluates its filter once for runs of consecutive small units of up to
+#: this many rows (one Arrow call instead of one per small fragment).
+EVAL_GROUP_ROWS = 1 << 15
 #: Units in flight at least (big units: this bounds memory).
 DEFAULT_READAHEAD = 4
 #: More units run ahead while their estimated encoded bytes stay under this...
@@ -225,20 +228,79 @@ async def _live(frag: FragmentReader, lo: int, hi: int) -> np.ndarray | None:
     return np.flatnonzero(mask).astype(np.int64) + lo
 
 
-async def _matches(
-    ctx: DatasetContext, frag: FragmentReader, compiled: "CompiledFilter", lo: int, hi: int,
-    live: np.ndarray | None, extra: list[TopField] = (),  # type: ignore[assignment]
-) -> tuple[np.ndarray, list[TopField], list]:
-    """Positions among the live rows of ``[lo, hi)`` where ``compiled`` holds, with the columns
-    read for it (the filter's, plus ``extra``) and their arrays (all live rows)."""
+def _chunks(array: Any) -> list:
+    return list(array.chunks) if isinstance(array, pa.ChunkedArray) else [array]
+
+
+async def _group_matches(
+    ctx: DatasetContext, compiled: "CompiledFilter", members: list[tuple[FragmentReader, int, int]],
+    extra: list[TopField] = (),  # type: ignore[assignment]
+) -> tuple[list, list[TopField], list, list[np.ndarray]]:
+    """The filter's columns (plus ``extra``) read for the live rows of every member unit
+    (concurrently), evaluated ONCE over all of them (one Arrow call for many small units),
+    and the matches split back: ``(lives, columns read, arrays per member, matches per member
+    as positions among that member's live rows)``."""
+    lives = await asyncio.gather(*(_live(r, lo, hi) for r, lo, hi in members))
     ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
     read = ftops + [t for t in extra if t.name not in compiled.columns]
-    arrays = await _read_rows(frag, read, lo, hi, live)
-    ftable = pa.Table.from_arrays(arrays[: len(ftops)], schema=pa.schema([ctx.schema.field(t.name) for t in ftops]))
-    n_live = (hi - lo) if live is None else len(live)
+    arrays = await asyncio.gather(*(_read_rows(r, read, lo, hi, live) for (r, lo, hi), live in zip(members, lives)))
+    n_lives = [(hi - lo) if live is None else len(live) for (_, lo, hi), live in zip(members, lives)]
+    schema = pa.schema([ctx.schema.field(t.name) for t in ftops])
+    cols = [pa.chunked_array([c for arrs in arrays for c in _chunks(arrs[i])], type=schema.field(i).type)
+            for i in range(len(ftops))]
+    ftable = pa.Table.from_arrays(cols, schema=schema)
     from .filter import evaluate_filter  # sqlglot loads with the first filter
 
-    return evaluate_filter(compiled, ftable, n_live).to_numpy().astype(np.int64), read, arrays
+    matches = evaluate_filter(compiled, ftable, sum(n_lives)).to_numpy().astype(np.int64)
+    bounds = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum(n_lives, out=bounds[1:])
+    cuts = np.searchsorted(matches, bounds).tolist()
+    split = [matches[cuts[i]:cuts[i + 1]] - bounds[i] for i in range(len(members))]
+    return list(lives), read, list(arrays), split
+
+
+async def _finish_unit(
+    ctx: DatasetContext, frag: FragmentReader, spec: ScanSpec, lo: int, hi: int, live: np.ndarray | None,
+    read: list[TopField], arrays: list, matches: np.ndarray,
+) -> pa.Table | None:
+    """A filtered unit's output from its ``matches`` (positions among its live rows) and the
+    columns already ``read``: the other projected columns by take when fewer than
+    ``TAKE_FRACTION`` of the unit's rows match, else by range then selected."""
+    if len(matches) == 0:
+        return None
+    tops = list(spec.tops)
+    n_live = (hi - lo) if live is None else len(live)
+    offsets = (live if live is not None else np.arange(lo, hi, dtype=np.int64))[matches]
+    wanted = [(t, arr) for t, arr in zip(read, arrays) if any(t.name == p.name for p in tops)]
+    picked = await _select_async([arr for _, arr in wanted], matches, n_live)
+    by_name = {t.name: arr for (t, _), arr in zip(wanted, picked)}
+    rest = [t for t in tops if t.name not in by_name]
+    if rest:
+        if len(offsets) < TAKE_FRACTION * (hi - lo) or hi - lo <= SMALL_UNIT_ROWS:
+            got = await frag.read(rest, offsets)
+        else:
+            got = await _select_async(await frag.read(rest, (lo, hi)), offsets - lo, hi - lo)
+        by_name.update({t.name: a for t, a in zip(rest, got)})
+    meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address))
+    return assemble_table(ctx, spec, by_name, meta, len(offsets))
+
+
+async def read_group_table(
+    ctx: DatasetContext, spec: ScanSpec, members: list[tuple[FragmentReader, int, int]]
+) -> pa.Table | None:
+    """The output rows of several consecutive units of a filtered scan (their filter evaluated
+    at once), in order, as one table (None when no row survives)."""
+    assert spec.filter is not None
+    early = [] if LATE_MATERIALIZATION else list(spec.tops)
+    lives, read, arrays, matches = await _group_matches(ctx, spec.filter, members, early)
+    tables = await asyncio.gather(*(
+        _finish_unit(ctx, r, spec, lo, hi, live, read, arrs, m)
+        for (r, lo, hi), live, arrs, m in zip(members, lives, arrays, matches)
+    ))
+    tables = [t for t in tables if t is not None]
+    if not tables:
+        return None
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
 async def read_unit_table(
@@ -246,35 +308,16 @@ async def read_unit_table(
 ) -> pa.Table | None:
     """One unit's output rows as a table whose columns keep the decoder's chunks (None when no
     row survives).  With a filter and ``LATE_MATERIALIZATION``, the filter's columns are read
-    first and the other projected columns only for the matching rows: by take when fewer than
-    ``TAKE_FRACTION`` of the unit's rows match, else by range then selected."""
+    first and the other projected columns only for the matching rows (see ``_finish_unit``)."""
+    if spec.filter is not None:
+        return await read_group_table(ctx, spec, [(frag, lo, hi)])
     live = await _live(frag, lo, hi)
     if live is not None and len(live) == 0:
         return None
     tops = list(spec.tops)
-    by_name: dict[str, pa.Array | pa.ChunkedArray] = {}
-    if spec.filter is not None:
-        n_live = (hi - lo) if live is None else len(live)
-        early = [] if LATE_MATERIALIZATION else tops
-        matches, read, arrays = await _matches(ctx, frag, spec.filter, lo, hi, live, early)
-        if len(matches) == 0:
-            return None
-        offsets = (live if live is not None else np.arange(lo, hi, dtype=np.int64))[matches]
-        wanted = [(t, arr) for t, arr in zip(read, arrays) if any(t.name == p.name for p in tops)]
-        picked = await _select_async([arr for _, arr in wanted], matches, n_live)
-        by_name.update({t.name: arr for (t, _), arr in zip(wanted, picked)})
-        rest = [t for t in tops if t.name not in by_name]
-        if rest:
-            if len(offsets) < TAKE_FRACTION * (hi - lo):
-                arrays = await frag.read(rest, offsets)
-            else:
-                arrays = await _select_async(await frag.read(rest, (lo, hi)), offsets - lo, hi - lo)
-            by_name.update({t.name: a for t, a in zip(rest, arrays)})
-        rows: tuple[int, int] | np.ndarray = offsets
-    else:
-        arrays = await _read_rows(frag, tops, lo, hi, live)
-        by_name = {t.name: a for t, a in zip(tops, arrays)}
-        rows = (lo, hi) if live is None else live
+    arrays = await _read_rows(frag, tops, lo, hi, live)
+    by_name = {t.name: a for t, a in zip(tops, arrays)}
+    rows = (lo, hi) if live is None else live
     n = (hi - lo) if isinstance(rows, tuple) else len(rows)
     meta = dict(await frag.meta_columns(rows, spec.with_row_id, spec.with_row_address))
     return assemble_table(ctx, spec, by_name, meta, n)
@@ -361,33 +404,38 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
 
 
 async def _pipeline(
-    index: "DatasetIndex", plan: ScanPlan, readahead: int, read: Callable[[FragmentReader, int, int], Awaitable[Any]]
+    index: "DatasetIndex", plan: ScanPlan, readahead: int,
+    read: Callable[[list[tuple[FragmentReader, int, int]]], Awaitable[Any]], group_rows: int = 0,
 ) -> AsyncIterator[Any]:
-    """``read(reader, lo, hi)`` of every unit, results in plan order.  Units run ahead while
-    fewer than ``readahead`` are in flight, or while their estimated bytes stay under
-    ``READAHEAD_BYTES`` (at most ``MAX_UNITS_IN_FLIGHT``): many small fragments are read and
-    opened concurrently, a few big units bound memory.  Fragment readers come from the version
-    index (made on first use, kept with the version: their opened files and layouts serve
-    later scans)."""
+    """``read(members)`` of every unit, results in plan order; with ``group_rows``, runs of
+    consecutive small units (at most ``SMALL_UNIT_ROWS`` rows each) are handed over together,
+    up to ``group_rows`` rows (filtered scans evaluate a group's filter once).  Work runs ahead
+    while fewer than ``readahead`` groups are in flight, or while their estimated bytes stay
+    under ``READAHEAD_BYTES`` (at most ``MAX_UNITS_IN_FLIGHT``): many small fragments are read
+    and opened concurrently, a few big units bound memory.  Fragment readers come from the
+    version index (made on first use, kept with the version: their opened files and layouts
+    serve later scans)."""
     pending: deque[tuple[asyncio.Future, int]] = deque()
     pos, lo, hi, est = (a.tolist() for a in (plan.pos, plan.lo, plan.hi, plan.est_bytes))
     n = len(pos)
     nxt = 0
     in_flight = 0
-    reader: FragmentReader | None = None
-    reader_pos = -1
 
     def fill() -> None:
-        nonlocal nxt, in_flight, reader, reader_pos
+        nonlocal nxt, in_flight
         while nxt < n and (len(pending) < readahead or (
                 in_flight + est[nxt] <= READAHEAD_BYTES and len(pending) < MAX_UNITS_IN_FLIGHT)):
-            p = pos[nxt]
-            if p != reader_pos:
-                reader = index.reader(p)
-                reader_pos = p
-            pending.append((asyncio.ensure_future(read(reader, lo[nxt], hi[nxt])), est[nxt]))
-            in_flight += est[nxt]
+            members = [(index.reader(pos[nxt]), lo[nxt], hi[nxt])]
+            size, rows = est[nxt], hi[nxt] - lo[nxt]
             nxt += 1
+            if group_rows and rows <= SMALL_UNIT_ROWS:
+                while nxt < n and hi[nxt] - lo[nxt] <= SMALL_UNIT_ROWS and rows + hi[nxt] - lo[nxt] <= group_rows:
+                    members.append((index.reader(pos[nxt]), lo[nxt], hi[nxt]))
+                    size += est[nxt]
+                    rows += hi[nxt] - lo[nxt]
+                    nxt += 1
+            pending.append((asyncio.ensure_future(read(members)), size))
+            in_flight += size
 
     try:
         fill()
@@ -413,10 +461,14 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
         return
     index, plan, to_skip = await _plan(ctx, spec)
 
-    async def read(reader: FragmentReader, lo: int, hi: int) -> pa.Table | None:
-        return await read_unit_table(ctx, reader, spec, lo, hi)
+    async def read(members: list[tuple[FragmentReader, int, int]]) -> pa.Table | None:
+        if spec.filter is not None:
+            return await read_group_table(ctx, spec, members)
+        frag, lo, hi = members[0]
+        return await read_unit_table(ctx, frag, spec, lo, hi)
 
-    batches = _rebatch(_pipeline(index, plan, max(1, spec.readahead), read), spec.batch_size)
+    group = EVAL_GROUP_ROWS if spec.filter is not None else 0
+    batches = _rebatch(_pipeline(index, plan, max(1, spec.readahead), read, group), spec.batch_size)
     try:
         async for piece in batches:
             if to_skip > 0:
@@ -490,14 +542,6 @@ def _split(table: pa.Table, size: int) -> Iterator[pa.RecordBatch]:
     yield from table.to_batches(max_chunksize=size)
 
 
-async def _count_unit(ctx: DatasetContext, frag: FragmentReader, compiled: "CompiledFilter", lo: int, hi: int) -> int:
-    """Rows of ``[lo, hi)`` (live ones) matching ``compiled``: only the filter's columns are read."""
-    live = await _live(frag, lo, hi)
-    if live is not None and len(live) == 0:
-        return 0
-    return len((await _matches(ctx, frag, compiled, lo, hi, live))[0])
-
-
 async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", readahead: int = DEFAULT_READAHEAD) -> int:
     """Rows of the version (after deletions), or rows matching ``filter``."""
     if filter is None:
@@ -505,10 +549,10 @@ async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", reada
     spec = ScanSpec(tops=(), filter=filter, readahead=readahead)
     index, plan, _ = await _plan(ctx, spec)
 
-    async def read(reader: FragmentReader, lo: int, hi: int) -> int:
-        return await _count_unit(ctx, reader, filter, lo, hi)
+    async def read(members: list[tuple[FragmentReader, int, int]]) -> int:
+        return sum(len(m) for m in (await _group_matches(ctx, filter, members))[3])
 
     total = 0
-    async for n in _pipeline(index, plan, max(1, readahead), read):
+    async for n in _pipeline(index, plan, max(1, readahead), read, EVAL_GROUP_ROWS):
         total += n
     return total
