@@ -107,5 +107,7 @@ def fragment_counts(messages: Any, trusted: bool) -> tuple[np.ndarray, np.ndarra
             (items[i].deletion_file.num_deleted_rows for i in with_del.tolist()), dtype=np.uint64, count=len(with_del)
         )
     unknown = has_del & ((deleted == 0) | ((physical != 0) & (deleted > physical)))
-    known = np.where(has_del & ~unknown, np.minimum(deleted, physical), 0).astype(np.int64)
+    # an unknown physical_rows (0) is resolved later from the data file: keep the count as is
+    known = np.where(has_del & ~unknown, np.where(physical != 0, np.minimum(deleted, physical), deleted),
+                     0).astype(np.int64)
     return ids, physical, np.where(unknown, UNKNOWN, known), has_files

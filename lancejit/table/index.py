@@ -133,7 +133,7 @@ def _manifest_counts(fragments: "Sequence[Fragment]") -> tuple[np.ndarray, ...]:
     physical = np.fromiter((f.physical_rows for f in fragments), dtype=np.uint64, count=n)
     deleted = np.fromiter(
         (0 if f.deletion_file is None else min(f.deletion_file.num_deleted_rows or UNKNOWN, f.physical_rows)
-         for f in fragments),
+         if f.physical_rows else f.deletion_file.num_deleted_rows or UNKNOWN for f in fragments),
         dtype=np.int64, count=n,
     )
     has_files = np.fromiter((bool(f.files) for f in fragments), dtype=bool, count=n)
@@ -149,6 +149,12 @@ def _checked_counts(ctx: "DatasetContext", fragments: "Sequence[Fragment]") -> t
         raise CorruptFileError(
             f"{ctx.describe_where(ctx.manifest_path)}: fragment {int(ids[i])} records {int(physical[i])} "
             f"physical rows, more than a fragment can address ({MAX_FRAGMENT_ROWS})"
+        )
+    if len(ids) > 1 and len(np.unique(ids)) != len(ids):
+        uniq, counts = np.unique(ids, return_counts=True)
+        raise CorruptFileError(
+            f"{ctx.describe_where(ctx.manifest_path)}: fragment id {int(uniq[counts > 1][0])} is used by "
+            f"more than one fragment (the reference's Dataset.validate rule)"
         )
     return ids, physical.astype(np.int64), deleted, has_files, has_del
 
@@ -188,6 +194,8 @@ async def _build(ctx: "DatasetContext") -> DatasetIndex:
             return int(handle.num_rows)
 
         physical[unknown_rows] = await asyncio.gather(*(rows_of(i) for i in unknown_rows))
+        # a recorded deleted count above the rows the file holds: count the deletion file
+        deleted[(deleted != UNKNOWN) & (deleted > physical)] = UNKNOWN
     unknown_deleted = np.flatnonzero(deleted == UNKNOWN).tolist()
     if unknown_deleted:
 

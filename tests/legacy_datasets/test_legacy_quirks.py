@@ -56,15 +56,8 @@ QUIRKS = {
 }
 
 
-_CLAMP = pytest.mark.xfail(
-    reason="lancejit/table/index.py (_manifest_counts) and fragment_list.fragment_counts clamp a "
-           "known num_deleted_rows to physical_rows even when physical_rows is unknown (0), so "
-           "count_rows ignores deletions (700 instead of 646); owner: dataset-take", strict=False)
-
-
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("quirk", [pytest.param(q, marks=[_CLAMP] if q == "no-physical-rows" else [])
-                                   for q in QUIRKS])
+@pytest.mark.parametrize("quirk", list(QUIRKS))
 def test_cleared_statistics_every_version(quirk, kind, fresh_copy):
     path = fresh_copy(kind)
     medit.edit_all(path, QUIRKS[quirk])
@@ -121,8 +114,6 @@ def test_old_deletion_file_formats(fmt, kind, fresh_copy):
     assert outcome == ["rows"] * len(outcome)
 
 
-@pytest.mark.xfail(reason="needs a duplicate-id check in the fragment index (dataset-take): "
-                          "lancejit reads all 500 rows", strict=False)
 def test_duplicate_fragment_ids_refused(tmp_path):
     """Two fragments with one id.  The reference's own reads of such a manifest disagree with
     each other (``count_rows`` 500, ``to_table`` 400 rows, ``take([450])`` the row at 250) and
