@@ -22,11 +22,13 @@ async def describe_async(ds: Any) -> dict[str, Any]:
     fragments = []
     for f in m.fragments:
         d = f.deletion_file
+        # None: the manifest does not say (old writers); reads take it from the data file
+        physical = f.physical_rows if f.physical_rows or not f.files else None
         fragments.append({
             "id": f.id,
-            "physical_rows": f.physical_rows,
+            "physical_rows": physical,
             "deleted_rows": f.num_deleted_rows,
-            "rows": None if f.num_deleted_rows is None else f.physical_rows - f.num_deleted_rows,
+            "rows": None if f.num_deleted_rows is None or physical is None else physical - f.num_deleted_rows,
             "deletion_file": None if d is None else {
                 "path": d.relative_path(f.id),
                 "type": "arrow" if d.file_type == 0 else "bitmap",

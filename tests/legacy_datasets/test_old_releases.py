@@ -35,3 +35,13 @@ def test_old_release_dataset(release, tmp_path):
         assert lancejit.dataset(path, version=int(version)).count_rows() == want["rows"]
     outcome = compare.assert_same_as_reference(lance, path, versions=[int(v) for v in expected])
     assert outcome == ["rows"] * len(expected)
+
+
+@pytest.mark.skipif("v0_7_5" not in RELEASES, reason="no pylance 0.7.5 dataset")
+def test_describe_reports_unknown_counts_as_none():
+    """``lancejit inspect`` of a pre-0.8 dataset: the manifest records no row counts (None),
+    not 0 rows."""
+    from lancejit.table.describe import describe
+
+    d = describe(lancejit.dataset(str(DATA / "v0_7_5" / "ds")))
+    assert [f["physical_rows"] for f in d["fragments"]] == [None] * len(d["fragments"])
