@@ -56,6 +56,14 @@ def other_tenant(tmp_path_factory):
     return base
 
 
+def _outside(paths: list[str], base) -> list[str]:
+    """Paths not inside one of the edited datasets: outside ``base`` (the tenants' directory,
+    which holds only the datasets under test) or inside the other tenant's dataset.  (A read
+    still in flight from the previous test's dataset is inside its own root.)"""
+    base, other = str(base), str(base / "other")
+    return [p for p in paths if not p.startswith(base + os.sep) or p == other or p.startswith(other + os.sep)]
+
+
 def _other_file(base) -> str:
     return sorted(os.listdir(base / "other" / "data"))[0]
 
@@ -209,7 +217,7 @@ def test_hostile_edit(index, other_tenant, history_src, tmp_path, recorded_paths
     recorded_paths.clear()
     mine = _ops(lancejit, root)
     outcome = _judge(ref, mine)
-    outside = [p for p in recorded_paths if not (p == root or p.startswith(root + os.sep))]
+    outside = _outside(recorded_paths, other_tenant)
     assert not outside, f"{name}: read outside the dataset root: {outside}"
     print(f"HOSTILE | {name} | lancejit: {outcome} | reference: "
           f"{'/'.join(sorted({'ok' if k == 'ok' else 'refused' for k, _ in ref.values()}))}")
@@ -234,7 +242,7 @@ def test_hostile_index_section(other_tenant, history_src, recorded_paths):
     # the data as the unedited dataset holds it, the index entry unused
     ref = _ops(lance, history_src["2.1"])
     assert _judge(ref, mine) == "same"
-    assert all(p.startswith(root) for p in recorded_paths)
+    assert not _outside(recorded_paths, other_tenant)
 
 
 def test_hostile_tags(other_tenant, history_src, recorded_paths):
@@ -249,7 +257,7 @@ def test_hostile_tags(other_tenant, history_src, recorded_paths):
     for bad in ("../../other/_refs/tags/x", "/etc/passwd", "a/b", "..", ""):
         with pytest.raises(LanceJitError):
             lancejit.dataset(root, version=bad)
-    assert all(p.startswith(root) for p in recorded_paths), recorded_paths
+    assert not _outside(recorded_paths, other_tenant)
 
 
 @pytest.mark.parametrize("path", ["../x", "a/../../x", "/abs", "s3://b/k", "gs://b/k", "file:///x",
@@ -276,3 +284,26 @@ def test_store_keys_with_dot_segments_refused():
         with pytest.raises(InvalidInputError):
             store._key(key)
     assert store._key("/a/b/") == "a/b"
+
+
+@pytest.mark.parametrize("bad", ["../../other/_rowids/x.bin", "/etc/hosts", "s3://other/x"])
+def test_hostile_external_row_ids(bad, other_tenant, history_src, recorded_paths):
+    """A fragment's row-id sequence moved to an "external file" outside the dataset: refused
+    (stable row ids are read for take_rows and with_row_id scans)."""
+    root = medit.copy_dataset(history_src["stable"], str(other_tenant / f"r{uuid.uuid4().hex[:8]}"))
+
+    def fn(pb):
+        f = pb.fragments[0]
+        size = len(f.inline_row_ids)
+        f.external_row_ids.path = bad
+        f.external_row_ids.offset = 0
+        f.external_row_ids.size = size
+
+    medit.edit_latest(root, fn)
+    recorded_paths.clear()
+    with pytest.raises(LanceJitError):
+        lancejit.dataset(root).to_table(with_row_id=True)
+    with pytest.raises(LanceJitError):
+        lancejit.dataset(root).take_rows([0, 1])
+    outside = _outside(recorded_paths, other_tenant)
+    assert not outside, outside
