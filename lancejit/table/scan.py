@@ -41,7 +41,7 @@ MAX_UNIT_ROWS = 1 << 17
 #: Fraction of a unit's rows below which rows are fetched by take rather than by range.
 TAKE_FRACTION = 0.25
 #: Units of at most this many rows are read by take of their rows (see ``_read_rows``).
-SMALL_UNIT_ROWS = 1024
+SMALL_UNIT_ROWS = 4096
 #: A filtered scan evaluates its filter once for runs of consecutive small units of up to
 #: this many rows (one Arrow call instead of one per small fragment).
 EVAL_GROUP_ROWS = 1 << 15

@@ -61,12 +61,13 @@ def prune_ranges(ctx: "DatasetContext", fragment_id: int, lo: int, hi: int,
     return [(lo, hi)] if got is None else [(int(a), int(b)) for a, b in got if b > a]
 
 
-_FILE_BYTES: dict[str, np.ndarray] = {}
+_FILE_BYTES: dict[str, np.ndarray] = {}  # per version (dataset uri | manifest path)
 
 
 def _file_bytes(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
     """Encoded bytes of each fragment's data files (manifest sizes; cached per version)."""
-    got = _FILE_BYTES.get(ctx.manifest_path)
+    key = f"{ctx.uri}|{ctx.manifest_path}"
+    got = _FILE_BYTES.get(key)
     if got is None or len(got) != len(index):
         got = np.fromiter(
             (sum(df.file_size_bytes or 0 for df in f.files) for f in index.fragments),
@@ -74,7 +75,7 @@ def _file_bytes(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
         )
         if len(_FILE_BYTES) >= 16:
             _FILE_BYTES.pop(next(iter(_FILE_BYTES)))
-        _FILE_BYTES[ctx.manifest_path] = got
+        _FILE_BYTES[key] = got
     return got
 
 
