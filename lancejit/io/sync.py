@@ -47,6 +47,8 @@ def get_loop() -> asyncio.AbstractEventLoop:
     global _loop, _thread, _pid
     with _lock:
         if _loop is None or _thread is None or not _thread.is_alive() or _pid != os.getpid():
+            if _loop is not None and _pid != os.getpid():
+                _inherited.append(_loop)  # a forked child: never close (or collect) the parent's loop
             loop = asyncio.new_event_loop()
             ready = threading.Event()
             thread = threading.Thread(
@@ -109,17 +111,28 @@ def uri_runs_inline(uri: Any) -> bool:
     return "://" not in text or text.startswith(("file://", "memory://"))
 
 
-class _ThreadLoop:
-    """The event loop of one caller thread (closed when the thread's locals are collected)."""
+#: Bumped in a forked child: loops made before the fork belong to the parent.
+_generation = 0
+#: A forked child's inherited loops, kept alive so that they are never closed (or collected,
+#: which closes them) there: their epoll instance is shared with the parent, and closing
+#: unregisters the parent's wake-up pipe from it (the parent's loop would then sleep forever).
+_inherited: list[Any] = []
 
-    __slots__ = ("loop", "__weakref__")
+
+class _ThreadLoop:
+    """The event loop of one caller thread (closed when the thread's locals are collected,
+    only in the process that created it)."""
+
+    __slots__ = ("loop", "pid", "generation", "__weakref__")
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
+        self.generation = _generation
 
     def __del__(self) -> None:
         try:
-            if not self.loop.is_closed() and not self.loop.is_running():
+            if self.pid == os.getpid() and not self.loop.is_closed() and not self.loop.is_running():
                 self.loop.close()
         except BaseException:  # noqa: BLE001 - never fail in a finalizer
             pass
@@ -131,19 +144,22 @@ _local = threading.local()
 def thread_loop() -> asyncio.AbstractEventLoop:
     """The calling thread's own event loop for :func:`run_here` (created on first use)."""
     holder = getattr(_local, "holder", None)
-    if holder is None or holder.loop.is_closed():
+    if holder is None or holder.generation != _generation or holder.loop.is_closed():
+        if holder is not None and holder.generation != _generation:
+            _inherited.append(holder)  # the parent's loop: never closed here
         holder = _local.holder = _ThreadLoop()
     return holder.loop
 
 
-def _forget_thread_loops() -> None:
-    """In a forked child: the parent's loops (and their selectors) are not reused."""
-    global _local
-    _local = threading.local()
+def _after_fork_in_child() -> None:
+    """Loops made before a fork are not reused (nor closed) by the child (runs between fork
+    and exec too, so it only bumps a counter)."""
+    global _generation
+    _generation += 1
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_thread_loops)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Resume:

@@ -126,3 +126,37 @@ def test_dataset_and_file_reader_read_in_caller_thread(tmp_path, monkeypatch):
     assert f.take_rows([3, 1], columns=["id"]).column("id").to_pylist() is not None
     assert set(seen) == {threading.get_ident()}
     assert not sync.in_loop_thread()
+
+
+_FORK_SCRIPT = r"""
+import asyncio, os, sys, time
+from lancejit.io.sync import run_sync
+
+class Local:
+    scheme = "file"
+
+async def hop():
+    # a wake-up from another thread (what a worker-thread read does)
+    return await asyncio.to_thread(time.sleep, 0.001)
+
+run_sync(hop(), store=Local())      # this thread's loop exists before the fork
+run_sync(hop())                     # and the bridge loop
+pid = os.fork()
+if pid == 0:
+    run_sync(hop(), store=Local())  # the child makes its own loops
+    run_sync(hop())
+    os._exit(0)
+os.waitpid(pid, 0)
+for _ in range(3):
+    run_sync(hop(), store=Local())  # the parent's loops still wake up
+    run_sync(hop())
+print("ok")
+"""
+
+
+def test_fork_child_leaves_parent_loops_working():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-2000:]
