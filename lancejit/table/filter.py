@@ -28,7 +28,9 @@ from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
 
-from .filter_eval import BoolNode, balanced as _balanced, check_expression, combine, evaluate_tree, negate
+from .filter_eval import (
+    BoolNode, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree, negate,
+)
 from .filter_parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
 
 #: ``col = literal`` terms of one OR chain on one column from which they become one set lookup.
@@ -332,16 +334,14 @@ def _equality_literal(comp: "_Compiler", node: exp.Expression) -> tuple[tuple[st
 def evaluate_filter(compiled: CompiledFilter, table: pa.Table, num_rows: int | None = None) -> "pa.Array":
     """Positions (int64, ascending) of the rows of ``table`` where the predicate is TRUE.
 
-    ``num_rows`` gives the row count when ``table`` has no columns."""
-    n = table.num_rows if table.num_columns or num_rows is None else num_rows
-    idx_name = "__lancejit_row__"
-    idx = pa.array(np.arange(n, dtype=np.int64))
-    t = table.append_column(idx_name, idx) if table.num_columns else pa.table({idx_name: idx})
+    ``num_rows`` gives the row count when ``table`` has no columns.  The predicate is projected
+    to one boolean column (no copy of the filtered rows)."""
+    if table.num_columns == 0:
+        n = table.num_rows if num_rows is None else num_rows
+        table = pa.table({"__lancejit_row__": pa.nulls(n, pa.null())})
     try:
         if isinstance(compiled.root, BoolNode):
-            return pa.array(evaluate_tree(compiled.root, t), pa.int64())
-        # ``& is_valid`` broadcasts literal-only predicates ("true") over the rows.
-        out = t.filter(compiled.root & pc.field(idx_name).is_valid())
+            return pa.array(evaluate_tree(compiled.root, table), pa.int64())
+        return pa.array(evaluate_expression(compiled.root, table), pa.int64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"filter {compiled.text!r} cannot be evaluated: {exc}") from None
-    return out.column(idx_name).combine_chunks()

@@ -100,7 +100,19 @@ def evaluate_tree(root: BoolNode, table: pa.Table) -> np.ndarray:
     """Positions (int64) of the rows of ``table`` (at least one column) where ``root`` is TRUE."""
     leaves = _leaves(root)
     arrays = _project(table, leaves)
-    mask = _mask(root, {id(e): a for e, a in zip(leaves, arrays)})
+    return _positions(_mask(root, {id(e): a for e, a in zip(leaves, arrays)}))
+
+
+def evaluate_expression(expr: pc.Expression, table: pa.Table) -> np.ndarray:
+    """Positions (int64) of the rows of ``table`` (at least one column) where ``expr`` is TRUE."""
+    return _positions(_project(table, [expr])[0])
+
+
+def _positions(mask) -> np.ndarray:
+    if pa.types.is_null(mask.type):
+        return np.zeros(0, dtype=np.int64)  # NULL selects nothing
+    if not pa.types.is_boolean(mask.type):
+        raise InvalidInputError(f"the filter is of type {mask.type}, not boolean")
     mask = pc.fill_null(mask, False)
     if isinstance(mask, pa.ChunkedArray):
         mask = mask.combine_chunks()
