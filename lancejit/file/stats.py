@@ -70,58 +70,80 @@ async def load_legacy_statistics(reader: RangeReader, stats_pb, region: Metadata
         return None
 
 
+async def _fetch(reader: RangeReader, region: MetadataRegion, file_size: int, path: str,
+                 ranges: list[tuple[int, int]]) -> list[memoryview]:
+    """``ranges`` from ``region`` when it holds them, the others in one request."""
+    for a, b in ranges:
+        if a < 0 or b > file_size or b < a:
+            raise CorruptFileError("statistics page outside the file", path=path)
+    missing = [(a, b) for a, b in ranges if not region.covers(a, b)]
+    got = iter(await reader.read_ranges(missing, priority=0)) if missing else iter(())
+    return [region.get(a, b) if region.covers(a, b) else next(got) for a, b in ranges]
+
+
+def _is_string(typ: pa.DataType) -> bool:
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_binary(typ) \
+        or pa.types.is_large_binary(typ)
+
+
 async def _load(reader: RangeReader, stats_pb, region: MetadataRegion, file_size: int,
                 batch_offsets: np.ndarray, path: str) -> PageStatistics | None:
-    from lancejit.encoding.legacy.values import is_binary_like, is_fixed_stride, read_plain, read_var_binary
-    from lancejit.encoding.v20.steps import gather
-    from lancejit.file.legacy import run_region_steps
-
+    """Decode with NumPy / Arrow buffers only (opening a file loads no kernel): PLAIN pages of
+    fixed-width values, VAR_BINARY pages (values, then ``n + 1`` i64 absolute positions)."""
     num_batches = len(batch_offsets) - 1
     schema = LanceSchema.from_pb(stats_pb.schema, {}, path=path)
     ids = schema.field_ids()
     min_id, max_id = min(ids), max(ids)
     nfields = max_id - min_id + 1
     ptpos = int(stats_pb.page_table_position)
-    if ptpos < 0 or ptpos + nfields * 16 > file_size:
-        raise CorruptFileError("statistics page table outside the file", path=path)
-    (raw,) = [region.get(ptpos, ptpos + nfields * 16)] if region.covers(ptpos, ptpos + nfields * 16) else \
-        await reader.read_ranges([(ptpos, ptpos + nfields * 16)], priority=0)
+    (raw,) = await _fetch(reader, region, file_size, path, [(ptpos, ptpos + nfields * 16)])
     table = np.frombuffer(raw, dtype="<i8").reshape(nfields, 2)
-    whole = np.array([[0, num_batches]], dtype=np.int64)
-    gens, keys = [], []
+    pages: list[tuple[int, str, pa.DataType, int]] = []  # (data field id, child, type, position)
     for top in schema.fields:
-        if not top.name.isdigit() or not top.children:
-            continue
         kids = {c.name: c for c in top.children}
-        if set(_STAT_CHILDREN) - set(kids):
+        if not top.name.isdigit() or set(_STAT_CHILDREN) - set(kids):
             continue
+        found = []
         for name in _STAT_CHILDREN:
             f = kids[name]
             pos, length = (int(x) for x in table[f.id - min_id])
-            if length != num_batches or pos < 0 or pos > file_size:
-                raise CorruptFileError(f"statistics page of field {top.name} has {length} rows", path=path)
             typ = f.arrow_type(path=path)
-            if is_binary_like(typ):
-                gens.append(read_var_binary(typ, True, pos, length, whole, path))
-            elif is_fixed_stride(typ) and not pa.types.is_fixed_size_list(typ):
-                gens.append(read_plain(typ, pos, length, whole, path))
-            else:
+            if length != num_batches:
+                raise CorruptFileError(f"statistics page of field {top.name} has {length} rows", path=path)
+            if not (_is_string(typ) or pa.types.is_primitive(typ) and typ.bit_width % 8 == 0):
                 break
-            keys.append((int(top.name), name))
-    if not gens:
+            found.append((int(top.name), name, typ, pos))
+        if len(found) == 3:
+            pages.extend(found)
+    if not pages:
         return None
-    values = await run_region_steps(gather(gens), reader, region, file_size, path, "statistics page")
+    n = num_batches
+    width = [8 * (n + 1) if _is_string(t) else n * t.bit_width // 8 for _, _, t, _ in pages]
+    first = await _fetch(reader, region, file_size, path, [(p, p + w) for (_, _, _, p), w in zip(pages, width)])
+    positions = {i: np.frombuffer(b, dtype="<i8") for i, ((_, _, t, _), b) in enumerate(zip(pages, first))
+                 if _is_string(t)}
+    for pos in positions.values():
+        if np.any(np.diff(pos) < 0):
+            raise CorruptFileError("statistics value positions decrease", path=path)
+    values = dict(zip(positions, await _fetch(reader, region, file_size, path,
+                                             [(int(p[0]), int(p[-1])) for p in positions.values()])))
     got: dict[int, dict[str, pa.Array]] = {}
-    for (fid, name), arr in zip(keys, values):
+    for i, (fid, name, typ, _) in enumerate(pages):
+        if i in positions:
+            offsets = positions[i] - positions[i][0]
+            valid = np.packbits(np.diff(offsets) != 0, bitorder="little")  # empty reads back as null
+            large = pa.large_binary() if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) else pa.large_string()
+            arr = pa.Array.from_buffers(large, n, [pa.py_buffer(valid), pa.py_buffer(offsets.tobytes()),
+                                                   pa.py_buffer(bytes(values[i]))]).cast(typ)
+        else:
+            arr = pa.Array.from_buffers(typ, n, [None, pa.py_buffer(bytes(first[i]))])
         got.setdefault(fid, {})[name] = arr
-    columns = {}
-    for fid, parts in got.items():
-        if len(parts) == 3:
-            columns[fid] = ColumnStatistics(
-                fid, np.asarray(parts["null_count"].to_numpy(zero_copy_only=False), dtype=np.int64),
-                parts["min_value"], parts["max_value"],
-            )
-    return PageStatistics(np.asarray(batch_offsets, dtype=np.int64), columns) if columns else None
+    columns = {
+        fid: ColumnStatistics(fid, np.asarray(parts["null_count"].to_numpy(zero_copy_only=False), dtype=np.int64),
+                              parts["min_value"], parts["max_value"])
+        for fid, parts in got.items()
+    }
+    return PageStatistics(np.asarray(batch_offsets, dtype=np.int64), columns)
 
 
 __all__ = ["ColumnStatistics", "PageStatistics", "load_legacy_statistics"]
