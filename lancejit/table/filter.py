@@ -31,11 +31,17 @@ from lancejit.core.errors import InvalidInputError
 from .filter_eval import (
     BoolNode, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree, negate,
 )
+from .filter_floats import float_key, key_set, literal_key
 from .filter_parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
 
 #: ``col = literal`` terms of one OR chain on one column from which they become one set lookup.
 GROUP_EQUALITIES = 8
 _NULL_BOOL = pa.scalar(None, pa.bool_())
+_COMPARE = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+}
+_COMPARE_NODES = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +147,8 @@ class _Compiler:
     def set_lookup(self, x: pc.Expression, arr: pa.Array, has_null: bool) -> pc.Expression:
         """SQL ``x IN (arr...)``: NULL when ``x`` is NULL, or when nothing matched and the list
         held a NULL."""
+        if pa.types.is_floating(arr.type):  # the reference's float order (see filter_floats)
+            x, arr = float_key(x, True), key_set(arr)
         out = pc.if_else(x.is_valid(), pc.is_in(x, value_set=arr, skip_nulls=True), _NULL_BOOL)
         return out | pc.scalar(_NULL_BOOL) if has_null else out
 
@@ -151,8 +159,7 @@ class _Compiler:
             if values is not None:
                 arr = self.value_set(values, self.column_type(node.this), node)
                 return self.set_lookup(self.expr(node.this), arr, values.has_null)
-        x = self.expr(node.this)
-        return combine("or", [x == self.expr(e) for e in items])
+        return combine("or", [self.compare("eq", node.this, e) for e in items])
 
     def or_chain(self, node: exp.Or) -> pc.Expression:
         terms = self.chain(node)
@@ -223,6 +230,31 @@ class _Compiler:
                 return pc.scalar(pa.scalar(_dt.datetime.fromisoformat(inner.this), target))
         return self.expr(inner).cast(target)
 
+    def operand_is_float(self, node: exp.Expression, compiled: pc.Expression) -> bool:
+        """True when ``node`` (compiled to ``compiled``) is of a floating-point type."""
+        t = self.column_type(node)
+        if t is None:
+            value = _literal_value(node)
+            if value is not None or isinstance(node, exp.Null):
+                return isinstance(value, float)
+            try:  # a computed operand: its type from an empty evaluation
+                from .filter_eval import _project
+
+                t = _project(self.schema.empty_table(), [compiled])[0].type
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError, TypeError):
+                return False
+        return pa.types.is_floating(t)
+
+    def compare(self, op: str, left: exp.Expression, right: exp.Expression) -> pc.Expression:
+        """``left <op> right``; floats compare in the reference's total order (see
+        :mod:`.filter_floats`)."""
+        a, b = self.expr(left), self.expr(right)
+        if not (self.operand_is_float(left, a) or self.operand_is_float(right, b)):
+            return _COMPARE[op](a, b)
+        # a constant side (no column) folds -0.0 into 0.0 on both sides, as the reference does
+        fold = _constant(left) or _constant(right)
+        return _COMPARE[op](_key(left, a, fold), _key(right, b, fold))
+
     def expr(self, node: exp.Expression) -> pc.Expression:
         """``node`` compiled to one Arrow expression (operands of non-boolean operators)."""
         return check_expression(self.visit(node), f"filter {self.text!r}")
@@ -250,20 +282,17 @@ class _Compiler:
             return negate(self.visit(node.this))
         if isinstance(node, exp.Neg):
             return pc.negate(v(node.this))
-        binary = {
-            exp.EQ: lambda a, b: a == b, exp.NEQ: lambda a, b: a != b,
-            exp.LT: lambda a, b: a < b, exp.LTE: lambda a, b: a <= b,
-            exp.GT: lambda a, b: a > b, exp.GTE: lambda a, b: a >= b,
-            exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide,
-        }
+        op = _COMPARE_NODES.get(type(node))
+        if op is not None:
+            return self.compare(op, node.this, node.expression)
+        binary = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide}
         for cls, fn in binary.items():
             if type(node) is cls:
                 return fn(v(node.this), v(node.expression))
         if isinstance(node, exp.Mod):  # SQL %: the sign follows the dividend (truncated division)
             return pc.remainder(v(node.this), v(node.expression))
         if isinstance(node, exp.Between):
-            x = v(node.this)
-            return (x >= v(node.args["low"])) & (x <= v(node.args["high"]))
+            return self.compare("ge", node.this, node.args["low"]) & self.compare("le", node.this, node.args["high"])
         if isinstance(node, exp.In):
             if node.args.get("query") is not None or not node.expressions:
                 raise self.fail(node)
@@ -300,6 +329,19 @@ def compile_filter(filter: str | pc.Expression, schema: pa.Schema) -> CompiledFi
     except RecursionError:  # pragma: no cover - nesting is bounded by parse_filter
         raise InvalidInputError(f"filter {comp.text!r} nests too deeply") from None
     return CompiledFilter(expr, frozenset(comp.columns), filter)
+
+
+def _constant(node: exp.Expression) -> bool:
+    """True when ``node`` reads no column."""
+    return next(node.find_all(exp.Column), None) is None
+
+
+def _key(node: exp.Expression, compiled: pc.Expression, fold_zero: bool) -> pc.Expression:
+    """The total-order key of a float comparison operand (see :mod:`.filter_floats`)."""
+    value = _literal_value(node)
+    if isinstance(value, (int, float)) and fold_zero:
+        return literal_key(value)
+    return float_key(compiled, fold_zero)
 
 
 def _literal_value(node: exp.Expression) -> int | float | str | None:

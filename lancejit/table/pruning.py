@@ -4,7 +4,8 @@
 ``[lo, hi)`` and the compiled filter, it returns the sub-ranges that may hold matching rows
 (half-open, sorted, disjoint); the scan reads only those.  It is exact about what it keeps and
 conservative about what it drops: a range is dropped only when the statistics prove that no row
-in it satisfies the filter as lancejit evaluates it (SQL: NULL never matches, NaN never compares).
+in it satisfies the filter as lancejit evaluates it (SQL: NULL never matches; floats in the
+reference's total order, NaN above every number, see :mod:`.filter_floats`).
 
 Used: the conjuncts of the filter's top-level ``AND`` chain of the forms ``col op literal`` /
 ``literal op col`` (``=  <  <=  >  >=``), ``col BETWEEN a AND b`` and ``col IN (...)`` on
