@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -119,19 +120,23 @@ def _exercise(rows: int, seed: int) -> None:
 
     prefix = f"lancejit-warmup/{os.getpid()}/"
     try:
-        _exercise_versions(rows, seed)
+        # memory (and object stores) hand kernels read-only buffers, local disk writable ones:
+        # Numba compiles one specialization for each, so both are exercised
+        _exercise_versions(rows, seed, f"memory://{prefix}")
     finally:
         clear_memory_objects(prefix)
+    with tempfile.TemporaryDirectory(prefix="lancejit-warmup-") as tmp:
+        _exercise_versions(rows, seed, tmp + "/")
 
 
-def _exercise_versions(rows: int, seed: int) -> None:
+def _exercise_versions(rows: int, seed: int, root: str) -> None:
     from lancejit.core.errors import LanceJitError
     from lancejit.file.reader import LanceFileReader
 
     rng = np.random.default_rng(seed)
     for version in VERSIONS:
         for k, (table, field_meta) in enumerate(_tables(rows, seed)):
-            uri = f"memory://lancejit-warmup/{os.getpid()}/{version}-{k}.lance"
+            uri = f"{root}{version}-{k}.lance"
             cols = table.column_names
             if version == "2.0":  # 2.0 has no packed structs / blobs
                 cols = [c for c in cols if c not in ("pk", "pkv", "bl")]
@@ -164,6 +169,9 @@ def _read(r: "LanceFileReader", rows: int, rng: np.random.Generator) -> None:
     r.take_rows(np.sort(np.unique(idx)))
     r.take_rows(idx)
     r.take_rows([int(idx[0])])
+    # the array take path serves a projection only when it covers every column: one by one too
+    for name in r.schema.names:
+        r.take_rows(idx[:16], columns=[name])
     for _ in r.to_batches(batch_size=rows // 3 + 1):
         pass
 
