@@ -1,7 +1,7 @@
 """The search cache: decoded file metadata and per-file decoder state, LRU-bounded in bytes.
 
 Keys.  Every open reads the file's last 64 KiB in one request anyway; the key of a file's
-contents is ``(uri, file size, BLAKE2b digest of that tail)``.  The tail holds the footer, both
+contents is ``(uri, file size, SHA-256 digest of that tail)``.  The tail holds the footer, both
 offset tables and - whenever the metadata fits, which is when a cached open saves anything but
 parsing - the schema and every column's page list.  So a rewritten file gets a new key (and is
 never served stale metadata) unless it keeps the same size *and* the same last 64 KiB; a cache
@@ -40,7 +40,9 @@ _METADATA = "__file_metadata__"
 
 def file_key(uri: str, file_size: int, tail: bytes | memoryview) -> FileKey:
     """The cache key of the file ``uri`` of ``file_size`` bytes whose last bytes are ``tail``."""
-    return (uri, int(file_size), hashlib.blake2b(tail, digest_size=20).digest())
+    # SHA-256 (hardware-accelerated where the CPU has SHA extensions): about half the time of
+    # BLAKE2b over a 64 KiB tail, and a digest per data file opened is on the cold take path.
+    return (uri, int(file_size), hashlib.sha256(tail).digest())
 
 
 def estimate_nbytes(value: Any) -> int:

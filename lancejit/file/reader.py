@@ -425,7 +425,8 @@ class AsyncLanceFileReader:
         tops = [t for t, _, _ in resolved]
         if not any(path for _, path, _ in resolved) and len(set(tops)) == len(tops):
             decoders = await self._decoders_for(tops)
-            table = await take_table([decoders[t] for t in tops], self.num_rows, self._metadata.cache)
+            table = await take_table([decoders[t] for t in tops], self.num_rows, self._metadata.cache,
+                                     self._scheduler)
         projection = (resolved, table, self._result_schema(resolved))
         if key is not _NO_KEY and len(self._projections) < MAX_PROJECTIONS:
             self._projections[key] = projection

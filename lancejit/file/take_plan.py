@@ -68,9 +68,13 @@ def combine(indexes: Sequence[Any], num_rows: int) -> TakeTable:
                      cat("length"), cat("szw"), cat("count"), cat("defw"))
 
 
-async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any) -> TakeTable | None:
+async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any, reader: Any = None) -> TakeTable | None:
     """The take table of ``decoders`` (one per column, in output order), or None when one of
-    them does not qualify; cached under the columns in ``cache`` (a ``FileCache`` or None)."""
+    them does not qualify; cached under the columns in ``cache`` (a ``FileCache`` or None).
+
+    ``reader`` (the file's ``RangeReader``): when given, the chunk metadata of every column's
+    mini-block pages not loaded yet is read with ONE ``read_ranges`` call and parsed inline
+    (when small) before the indexes are built, instead of one coalesced read per page."""
     from lancejit.encoding.v21.take_index import build_column_index
 
     key = None
@@ -82,6 +86,8 @@ async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any) -> Take
         hit = cache.get(key)
         if hit is not None:
             return hit
+    if reader is not None:
+        await _load_chunk_tables(decoders, reader)
     # all columns at once: their page metadata reads merge into one request (same loop tick)
     if len(decoders) == 1:
         indexes = [await build_column_index(decoders[0])]
@@ -93,6 +99,52 @@ async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any) -> Take
     if cache is not None:
         cache.put(key, table, table.nbytes())
     return table
+
+
+#: At most this many bytes of chunk metadata are read and parsed at once by
+#: :func:`_load_chunk_tables` (larger loads keep the pages' own path, which may parse in threads).
+PREFETCH_META_BYTES = 64 * 1024
+
+
+async def _load_chunk_tables(decoders: Sequence[Any], reader: Any) -> None:
+    """Load the chunk tables of the single-leaf ``decoders``' mini-block pages that are neither
+    loaded nor cached: one read of all their metadata ranges, each page's table parsed and
+    cached as :meth:`MiniBlockPage.table_steps` does.  Does nothing when there is nothing to
+    load or more than :data:`PREFETCH_META_BYTES`."""
+    from lancejit.encoding.v21.miniblock import MiniBlockPage
+
+    pages = []
+    for d in decoders:
+        leaves = getattr(d, "leaves", None)
+        if leaves and len(leaves) == 1:
+            pages.extend(p for p in leaves[0].pages if isinstance(p, MiniBlockPage) and p._table is None)
+    gens, reqs, total = [], [], 0
+    for p in pages:
+        gen = p.table_steps()
+        try:
+            req = next(gen)
+        except StopIteration:  # cached
+            continue
+        gens.append(gen)
+        reqs.append(req)
+        total += sum(e - s for s, e in req)
+        if total > PREFETCH_META_BYTES:
+            return
+    if not gens:
+        return
+    flat = [r for req in reqs for r in req]
+    bufs = await reader.read_ranges(flat, priority=min(p.page.priority for p in pages))
+    if len(bufs) != len(flat):
+        return  # the pages' own path reports it
+    pos = 0
+    for gen, req in zip(gens, reqs):
+        part = list(bufs[pos:pos + len(req)])
+        pos += len(req)
+        try:
+            gen.send(part)
+        except StopIteration:
+            continue
+        gen.close()  # pragma: no cover - table_steps reads once
 
 
 def _column_of(decoder: Any) -> int | None:

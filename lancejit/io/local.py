@@ -44,10 +44,32 @@ WRITE_BUFFER_BYTES = 1 << 20
 #: the worker pool so that big scans overlap with decoding.  0 disables inline reads.
 INLINE_READ_BYTES = int(os.environ.get("LANCEJIT_LOCAL_INLINE_READ_BYTES", str(4 << 20)))
 
+#: A non-recursive listing of a directory of at most this many entries runs inline on the event
+#: loop (``os.scandir`` plus a ``stat`` per file costs microseconds, the worker hand-off more:
+#: finding a dataset's latest version lists ``_versions/``); larger directories and recursive
+#: listings go to the worker pool.
+INLINE_LIST_ENTRIES = 256
+
 
 def _tmp_name(path: str) -> str:
     head, tail = os.path.split(path)
     return os.path.join(head, f".{tail}.tmp-{uuid.uuid4().hex[:16]}")
+
+
+def _small_listing(root: str) -> list[os.DirEntry] | None:
+    """The entries of directory ``root`` when it has at most :data:`INLINE_LIST_ENTRIES`
+    (``[]`` when it is missing or not a directory), else None (list it in a worker)."""
+    try:
+        it = os.scandir(root)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    with it:
+        entries: list[os.DirEntry] = []
+        for entry in it:
+            if len(entries) >= INLINE_LIST_ENTRIES:
+                return None
+            entries.append(entry)
+    return entries
 
 
 def _makedirs_for(path: str) -> None:
@@ -248,12 +270,16 @@ class LocalStore(ObjectStore):
     async def list(self, prefix: str = "", *, recursive: bool = True) -> list[ObjectInfo]:
         root = self.to_os_path(prefix) if prefix else os.getcwd()
 
-        def work(cancel: threading.Event) -> list[ObjectInfo]:
+        def work(cancel: threading.Event | None, entries: list[os.DirEntry] | None = None) -> list[ObjectInfo]:
             self.stats.record_list()
             out: list[ObjectInfo] = []
-            if not os.path.isdir(root):
+            if entries is not None:
+                for entry in entries:
+                    if entry.is_file():
+                        _add(out, entry.path)
+            elif not os.path.isdir(root):
                 return out
-            if recursive:
+            elif recursive:
                 for dirpath, _dirs, files in os.walk(root):
                     for name in files:
                         _add(out, os.path.join(dirpath, name))
@@ -274,6 +300,10 @@ class LocalStore(ObjectStore):
                 return
             out.append(ObjectInfo(full, st.st_size, st.st_mtime, f"{st.st_mtime_ns:x}-{st.st_size:x}"))
 
+        if not recursive:
+            small = self._run_inline(prefix, lambda _c: _small_listing(root))
+            if small is not None:
+                return self._run_inline(prefix, lambda c: work(c, small))
         return await self._run(prefix, work)
 
     # ------------------------------------------------------------------------------- writes

@@ -19,6 +19,7 @@ import re
 from lancejit.core.errors import CorruptFileError
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def unsafe_reason(path: object) -> str | None:
@@ -37,7 +38,7 @@ def unsafe_reason(path: object) -> str | None:
         return "starts with '~'"
     if "\\" in path:
         return "contains a backslash"
-    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in path):
+    if _CONTROL.search(path):
         return "contains a control character"
     if _SCHEME.match(path):
         return "is a URI or drive path, not a relative path"

@@ -81,3 +81,27 @@ async def test_errors_keep_their_cause(tmp_path):
         await store.size(str(tmp_path))
     assert isinstance(info.value.__cause__, IsADirectoryError)
     assert "directory" in str(info.value)
+
+
+@pytest.mark.parametrize("n", [0, 3, 300])
+async def test_flat_listing_inline_or_in_a_worker(tmp_path, monkeypatch, n):
+    """Small non-recursive listings run inline (no worker hand-off), large ones in a worker;
+    both list the same objects (files only, sorted, one list request)."""
+    import lancejit.io.local as local
+
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "deep.bin").write_bytes(b"z")
+    for i in range(n):
+        (d / f"f{i:04d}.bin").write_bytes(b"x" * i)
+    store = LocalStore()
+    submitted = []
+    real_submit = store.executor.submit
+    monkeypatch.setattr(store.executor, "submit", lambda fn, *a: submitted.append(fn) or real_submit(fn, *a))
+    before = store.stats.snapshot().list_iops
+    got = await store.list(str(d), recursive=False)
+    assert [(os.path.basename(i.path), i.size) for i in got] == [(f"f{i:04d}.bin", i) for i in range(n)]
+    assert store.stats.snapshot().list_iops - before == 1
+    assert bool(submitted) == (n + 1 > local.INLINE_LIST_ENTRIES)
+    assert await store.list(str(tmp_path / "missing"), recursive=False) == []
+    assert await store.list(str(d / "sub" / "deep.bin"), recursive=False) == []
