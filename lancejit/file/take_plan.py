@@ -86,11 +86,11 @@ async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any, reader:
         hit = cache.get(key)
         if hit is not None:
             return hit
-    if reader is not None:
-        await _load_chunk_tables(decoders, reader)
-    # all columns at once: their page metadata reads merge into one request (same loop tick)
-    if len(decoders) == 1:
-        indexes = [await build_column_index(decoders[0])]
+    loaded = reader is not None and await _load_chunk_tables(decoders, reader)
+    # all columns at once: their page metadata reads merge into one request (same loop tick);
+    # one after the other when every chunk table is loaded (no I/O left: no tasks)
+    if len(decoders) == 1 or loaded:
+        indexes = [await build_column_index(d) for d in decoders]
     else:
         indexes = await asyncio.gather(*(build_column_index(d) for d in decoders))
     if any(ix is None for ix in indexes):
@@ -106,11 +106,11 @@ async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any, reader:
 PREFETCH_META_BYTES = 64 * 1024
 
 
-async def _load_chunk_tables(decoders: Sequence[Any], reader: Any) -> None:
+async def _load_chunk_tables(decoders: Sequence[Any], reader: Any) -> bool:
     """Load the chunk tables of the single-leaf ``decoders``' mini-block pages that are neither
     loaded nor cached: one read of all their metadata ranges, each page's table parsed and
     cached as :meth:`MiniBlockPage.table_steps` does.  Does nothing when there is nothing to
-    load or more than :data:`PREFETCH_META_BYTES`."""
+    load or more than :data:`PREFETCH_META_BYTES`.  True when every such page's table is loaded."""
     from lancejit.encoding.v21.miniblock import MiniBlockPage
 
     pages = []
@@ -129,13 +129,15 @@ async def _load_chunk_tables(decoders: Sequence[Any], reader: Any) -> None:
         reqs.append(req)
         total += sum(e - s for s, e in req)
         if total > PREFETCH_META_BYTES:
-            return
+            for g in gens:
+                g.close()
+            return False
     if not gens:
-        return
+        return True
     flat = [r for req in reqs for r in req]
     bufs = await reader.read_ranges(flat, priority=min(p.page.priority for p in pages))
     if len(bufs) != len(flat):
-        return  # the pages' own path reports it
+        return False  # the pages' own path reports it
     pos = 0
     for gen, req in zip(gens, reqs):
         part = list(bufs[pos:pos + len(req)])
@@ -145,6 +147,7 @@ async def _load_chunk_tables(decoders: Sequence[Any], reader: Any) -> None:
         except StopIteration:
             continue
         gen.close()  # pragma: no cover - table_steps reads once
+    return all(p._table is not None for p in pages)
 
 
 def _column_of(decoder: Any) -> int | None:
