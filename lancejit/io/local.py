@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import errno
+import functools
 import os
 import threading
 import time
@@ -54,6 +55,13 @@ INLINE_LIST_ENTRIES = 256
 def _tmp_name(path: str) -> str:
     head, tail = os.path.split(path)
     return os.path.join(head, f".{tail}.tmp-{uuid.uuid4().hex[:16]}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _absolute_uri(path: str) -> str:
+    """``file://`` URI of absolute ``path`` (memoized: the open of every data file asks for its
+    URI several times)."""
+    return "file://" + quote(os.path.abspath(path))
 
 
 def _small_listing(root: str) -> list[os.DirEntry] | None:
@@ -175,6 +183,8 @@ class LocalStore(ObjectStore):
         return os.path.abspath(os.path.expanduser(path))
 
     def uri(self, path: str) -> str:
+        if path.startswith("/"):
+            return _absolute_uri(path)
         return "file://" + quote(self.to_os_path(path) if path else "/")
 
     # -------------------------------------------------------------------------------- reads
