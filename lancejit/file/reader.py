@@ -557,13 +557,6 @@ def _empty_projection_batch(num_rows: int) -> pa.RecordBatch:
 # ---------------------------------------------------------------------- synchronous face
 
 
-class _InlineStore:
-    """Stands for "a local or memory store" when opening (the store is not known yet)."""
-
-    scheme = "file"
-
-
-_INLINE = _InlineStore()
 
 
 def _bridged(async_method):
@@ -593,10 +586,10 @@ class LanceFileReader:
         *,
         cache: SearchCache | None = None,
     ) -> None:
-        from lancejit.io.sync import run_sync, uri_runs_inline
+        from lancejit.io.sync import run_sync, store_hint
 
         opening = AsyncLanceFileReader.open(uri, storage_options, cache=cache)
-        self._inner = run_sync(opening, store=_INLINE if uri_runs_inline(uri) else None)
+        self._inner = run_sync(opening, store=store_hint(uri))
 
     @classmethod
     def from_async(cls, inner: AsyncLanceFileReader) -> "LanceFileReader":

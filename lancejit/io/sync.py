@@ -111,6 +111,22 @@ def uri_runs_inline(uri: Any) -> bool:
     return "://" not in text or text.startswith(("file://", "memory://"))
 
 
+class _LocalHint:
+    """Stands for "a local or memory store" where the store is not opened yet."""
+
+    scheme = "file"
+
+
+_LOCAL_HINT = _LocalHint()
+
+
+def store_hint(uri: Any) -> Any:
+    """What to pass as ``run_sync(..., store=)`` for work on ``uri`` before its store is open:
+    a stand-in local store when ``uri`` is local or in memory (run in the caller's thread), else
+    None (the bridge)."""
+    return _LOCAL_HINT if uri_runs_inline(uri) else None
+
+
 #: Bumped in a forked child: loops made before the fork belong to the parent.
 _generation = 0
 #: A forked child's inherited loops, kept alive so that they are never closed (or collected,
@@ -295,4 +311,4 @@ def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
 
 
 __all__ = ["get_loop", "in_loop_thread", "iter_sync", "run_here", "run_sync", "runs_inline", "shutdown", "thread_loop",
-           "uri_runs_inline"]
+           "uri_runs_inline", "store_hint"]

@@ -617,4 +617,6 @@ async def open_dataset_async(uri: str, version: int | str | None = None,
 def dataset(uri: str, version: int | str | None = None, storage_options: dict[str, str] | None = None) -> Dataset:
     """Open the Lance dataset at ``uri`` (local path, ``file://``, ``memory://``, ``s3://``,
     ``gs://``) at ``version`` (None = latest, a number, or a tag name)."""
-    return run_sync(Dataset.open_async(uri, version, storage_options))
+    from lancejit.io.sync import store_hint
+
+    return run_sync(Dataset.open_async(uri, version, storage_options), store=store_hint(uri))
