@@ -326,30 +326,16 @@ def section_s3(rng) -> list[dict]:
 
 def profile_calls(path: str, rng, takes: int = 200) -> dict:
     """Python calls per 1-row sync take, counted on the caller's thread and lancejit's loop thread."""
-    import cProfile
     import pstats
 
     import lancejit.table as lt
-    from lancejit.io.sync import run_sync
+
+    sys.path.insert(0, HERE)
+    from take_calls import profile_sync
 
     ours = lt.dataset(path)
-    idxs = [rng.integers(0, TOTAL_ROWS, 1) for _ in range(takes)]
-    for i in idxs[:20]:
-        ours.take(i, columns=COLUMNS)
-    here, loop = cProfile.Profile(), cProfile.Profile()
-
-    async def on() -> None:
-        loop.enable()
-
-    async def off() -> None:
-        loop.disable()
-
-    run_sync(on())
-    here.enable()
-    for i in idxs:
-        ours.take(i, columns=COLUMNS)
-    here.disable()
-    run_sync(off())
+    idxs = [rng.integers(0, TOTAL_ROWS, 1) for _ in range(takes + 20)]
+    here, loop = profile_sync(lambda i: ours.take(i, columns=COLUMNS), idxs)
     table_dir = os.sep + os.path.join("lancejit", "table") + os.sep
     total = into_table = from_table = 0
     for prof in (here, loop):

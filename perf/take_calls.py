@@ -38,10 +38,12 @@ def _count(prof: cProfile.Profile, takes: int, by_module: collections.Counter | 
     return sum(v[1] for v in stats.values()) / takes
 
 
-def sync_calls(fn, idxs, by_module=None) -> float:
+def profile_sync(fn, idxs, warm: int = 20) -> tuple[cProfile.Profile, cProfile.Profile]:
+    """Profiles of ``fn(i)`` for ``idxs[warm:]`` (after ``warm`` untimed calls): one of the
+    caller's thread, one of lancejit's loop thread (sync calls may run on either)."""
     from lancejit.io.sync import run_sync
 
-    for i in idxs[:20]:
+    for i in idxs[:warm]:
         fn(i)
     here, loop = cProfile.Profile(), cProfile.Profile()
 
@@ -53,10 +55,15 @@ def sync_calls(fn, idxs, by_module=None) -> float:
 
     run_sync(on())
     here.enable()
-    for i in idxs[20:]:
+    for i in idxs[warm:]:
         fn(i)
     here.disable()
     run_sync(off())
+    return here, loop
+
+
+def sync_calls(fn, idxs, by_module=None) -> float:
+    here, loop = profile_sync(fn, idxs)
     n = len(idxs) - 20
     return _count(here, n, by_module) + _count(loop, n, None)
 
