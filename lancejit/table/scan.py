@@ -7,7 +7,7 @@ scan order.
 A *unit* is a half-open physical row range ``[lo, hi)`` of one fragment.  With a filter, the
 filter's columns are read first; the other columns are read only for the matching rows (by
 take) when the matches are sparse, otherwise the whole unit is read and sliced
-(``LATE_MATERIALIZATION``, ``TAKE_FRACTION``: decided per unit from its measured selectivity).
+(``LATE_MATERIALIZATION``; :mod:`.late` decides per unit from its measured selectivity).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .context import DatasetContext
 from .fields import TopField
 from .fragment import ROWADDR, ROWID, FragmentReader
 from .index import dataset_index
+from .late import SMALL_UNIT_ROWS, _finish_unit, _group_matches, _live, _read_rows
 from .scan_plan import ScanPlan, plan_units
 
 if TYPE_CHECKING:
@@ -38,10 +39,6 @@ if TYPE_CHECKING:
 UNIT_TARGET_BYTES = 32 * 1024 * 1024
 #: Most physical rows per unit (units are decoded at once, then cut into ``batch_size`` batches).
 MAX_UNIT_ROWS = 1 << 17
-#: Fraction of a unit's rows below which rows are fetched by take rather than by range.
-TAKE_FRACTION = 0.25
-#: Units of at most this many rows are read by take of their rows (see ``_read_rows``).
-SMALL_UNIT_ROWS = 4096
 #: A filtered scan evaluates its filter once for runs of consecutive small units of up to
 #: this many rows (one Arrow call instead of one per small fragment).
 EVAL_GROUP_ROWS = 1 << 15
@@ -177,114 +174,6 @@ def _rows_per_unit(frag: FragmentReader, batch_size: int) -> int:
     return max(1, min(MAX_UNIT_ROWS, max(batch_size, by_bytes)))
 
 
-def _select(arrays: list, positions: np.ndarray, n: int) -> list:
-    """``arrays`` (``n`` rows each) at the sorted, unique ``positions`` (int64): a boolean
-    filter, which keeps chunking and is far cheaper than ``take`` on wide types."""
-    if len(positions) == n:
-        return list(arrays)
-    mask = np.zeros(n, dtype=bool)
-    mask[positions] = True
-    keep = pa.array(mask)
-    return [a.filter(keep) for a in arrays]
-
-
-async def _read_rows(
-    frag: FragmentReader, tops: list[TopField], lo: int, hi: int, live: np.ndarray | None
-) -> list[pa.Array | pa.ChunkedArray]:
-    """Fields at the live rows of ``[lo, hi)`` (``live``: their offsets, None = all).  Small
-    units are read by take (the file reader's one-plan array path, which keeps its plan on the
-    opened file: cheapest when a scan visits many small files)."""
-    if hi - lo <= SMALL_UNIT_ROWS:
-        return await frag.read(tops, np.arange(lo, hi, dtype=np.int64) if live is None else live)
-    if live is None:
-        return await frag.read(tops, (lo, hi))
-    if len(live) < TAKE_FRACTION * (hi - lo):
-        return await frag.read(tops, live)
-    arrays = await frag.read(tops, (lo, hi))
-    return await _select_async(arrays, live - lo, hi - lo)
-
-
-#: Rows from which selecting the live rows of a unit runs in a worker thread (pyarrow's filter
-#: releases the GIL), so the event loop keeps issuing reads and decodes meanwhile.
-OFFLOAD_SELECT_ROWS = 1 << 15
-
-
-async def _select_async(arrays: list, positions: np.ndarray, n: int) -> list:
-    if n >= OFFLOAD_SELECT_ROWS and len(positions) < n:
-        return await asyncio.to_thread(_select, arrays, positions, n)
-    return _select(arrays, positions, n)
-
-
-async def _live(frag: FragmentReader, lo: int, hi: int) -> np.ndarray | None:
-    """Physical offsets (int64) of the live rows of ``[lo, hi)``; None when all are live."""
-    deleted = await frag.deleted()
-    if deleted is None or not len(deleted):
-        return None
-    a, b = np.searchsorted(deleted, [lo, hi])
-    if b <= a:
-        return None
-    mask = np.ones(hi - lo, dtype=bool)
-    mask[deleted[a:b].astype(np.int64) - lo] = False
-    return np.flatnonzero(mask).astype(np.int64) + lo
-
-
-def _chunks(array: Any) -> list:
-    return list(array.chunks) if isinstance(array, pa.ChunkedArray) else [array]
-
-
-async def _group_matches(
-    ctx: DatasetContext, compiled: "CompiledFilter", members: list[tuple[FragmentReader, int, int]],
-    extra: list[TopField] = (),  # type: ignore[assignment]
-) -> tuple[list, list[TopField], list, list[np.ndarray]]:
-    """The filter's columns (plus ``extra``) read for the live rows of every member unit
-    (concurrently), evaluated ONCE over all of them (one Arrow call for many small units),
-    and the matches split back: ``(lives, columns read, arrays per member, matches per member
-    as positions among that member's live rows)``."""
-    lives = await asyncio.gather(*(_live(r, lo, hi) for r, lo, hi in members))
-    ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
-    read = ftops + [t for t in extra if t.name not in compiled.columns]
-    arrays = await asyncio.gather(*(_read_rows(r, read, lo, hi, live) for (r, lo, hi), live in zip(members, lives)))
-    n_lives = [(hi - lo) if live is None else len(live) for (_, lo, hi), live in zip(members, lives)]
-    schema = pa.schema([ctx.schema.field(t.name) for t in ftops])
-    cols = [pa.chunked_array([c for arrs in arrays for c in _chunks(arrs[i])], type=schema.field(i).type)
-            for i in range(len(ftops))]
-    ftable = pa.Table.from_arrays(cols, schema=schema)
-    from .filter import evaluate_filter  # sqlglot loads with the first filter
-
-    matches = evaluate_filter(compiled, ftable, sum(n_lives)).to_numpy().astype(np.int64)
-    bounds = np.zeros(len(members) + 1, dtype=np.int64)
-    np.cumsum(n_lives, out=bounds[1:])
-    cuts = np.searchsorted(matches, bounds).tolist()
-    split = [matches[cuts[i]:cuts[i + 1]] - bounds[i] for i in range(len(members))]
-    return list(lives), read, list(arrays), split
-
-
-async def _finish_unit(
-    ctx: DatasetContext, frag: FragmentReader, spec: ScanSpec, lo: int, hi: int, live: np.ndarray | None,
-    read: list[TopField], arrays: list, matches: np.ndarray,
-) -> pa.Table | None:
-    """A filtered unit's output from its ``matches`` (positions among its live rows) and the
-    columns already ``read``: the other projected columns by take when fewer than
-    ``TAKE_FRACTION`` of the unit's rows match, else by range then selected."""
-    if len(matches) == 0:
-        return None
-    tops = list(spec.tops)
-    n_live = (hi - lo) if live is None else len(live)
-    offsets = (live if live is not None else np.arange(lo, hi, dtype=np.int64))[matches]
-    wanted = [(t, arr) for t, arr in zip(read, arrays) if any(t.name == p.name for p in tops)]
-    picked = await _select_async([arr for _, arr in wanted], matches, n_live)
-    by_name = {t.name: arr for (t, _), arr in zip(wanted, picked)}
-    rest = [t for t in tops if t.name not in by_name]
-    if rest:
-        if len(offsets) < TAKE_FRACTION * (hi - lo) or hi - lo <= SMALL_UNIT_ROWS:
-            got = await frag.read(rest, offsets)
-        else:
-            got = await _select_async(await frag.read(rest, (lo, hi)), offsets - lo, hi - lo)
-        by_name.update({t.name: a for t, a in zip(rest, got)})
-    meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address))
-    return assemble_table(ctx, spec, by_name, meta, len(offsets))
-
-
 async def read_group_table(
     ctx: DatasetContext, spec: ScanSpec, members: list[tuple[FragmentReader, int, int]]
 ) -> pa.Table | None:
@@ -293,11 +182,11 @@ async def read_group_table(
     assert spec.filter is not None
     early = [] if LATE_MATERIALIZATION else list(spec.tops)
     lives, read, arrays, matches = await _group_matches(ctx, spec.filter, members, early)
-    tables = await asyncio.gather(*(
-        _finish_unit(ctx, r, spec, lo, hi, live, read, arrs, m)
+    parts = await asyncio.gather(*(
+        _finish_unit(r, spec, lo, hi, live, read, arrs, m)
         for (r, lo, hi), live, arrs, m in zip(members, lives, arrays, matches)
     ))
-    tables = [t for t in tables if t is not None]
+    tables = [assemble_table(ctx, spec, *p) for p in parts if p is not None]
     if not tables:
         return None
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
@@ -308,7 +197,7 @@ async def read_unit_table(
 ) -> pa.Table | None:
     """One unit's output rows as a table whose columns keep the decoder's chunks (None when no
     row survives).  With a filter and ``LATE_MATERIALIZATION``, the filter's columns are read
-    first and the other projected columns only for the matching rows (see ``_finish_unit``)."""
+    first and the other projected columns only for the matching rows (see :mod:`.late`)."""
     if spec.filter is not None:
         return await read_group_table(ctx, spec, [(frag, lo, hi)])
     live = await _live(frag, lo, hi)

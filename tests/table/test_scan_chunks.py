@@ -11,6 +11,7 @@ import pytest
 
 import lancejit.file.reader as file_reader
 import lancejit.table as lt
+import lancejit.table.late as late_module
 import lancejit.table.scan as scan_module
 
 lance = pytest.importorskip("lance")
@@ -28,7 +29,7 @@ def _table(n: int) -> pa.Table:
 def small_windows(monkeypatch):
     # ~4 KiB of encoded data per column per read window: every column arrives in many chunks
     monkeypatch.setattr(file_reader, "SCAN_READ_BYTES", 4096)
-    monkeypatch.setattr(scan_module, "OFFLOAD_SELECT_ROWS", 0)  # the worker-thread selection path
+    monkeypatch.setattr(late_module, "OFFLOAD_SELECT_ROWS", 0)  # the worker-thread selection path
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
