@@ -38,10 +38,23 @@ FileKey = tuple[str, int, bytes]
 _METADATA = "__file_metadata__"
 
 
-def file_key(uri: str, file_size: int, tail: bytes | memoryview) -> FileKey:
-    """The cache key of the file ``uri`` of ``file_size`` bytes whose last bytes are ``tail``."""
+#: Bytes of the tail digested in the key of a write-once file (see :func:`file_key`).
+IMMUTABLE_DIGEST_BYTES = 4096
+
+
+def file_key(uri: str, file_size: int, tail: bytes | memoryview, *, immutable: bool = False) -> FileKey:
+    """The cache key of the file ``uri`` of ``file_size`` bytes whose last bytes are ``tail``.
+
+    ``immutable``: the file is write-once (a dataset's data file: the reference never rewrites
+    one in place, new contents get a new UUID name), so only the last
+    :data:`IMMUTABLE_DIGEST_BYTES` of the tail are digested (footer, offset tables and, for
+    files of a few columns, all their metadata: a damaged footer still changes the key) -
+    about 3 us instead of ~40 us per data file opened.
+    """
     # SHA-256 (hardware-accelerated where the CPU has SHA extensions): about half the time of
     # BLAKE2b over a 64 KiB tail, and a digest per data file opened is on the cold take path.
+    if immutable and len(tail) > IMMUTABLE_DIGEST_BYTES:
+        tail = memoryview(tail)[len(tail) - IMMUTABLE_DIGEST_BYTES:]
     return (uri, int(file_size), hashlib.sha256(tail).digest())
 
 
@@ -221,4 +234,4 @@ def default_cache() -> SearchCache:
     return _default_cache
 
 
-__all__ = ["FileCache", "FileKey", "SearchCache", "default_cache", "estimate_nbytes", "file_key"]
+__all__ = ["IMMUTABLE_DIGEST_BYTES", "FileCache", "FileKey", "SearchCache", "default_cache", "estimate_nbytes", "file_key"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from google.protobuf import any_pb2
@@ -177,12 +177,13 @@ async def open_file_metadata(reader: RangeReader) -> FileMetadata:
 
 
 async def parse_file_metadata(
-    reader: RangeReader, file_size: int, tail: bytes | memoryview
+    reader: RangeReader, file_size: int, tail: bytes | memoryview, *, cache: "FileCache | None" = None
 ) -> FileMetadata:
     """Parse a file's metadata given its size and its last ``len(tail)`` bytes.
 
     Reads more of the file through ``reader`` only when the metadata lies before the tail.
-    Every inconsistency raises :class:`CorruptFileError` naming the file.
+    Every inconsistency raises :class:`CorruptFileError` naming the file.  ``cache``: the
+    result's :attr:`FileMetadata.cache`.
     """
     path = _name_of(reader)
     tail = memoryview(tail)
@@ -204,9 +205,10 @@ async def parse_file_metadata(
     major, minor = struct.unpack_from("<HH", tail, len(tail) - 8)
     version = version_string(major, minor)
     if version == "0.1":
-        return await _open_legacy(reader, file_size, tail, major, minor)
+        legacy = await _open_legacy(reader, file_size, tail, major, minor)
+        return legacy if cache is None else replace(legacy, cache=cache)
     try:
-        return await _parse_v2(reader, file_size, tail, major, minor, version)
+        return await _parse_v2(reader, file_size, tail, major, minor, version, cache)
     except LanceJitError:
         raise
     except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
@@ -269,7 +271,8 @@ def _read_pairs(buf: memoryview, count: int) -> list[tuple[int, int]]:
 
 
 async def _parse_v2(
-    reader: RangeReader, file_size: int, tail: memoryview, major: int, minor: int, version: str
+    reader: RangeReader, file_size: int, tail: memoryview, major: int, minor: int, version: str,
+    cache: "FileCache | None" = None,
 ) -> FileMetadata:
     path = _name_of(reader)
     if len(tail) < FOOTER_LEN:
@@ -320,7 +323,7 @@ async def _parse_v2(
             raise CorruptFileError("short read of the file metadata", path=path)
         region = MetadataRegion(need_start, memoryview(bytes(extra) + bytes(region.data)), path)
 
-    args = (region, footer, gbo, file_size, major, minor, version, path, need_start)
+    args = (region, footer, gbo, file_size, major, minor, version, path, need_start, cache)
     if len(region.data) >= PARSE_IN_THREAD_BYTES:
         # Large metadata: decode off the event loop so other readers' I/O keeps flowing.
         return await asyncio.to_thread(_decode_v2, *args)
@@ -337,29 +340,28 @@ def _decode_v2(
     version: str,
     path: str,
     need_start: int,
+    cache: "FileCache | None" = None,
 ) -> FileMetadata:
     """Decode schema and column metadata from ``region`` (pure CPU, no I/O)."""
     try:
-        return _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, path, need_start)
+        return _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, path, need_start,
+                                    cache)
     except LanceJitError:
         raise
     except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
         raise CorruptFileError(f"unparsable metadata ({type(exc).__name__}: {exc})", path=path) from exc
 
 
-def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, path, need_start) -> FileMetadata:
+def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, path, need_start,
+                         cache=None) -> FileMetadata:
     cm_start, cmo_pos, gbo_pos = footer.column_meta_start, footer.cmo_table_position, footer.gbo_table_position
     ncol = footer.num_columns
     schema_pos, schema_size = gbo[0]
     # Schema (global buffer 0 = FileDescriptor)
-    from lancejit.pb import file2_pb2, file_pb2
+    from lancejit.pb import file2_pb2
 
-    descriptor = file_pb2.FileDescriptor()
-    _parse_message(descriptor, region.slice(schema_pos, schema_pos + schema_size, "schema"), path, "file descriptor")
-    if not descriptor.HasField("schema"):
-        raise CorruptFileError("file descriptor (global buffer 0) has no schema", path=path)
-    schema, arrow_schema, schema_metadata = _decode_schema(descriptor.schema, path)
-    num_rows = int(descriptor.length)
+    schema, arrow_schema, schema_metadata, num_rows = _decode_descriptor(
+        region.slice(schema_pos, schema_pos + schema_size, "schema"), path)
 
     # Column metadata
     cmo = _read_pairs(region.slice(cmo_pos, cmo_pos + 16 * ncol, "column metadata offset table"), ncol)
@@ -402,6 +404,7 @@ def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, 
         num_column_metadata_bytes=gbo_pos - cm_start,
         num_global_buffer_bytes=num_gb_bytes,
         metadata_nbytes=file_size - need_start,
+        cache=cache,
     )
 
 
@@ -415,6 +418,30 @@ def _parse_message(msg: Message, data: memoryview, path: str, what: str) -> None
 #: Decoded schemas by their serialized bytes (the data files of one dataset share one schema).
 _SCHEMAS: dict[bytes, tuple[Any, "pa.Schema", dict[str, bytes]]] = {}
 _SCHEMAS_MAX = 64
+#: Decoded file descriptors (global buffer 0: schema and row count) by their bytes: the data
+#: files of one dataset written by one writer usually have identical ones.
+_DESCRIPTORS: dict[bytes, tuple[Any, "pa.Schema", dict[str, bytes], int]] = {}
+_DESCRIPTORS_MAX = 256
+
+
+def _decode_descriptor(data: memoryview, path: str) -> tuple[Any, "pa.Schema", dict[str, bytes], int]:
+    """``(LanceSchema, Arrow schema, schema metadata, rows)`` of a ``FileDescriptor``'s bytes;
+    decoded once per distinct descriptor (immutable results shared by every file that has it)."""
+    key = bytes(data)
+    hit = _DESCRIPTORS.get(key)
+    if hit is not None:
+        return hit
+    from lancejit.pb import file_pb2
+
+    descriptor = file_pb2.FileDescriptor()
+    _parse_message(descriptor, data, path, "file descriptor")
+    if not descriptor.HasField("schema"):
+        raise CorruptFileError("file descriptor (global buffer 0) has no schema", path=path)
+    decoded = (*_decode_schema(descriptor.schema, path), int(descriptor.length))
+    if len(_DESCRIPTORS) >= _DESCRIPTORS_MAX:
+        _DESCRIPTORS.clear()
+    _DESCRIPTORS[key] = decoded
+    return decoded
 
 
 def _decode_schema(pb_schema: Any, path: str) -> tuple[Any, "pa.Schema", dict[str, bytes]]:
@@ -482,6 +509,12 @@ def unwrap_encoding(
     return msg
 
 
+#: Decoded page encodings by encoding type URL, then by the bytes of their ``Any`` envelope.
+#: The messages are shared by every page with those bytes (readers never modify them).
+_LAYOUTS: dict[str, dict[bytes, Message]] = {PAGE_ENCODING_URL_V20: {}, PAGE_LAYOUT_URL_V21: {}}
+_LAYOUTS_MAX = 4096
+
+
 def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -> ColumnInfo:
     from lancejit.pb.encodings_v2_0_pb2 import ColumnEncoding
 
@@ -495,6 +528,7 @@ def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -
         col_encoding = unwrap_encoding(pb.encoding, COLUMN_ENCODING_URL, ColumnEncoding, path, f"column {index}")
     pages = []
     envelope = any_pb2.Any()
+    known = _LAYOUTS[url]
     # Hot loop (one iteration per page; files may hold 100 000s): fast path inline, the general
     # (slow) path in unwrap_encoding for anything unusual.
     for p, page in enumerate(pb.pages):
@@ -503,13 +537,19 @@ def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -
         if len(offsets) != len(sizes) or (offsets and max(map(int.__add__, offsets, sizes)) > file_size):
             _check_buffers(offsets, sizes, file_size, path, f"column {index} page {p}")
         encoding = page.encoding
-        msg = None
-        if encoding.WhichOneof("location") == "direct":
+        # the pages of files of one writer repeat a few encodings: one decoded message (shared,
+        # never modified) per distinct encoding bytes
+        raw = encoding.direct.encoding
+        msg = known.get(raw) if raw else None
+        if msg is None and encoding.WhichOneof("location") == "direct":
             try:
-                envelope.ParseFromString(encoding.direct.encoding)
+                envelope.ParseFromString(raw)
                 if envelope.type_url == url or envelope.type_url.rsplit("/", 1)[-1] == short_url:
                     msg = cls()
                     msg.ParseFromString(envelope.value)
+                    if len(known) >= _LAYOUTS_MAX:
+                        known.clear()
+                    known[raw] = msg
             except DecodeError:
                 msg = None
         if msg is None:

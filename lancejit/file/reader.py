@@ -18,7 +18,6 @@ import functools
 import importlib
 import inspect
 import threading
-from dataclasses import replace
 from typing import Any, AsyncIterator, Iterator, Sequence
 
 import numpy as np
@@ -36,7 +35,7 @@ from lancejit.core.errors import (
 from lancejit.file.cache import SearchCache, default_cache, file_key
 from lancejit.file.container import FileMetadata, parse_file_metadata
 from lancejit.file.summary import FileSummary, summarize
-from lancejit.file.take_plan import TAKE_PLAN_VERSIONS, run_take, take_table
+from lancejit.file.take_plan import TAKE_PLAN_VERSIONS, file_take_table, run_take, take_table
 from lancejit.file.windows import Slicer, windows
 
 #: Take requests with at least this many indices sort/reorder on a worker thread.
@@ -181,12 +180,15 @@ class AsyncLanceFileReader:
         store: Any = None,
         cache: SearchCache | None = None,
         stats: Any = None,
+        immutable: bool = False,
     ) -> "AsyncLanceFileReader":
         """Open a file through an existing :class:`~lancejit.core.ranges.RangeReader` (e.g. a
         ``FileScheduler`` from a dataset scan's ``ScanScheduler``, sharing its stats).
 
         ``store`` defaults to ``reader.store``; ``stats`` (what :meth:`io_stats` reports) to
-        ``reader.stats`` or the store's.
+        ``reader.stats`` or the store's.  ``immutable``: the file is never rewritten in place
+        (a dataset's data file), so its search-cache key digests less of the tail
+        (:func:`~lancejit.file.cache.file_key`).
         """
         store = store if store is not None else getattr(reader, "store", None)
         if stats is None:
@@ -205,11 +207,10 @@ class AsyncLanceFileReader:
         except FileNotFoundError as exc:
             raise NotFoundError(f"{name}: no such Lance file") from exc
         cache = cache if cache is not None else default_cache()
-        key = file_key(str(getattr(reader, "uri", None) or name), file_size, tail)
+        key = file_key(str(getattr(reader, "uri", None) or name), file_size, tail, immutable=immutable)
         metadata = cache.get_metadata(key)
         if metadata is None:
-            metadata = await parse_file_metadata(reader, file_size, tail)
-            metadata = replace(metadata, cache=cache.file(key))
+            metadata = await parse_file_metadata(reader, file_size, tail, cache=cache.file(key))
             cache.put_metadata(key, metadata)
         return cls(name, store, getattr(reader, "path", name), reader, metadata, stats)
 
@@ -417,6 +418,26 @@ class AsyncLanceFileReader:
         by_top = dict(zip(tops, arrays))
         return self._table(resolved, [by_top[t] for t, _, _ in resolved], int(idx.size))
 
+    async def take_table(self, columns: Sequence[str]) -> Any:
+        """The array take path's :class:`~lancejit.file.take_plan.TakeTable` of ``columns``
+        (whole top-level fields of a 2.1/2.2 file, in that order), built once and kept with the
+        projection; None when the projection does not qualify.  With :attr:`range_reader`, what
+        a multi-file take plans and reads with."""
+        projection = self._projections.get(_projection_key(columns))
+        if projection is None:
+            if self._metadata.version not in TAKE_PLAN_VERSIONS:
+                return None
+            resolved = self._resolve(columns)
+            if not resolved:
+                return None
+            projection = await self._take_projection(columns, resolved)
+        return projection[1]
+
+    @property
+    def range_reader(self) -> Any:
+        """The ``RangeReader`` this file is read through (its scheduler)."""
+        return self._scheduler
+
     async def _take_projection(self, columns: Sequence[str] | None, resolved) -> tuple:
         """``(resolved, take table or None, result schema)`` of a projection, kept per reader:
         the table when every column is a whole top-level field with a take index."""
@@ -424,9 +445,12 @@ class AsyncLanceFileReader:
         table = None
         tops = [t for t, _, _ in resolved]
         if not any(path for _, path, _ in resolved) and len(set(tops)) == len(tops):
-            decoders = await self._decoders_for(tops)
-            table = await take_table([decoders[t] for t in tops], self.num_rows, self._metadata.cache,
-                                     self._scheduler)
+            # a file not read yet: its take table from the metadata alone (no decoders)
+            table = await file_take_table(self._metadata, tops, self._scheduler)
+            if table is None:
+                decoders = await self._decoders_for(tops)
+                table = await take_table([decoders[t] for t in tops], self.num_rows, self._metadata.cache,
+                                         self._scheduler)
         projection = (resolved, table, self._result_schema(resolved))
         if key is not _NO_KEY and len(self._projections) < MAX_PROJECTIONS:
             self._projections[key] = projection

@@ -101,6 +101,40 @@ async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any, reader:
     return table
 
 
+async def file_take_table(metadata: Any, names: Sequence[str], reader: Any) -> TakeTable | None:
+    """The take table of top-level fields ``names`` of a 2.1/2.2 file straight from its
+    metadata (no field decoders, page readers or chunk tables: see
+    :mod:`lancejit.encoding.v21.take_template`), cached like :func:`take_table`; None when a
+    field does not qualify or a check fails (the caller then uses :func:`take_table`).
+
+    Costs at most one ``read_ranges`` call on ``reader`` (the chunk metadata words of every
+    mini-block page of the fields) when the table is not cached."""
+    from lancejit.encoding.v21.take_template import build_indexes, chunk_ranges, plan_columns
+
+    plan = plan_columns(metadata, names)
+    if plan is None:
+        return None
+    cache = metadata.cache
+    key = ("take-table", plan.columns)
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+    ranges = chunk_ranges(metadata, plan)
+    if ranges is None or (ranges and sum(e - s for s, e in ranges) > PREFETCH_META_BYTES):
+        return None
+    bufs = await reader.read_ranges(ranges, priority=0) if ranges else []
+    if len(bufs) != len(ranges):
+        return None
+    indexes = build_indexes(metadata, plan, bufs)
+    if indexes is None:
+        return None
+    table = combine(indexes, metadata.num_rows)
+    if cache is not None:
+        cache.put(key, table, table.nbytes())
+    return table
+
+
 #: At most this many bytes of chunk metadata are read and parsed at once by
 #: :func:`_load_chunk_tables` (larger loads keep the pages' own path, which may parse in threads).
 PREFETCH_META_BYTES = 64 * 1024
@@ -196,4 +230,4 @@ def _as_ranges(reader: Any, ranges: np.ndarray) -> Any:
     return [tuple(p) for p in ranges.tolist()]
 
 
-__all__ = ["TAKE_PLAN_VERSIONS", "TakeTable", "combine", "run_take", "take_table"]
+__all__ = ["TAKE_PLAN_VERSIONS", "TakeTable", "combine", "file_take_table", "run_take", "take_table"]

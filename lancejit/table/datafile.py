@@ -141,6 +141,11 @@ class _SmallFileReader:
     def path(self) -> str:
         return self.inner.path
 
+    @property
+    def whole(self) -> memoryview | None:
+        """The whole file when its open's tail read held it (later reads need no request)."""
+        return self._whole
+
     async def size(self) -> int:
         if self._whole is not None:
             return len(self._whole)
@@ -187,7 +192,8 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
             size = data_file.file_size_bytes or None
             source = _SmallFileReader(ctx.reader(store, path, size), size)
             try:
-                reader = await AsyncLanceFileReader.from_reader(source, uri=uri, store=store, stats=ctx.stats)
+                reader = await AsyncLanceFileReader.from_reader(source, uri=uri, store=store, stats=ctx.stats,
+                                                                immutable=True)
             except NotFoundError:
                 raise NotFoundError("data file is missing") from None
             return DataFileHandle(reader, data_file, uri)

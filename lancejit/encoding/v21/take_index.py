@@ -107,13 +107,19 @@ def _binary_type(t: pa.DataType) -> bool:
 
 def _def_width(page: Any) -> int | None:
     """Bit width of a mini-block page's def levels (0: none stored), or None when the take
-    path cannot read them: only a nullable top-level item (one layer) with out-of-line
-    bit-packed 16-bit levels qualifies."""
-    if not page.has_def:
+    path cannot read them (see :func:`def_width`)."""
+    return def_width(page.layout, page.has_def)
+
+
+def def_width(layout: Any, has_def: bool) -> int | None:
+    """Bit width of the def levels of a mini-block page with ``layout`` (0: none stored), or
+    None when the take path cannot read them: only a nullable top-level item (one layer) with
+    out-of-line bit-packed 16-bit levels qualifies."""
+    if not has_def:
         return 0
-    if list(page.layout.layers) != [NULLABLE_ITEM]:
+    if list(layout.layers) != [NULLABLE_ITEM]:
         return None
-    enc = page.layout.def_compression
+    enc = layout.def_compression
     if enc.WhichOneof("compression") != "out_of_line_bitpacking":
         return None
     ool = enc.out_of_line_bitpacking
@@ -139,9 +145,15 @@ def _page_kind(page: Any, value_type: pa.DataType) -> tuple[str, int, Any] | Non
         return None
     if page.has_rep or page.rep_depth or page.num_buffers != 1 or _def_width(page) is None:
         return None
-    enc = page.layout.value_compression
+    return mini_kind(page.layout, page.has_dict, value_type)
+
+
+def mini_kind(layout: Any, has_dict: bool, value_type: pa.DataType) -> tuple[str, int, Any] | None:
+    """``(kind, width, fsst symbol table bytes)`` of the values of a mini-block page with
+    ``layout`` (one value buffer, no repetition) that the take path reads, else None."""
+    enc = layout.value_compression
     bits = plain_width_bits(enc)
-    if page.has_dict:
+    if has_dict:
         if pa.types.is_dictionary(value_type) or isinstance(value_type, pa.ExtensionType):
             return None
         if bits is not None and bits in _WORDS and enc.WhichOneof("compression") == "flat":
