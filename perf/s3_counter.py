@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -20,11 +21,30 @@ class RequestLog:
     lock: threading.Lock = field(default_factory=threading.Lock)
     counts: Counter = field(default_factory=Counter)
     bytes_out: int = 0
+    #: One record per request: (method, path, Range header or "", start s, end s, bytes out);
+    #: times are ``time.perf_counter()`` values (same clock as the client's).
+    timeline: list = field(default_factory=list)
 
     def reset(self) -> None:
         with self.lock:
             self.counts.clear()
             self.bytes_out = 0
+            self.timeline.clear()
+
+    def table(self) -> str:
+        """The timeline as text: start and end (ms after the first request), concurrency at
+        start, method, range, bytes, key."""
+        with self.lock:
+            rows = sorted(self.timeline, key=lambda r: r[3])
+        if not rows:
+            return "(no requests)"
+        t0 = rows[0][3]
+        lines = []
+        for method, path, rng, start, end, nbytes in rows:
+            live = sum(1 for r in rows if r[3] <= start < r[4])
+            lines.append(f"{(start - t0) * 1e3:8.1f} {(end - t0) * 1e3:8.1f}  x{live:<2} {method:6} "
+                         f"{rng or '-':28} {nbytes:>10,}  {path[-60:]}")
+        return "\n".join(lines)
 
     def snapshot(self) -> dict:
         with self.lock:
@@ -40,14 +60,18 @@ class _CountingApp:
         method = environ.get("REQUEST_METHOD", "?")
         path = environ.get("PATH_INFO", "")
         counted = not path.startswith("/moto-api")
+        start = time.perf_counter()
         body = self.app(environ, start_response)
         if not counted:
             return body
         chunks = list(body)
+        nbytes = sum(len(c) for c in chunks)
+        end = time.perf_counter()
         with self.log.lock:
             self.log.counts[method] += 1
             if method == "GET":
-                self.log.bytes_out += sum(len(c) for c in chunks)
+                self.log.bytes_out += nbytes
+            self.log.timeline.append((method, path, environ.get("HTTP_RANGE", ""), start, end, nbytes))
         return chunks
 
 

@@ -93,7 +93,8 @@ def is_transient(exc: BaseException) -> bool:
         if name in ("ClientPayloadError", "ServerDisconnectedError", "ClientConnectionError",
                     "ClientOSError", "ServerTimeoutError", "EndpointConnectionError",
                     "ConnectionClosedError", "ReadTimeoutError", "ConnectTimeoutError",
-                    "HTTPClientError", "ResponseParserError", "IncompleteRead", "FSTimeoutError"):
+                    "HTTPClientError", "ResponseParserError", "IncompleteRead", "FSTimeoutError",
+                    "ClientConnectorError", "ServerConnectionError"):
             return True
         response = getattr(cur, "response", None)
         if isinstance(response, dict):
@@ -204,7 +205,8 @@ class FsspecStore(ObjectStore):
         while True:
             async with handle.sem:
                 try:
-                    return await asyncio.wait_for(fn(handle.fs, *args, **kwargs), self.timeout)
+                    async with asyncio.timeout(self.timeout):  # no extra task (wait_for makes one)
+                        return await fn(handle.fs, *args, **kwargs)
                 except (LanceJitError, asyncio.CancelledError):
                     raise
                 except Exception as exc:
@@ -378,6 +380,9 @@ class FsspecStore(ObjectStore):
             return
         slots = self._per_loop.get(loop)
         handle = slots.pop("fs", None) if slots else None
+        http = slots.pop("http", None) if slots else None
+        if http is not None:
+            await http.close()
         if handle is not None and handle.ready is not None and handle.ready.done() \
                 and handle.ready.exception() is None:
             await self._close_session(handle.fs)

@@ -1,8 +1,10 @@
-"""S3 store: one bucket through s3fs/aiobotocore (see :mod:`lancejit.io.fsspec_store`)."""
+"""S3 store: one bucket; reads (GET, HEAD) straight over aiohttp (:mod:`lancejit.io.s3_http`),
+listings, writes and deletes through s3fs/aiobotocore (see :mod:`lancejit.io.fsspec_store`)."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any, Iterable
 
 from lancejit.core.config import CLOUD_IO, MiB, IOConfig
@@ -10,8 +12,13 @@ from lancejit.core.errors import InvalidInputError
 from lancejit.io import fsspec_store
 from lancejit.io._tasks import gather_all
 from lancejit.io.fsspec_store import FsspecStore, parse_content_range
+from lancejit.io.s3_http import RangeNotSatisfiable, S3HttpClient, Unsupported
 from lancejit.io.stats import IOStats
 from lancejit.io.store import AsyncWriter, Buffer, ObjectInfo
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
 
 
 class S3Store(FsspecStore):
@@ -36,6 +43,9 @@ class S3Store(FsspecStore):
         self.region = region
         self._creds = (key, secret, token)
         self.anonymous = anonymous
+        #: Reads go over aiohttp (:mod:`.s3_http`) until an answer it does not follow
+        #: (redirect, 400) sends this store back to botocore for good.
+        self.direct_reads = True
 
     def _new_fs(self, loop: asyncio.AbstractEventLoop) -> Any:
         from s3fs import S3FileSystem
@@ -71,9 +81,33 @@ class S3Store(FsspecStore):
             fs._s3 = None
             fs._s3creator = None
 
+    def _http(self, fs: Any) -> S3HttpClient:
+        """The direct-read client of the running loop (made on first use)."""
+        return self.loop_local("http", lambda: self._new_http(fs))
+
+    def _new_http(self, fs: Any) -> S3HttpClient:
+        client = fs._s3  # the session is started (FsspecStore._handle) before any request
+        meta = client.meta
+        resolved: list[Any] = []
+
+        async def credentials() -> Any:
+            if self.anonymous:
+                return None
+            if not resolved:
+                resolved.append(await _maybe_await(client._get_credentials()))
+            creds = resolved[0]
+            # refreshable credentials refresh here when due; frozen ones have the
+            # access_key / secret_key / token fields the signer reads
+            return None if creds is None else await _maybe_await(creds.get_frozen_credentials())
+
+        return S3HttpClient(meta.endpoint_url, self.bucket, meta.region_name or "us-east-1", credentials,
+                            limit=max(10, self.config.io_parallelism), connect_timeout=min(10.0, self.timeout))
+
     def _is_range_error(self, exc: BaseException) -> bool:
         cause: BaseException | None = exc
         while cause is not None:
+            if isinstance(cause, RangeNotSatisfiable):
+                return True
             response = getattr(cause, "response", None)
             if isinstance(response, dict) and response.get("Error", {}).get("Code") == "InvalidRange":
                 return True
@@ -81,6 +115,11 @@ class S3Store(FsspecStore):
         return False
 
     async def _get(self, fs: Any, key: str, range_header: str | None) -> tuple[bytes, int | None]:
+        if self.direct_reads:
+            try:
+                return await self._http(fs).get(key, range_header)
+            except Unsupported:
+                self.direct_reads = False
         kwargs = {"Range": range_header} if range_header else {}
         resp = await fs._call_s3("get_object", Bucket=self.bucket, Key=key, **kwargs)
         body = resp["Body"]
@@ -98,6 +137,11 @@ class S3Store(FsspecStore):
 
         async def op(fs: Any) -> int:
             self.stats.record_meta()
+            if self.direct_reads:
+                try:
+                    return await self._http(fs).head(key)
+                except Unsupported:
+                    self.direct_reads = False
             head = await fs._call_s3("head_object", Bucket=self.bucket, Key=key)
             return int(head["ContentLength"])
 
