@@ -127,6 +127,21 @@ def _exercise(rows: int, seed: int) -> None:
         clear_memory_objects(prefix)
     with tempfile.TemporaryDirectory(prefix="lancejit-warmup-") as tmp:
         _exercise_versions(rows, seed, tmp + "/")
+    _exercise_multi_file_take()
+
+
+def _exercise_multi_file_take() -> None:
+    """The multi-file take's planning kernel (datasets only; its decode kernels are the file
+    take's), with the argument types :mod:`lancejit.table.take_files` passes."""
+    from lancejit.encoding.kernels.take import plan_take_files
+
+    segs = np.zeros((7, 4), dtype=np.int64)
+    segs[3] = 8
+    slots = np.zeros((3, 2), dtype=np.int64)
+    slots[1] = 1
+    work = np.empty(6, dtype=np.int64)
+    plan_take_files(segs[0], segs[1], segs[2], segs[3], slots[0], slots[1], slots[2], np.zeros(1, np.int64),
+                    np.zeros(1, np.int64), 1, 4096, work[:1], work[1:2], work[2:3], work[3:].reshape(1, 3))
 
 
 def _exercise_versions(rows: int, seed: int, root: str) -> None:

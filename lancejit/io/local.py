@@ -232,6 +232,41 @@ class LocalStore(ObjectStore):
             return self._run_inline(path, work)
         return await self._run(path, work)
 
+    def read_files_into(self, files: Sequence[tuple[str, list[list[int]]]], out: np.ndarray) -> int:
+        """Read in the calling thread, for every ``(path, reads)``, each ``[source, start, end, position]``
+        of ``reads`` (half-open byte range ``[start, end)``, already coalesced) into
+        ``out[position:position + end - start]``: one ``preadv`` per read, one open per file.
+        Returns the requests made (counted in the store's stats as one batch).  Used by the
+        multi-file take for batches up to :attr:`inline_read_bytes` (the caller checks)."""
+        view = memoryview(out)
+        t0 = time.perf_counter()
+        done = nreq = 0
+        try:
+            for path, reads in files:
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except OSError as exc:
+                    raise translate_error(exc, path) from exc
+                try:
+                    for _, start, end, at in reads:
+                        n = end - start
+                        got = 0
+                        while got < n:
+                            k = os.preadv(fd, [view[at + got:at + n]], start + got)
+                            if k == 0:
+                                raise past_eof(path, start, end, os.fstat(fd).st_size)
+                            got += k
+                        done += n
+                        nreq += 1
+                except OSError as exc:
+                    raise translate_error(exc, path) from exc
+                finally:
+                    os.close(fd)
+        finally:
+            if nreq:
+                self.stats.record_read(done, time.perf_counter() - t0, requests=nreq)
+        return nreq
+
     async def read_tail(self, path: str, nbytes: int) -> tuple[int, memoryview]:
         if nbytes < 0:
             raise InvalidInputError(f"read_tail needs nbytes >= 0, got {nbytes}")

@@ -88,6 +88,27 @@ class MemoryStore(ObjectStore):
             self.stats.record_read(end - start, time.perf_counter() - t0)
         return out
 
+    def read_files_into(self, files: Sequence[tuple[str, list[list[int]]]], out: np.ndarray) -> int:
+        """Copy, for every ``(path, reads)``, each ``[source, start, end, position]`` of ``reads``
+        (half-open byte range) into ``out[position:position + end - start]``; one request per
+        read (as :meth:`read_ranges` counts them).  Returns the requests made."""
+        t0 = time.perf_counter()
+        done = nreq = 0
+        try:
+            for path, reads in files:
+                data = memoryview(self._get(path).data)
+                size = len(data)
+                for _, start, end, at in reads:
+                    if end > size:
+                        raise past_eof(self.uri(path), start, end, size)
+                    out[at:at + end - start] = data[start:end]
+                    done += end - start
+                    nreq += 1
+        finally:
+            if nreq:
+                self.stats.record_read(done, time.perf_counter() - t0, requests=nreq)
+        return nreq
+
     async def read_tail(self, path: str, nbytes: int) -> tuple[int, memoryview]:
         if nbytes < 0:
             raise InvalidInputError(f"read_tail needs nbytes >= 0, got {nbytes}")

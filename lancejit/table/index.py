@@ -56,7 +56,8 @@ class DatasetIndex:
     """Fragments of one dataset version as arrays (see the module docstring)."""
 
     __slots__ = ("ctx", "fragments", "fragment_ids", "physical_rows", "live_rows", "live_starts",
-                 "has_deletions", "total_rows", "no_data_fragment", "_sorted_ids", "_sorted_pos", "_readers")
+                 "has_deletions", "total_rows", "no_data_fragment", "_sorted_ids", "_sorted_pos", "_readers",
+                 "take_state")
 
     def __init__(self, ctx: "DatasetContext", fragments: "Sequence[Fragment]", physical_rows: np.ndarray,
                  live_rows: np.ndarray, fragment_ids: np.ndarray | None = None,
@@ -82,6 +83,8 @@ class DatasetIndex:
         self._sorted_ids = self.fragment_ids[order]
         self._sorted_pos = order.astype(np.int64, copy=False)
         self._readers: dict[int, FragmentReader] = {}
+        #: Per projection: the multi-file take's state (:mod:`.take_files`), built on first use.
+        self.take_state: dict = {}
 
     def __len__(self) -> int:
         return len(self.fragments)

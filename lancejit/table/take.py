@@ -16,10 +16,12 @@ from lancejit.core.errors import InvalidInputError, RowIndexError
 
 from .context import DatasetContext
 from .deletion import physical_of_logical
-from .fragment import FragmentReader
+from .features import FLAG_STABLE_ROW_IDS
+from .fragment import ROWADDR, ROWID, FragmentReader
 from .index import DatasetIndex, dataset_index
 from .rowids import RowIdIndex, split_addresses
 from .scan import ScanSpec, assemble_batch, output_schema
+from .take_files import slots_of, state_for
 
 
 def as_int_array(values: Any, what: str) -> np.ndarray:
@@ -86,15 +88,27 @@ async def _read_groups(
     return assemble_batch(ctx, spec, by_top, meta, n)
 
 
-def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | None, positions: np.ndarray) -> pa.Table:
+def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | pa.Table | None,
+              positions: np.ndarray) -> pa.Table:
     """The result table: ``batch`` rows at ``positions`` (request order)."""
     if batch is None:
         return output_schema(ctx, spec).empty_table()
     if batch.num_columns == 0:
         return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array([{}] * len(positions), type=pa.struct([])))])
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
     if len(positions) == batch.num_rows and (len(positions) < 2 or bool((positions[1:] > positions[:-1]).all())):
-        return pa.Table.from_batches([batch])  # sorted unique request: the batch is the answer
-    return pa.Table.from_batches([batch.take(pa.array(positions, pa.int64()))])
+        return table  # sorted unique request: the batch is the answer
+    return table.take(pa.array(positions, pa.int64()))
+
+
+def _unique(pos: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(positions, offsets, inverse)``: the requested (fragment position, physical offset)
+    pairs sorted and deduplicated (one ``np.unique``), and each request's row among them."""
+    if len(pos) == 1:
+        return pos.astype(np.int64, copy=False), offsets.astype(np.int64, copy=False), np.zeros(1, dtype=np.int64)
+    keys = (pos.astype(np.int64) << 32) | offsets.astype(np.int64)
+    ukeys, inverse = np.unique(keys, return_inverse=True)
+    return ukeys >> 32, ukeys & 0xFFFFFFFF, inverse.reshape(-1).astype(np.int64, copy=False)
 
 
 def _groups(
@@ -102,17 +116,74 @@ def _groups(
 ) -> tuple[list[tuple[FragmentReader, np.ndarray]], np.ndarray]:
     """Group (fragment position, physical offset) requests: one sorted unique offset array per
     touched fragment (in position order) and each request's row in the concatenation of the
-    groups' results.  One ``np.unique`` over all requests; the loop is over touched fragments."""
-    if len(pos) == 1:
-        return [(index.reader(int(pos[0])), offsets.astype(np.int64))], np.zeros(1, dtype=np.int64)
-    keys = (pos.astype(np.int64) << 32) | offsets.astype(np.int64)
-    ukeys, inverse = np.unique(keys, return_inverse=True)
-    upos = ukeys >> 32
-    uoff = ukeys & 0xFFFFFFFF
+    groups' results."""
+    upos, uoff, positions = _unique(pos, offsets)
+    return _groups_of(index, upos, uoff), positions
+
+
+def _groups_of(index: DatasetIndex, upos: np.ndarray, uoff: np.ndarray) -> list[tuple[FragmentReader, np.ndarray]]:
+    """One sorted unique offset array per touched fragment (in position order) of sorted unique
+    (position, offset) pairs; the loop is over touched fragments."""
+    if len(upos) == 1:
+        return [(index.reader(int(upos[0])), uoff)]
     cuts = np.flatnonzero(upos[1:] != upos[:-1]) + 1
-    bounds = [0, *cuts.tolist(), len(ukeys)]
-    groups = [(index.reader(int(upos[a])), uoff[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
-    return groups, inverse.reshape(-1).astype(np.int64, copy=False)
+    bounds = [0, *cuts.tolist(), len(upos)]
+    return [(index.reader(int(upos[a])), uoff[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+async def _meta(ctx: DatasetContext, index: DatasetIndex, spec: ScanSpec, upos: np.ndarray,
+                uoff: np.ndarray) -> dict[str, pa.Array]:
+    """``_rowid`` / ``_rowaddr`` of rows (positions, physical offsets) when the spec asks."""
+    if not (spec.with_row_id or spec.with_row_address):
+        return {}
+    addrs = (index.fragment_ids[upos].astype(np.uint64) << np.uint64(32)) | uoff.astype(np.uint64)
+    out = {}
+    if spec.with_row_id:
+        ids = addrs
+        if ctx.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS:
+            ids = addrs.copy()
+            for p, (a, b) in _runs(upos):
+                rid = await index.reader(p).row_ids()
+                if rid is not None:
+                    ids[a:b] = rid[uoff[a:b]]
+        out[ROWID] = pa.array(ids, pa.uint64())
+    if spec.with_row_address:
+        out[ROWADDR] = pa.array(addrs, pa.uint64())
+    return out
+
+
+def _runs(upos: np.ndarray) -> list[tuple[int, tuple[int, int]]]:
+    """``(position, (start, end))`` of each run of equal sorted positions."""
+    cuts = np.flatnonzero(upos[1:] != upos[:-1]) + 1
+    bounds = [0, *cuts.tolist(), len(upos)]
+    return [(int(upos[a]), (a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+async def _read(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, upos: np.ndarray,
+                uoff: np.ndarray) -> pa.RecordBatch | pa.Table:
+    """The rows at sorted unique (position, physical offset) pairs, in that order: the fragments
+    the multi-file take serves (:mod:`.take_files`) all at once, the others per fragment."""
+    tops = spec.tops
+    if not tops:
+        return await _read_groups(ctx, spec, _groups_of(index, upos, uoff))
+    state = state_for(index, tops)
+    slots = await slots_of(ctx, index, state, tops, upos)
+    fast = slots >= 0
+    if fast.all():
+        with ctx.errors():
+            arrays = await state.take(slots, uoff)
+        meta = await _meta(ctx, index, spec, upos, uoff)
+        return assemble_batch(ctx, spec, {t.name: a for t, a in zip(tops, arrays)}, meta, len(upos))
+    if not fast.any():
+        return await _read_groups(ctx, spec, _groups_of(index, upos, uoff))
+    # some fragments each way: both parts, then rows back in (position, offset) order
+    part_fast = await _read(ctx, spec, index, upos[fast], uoff[fast])
+    part_slow = await _read_groups(ctx, spec, _groups_of(index, upos[~fast], uoff[~fast]))
+    both = pa.Table.from_batches([part_fast, part_slow])
+    order = np.empty(len(upos), dtype=np.int64)
+    order[fast] = np.arange(len(part_fast))
+    order[~fast] = len(part_fast) + np.arange(len(part_slow))
+    return both.take(pa.array(order, pa.int64()))
 
 
 async def _physical(index: DatasetIndex, pos: np.ndarray, local: np.ndarray) -> np.ndarray:
@@ -148,9 +219,8 @@ async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.
         return _assemble(ctx, spec, None, idx)
     pos, local = index.locate(idx)
     physical = await _physical(index, pos, local)
-    groups, positions = _groups(index, pos, physical)
-    batch = await _read_groups(ctx, spec, groups)
-    return _assemble(ctx, spec, batch, positions)
+    upos, uoff, positions = _unique(pos, physical)
+    return _assemble(ctx, spec, await _read(ctx, spec, index, upos, uoff), positions)
 
 
 async def row_id_index(ctx: DatasetContext) -> RowIdIndex:
@@ -211,6 +281,5 @@ async def take_rows(ctx: DatasetContext, row_ids: Any, spec: ScanSpec, stable: b
         pos, offsets = pos[keep], offsets[keep]
     if len(pos) == 0:
         return _assemble(ctx, spec, None, pos)
-    groups, positions = _groups(index, pos, offsets)
-    batch = await _read_groups(ctx, spec, groups)
-    return _assemble(ctx, spec, batch, positions)
+    upos, uoff, positions = _unique(pos, offsets)
+    return _assemble(ctx, spec, await _read(ctx, spec, index, upos, uoff), positions)

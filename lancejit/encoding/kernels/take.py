@@ -25,6 +25,18 @@ TAKE_BAD_OFFSETS = 2
 TAKE_BAD_WIDTH = 3
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _segment_of(seg_key, lo, hi, key):  # pragma: no cover - compiled
+    """The last segment ``g`` in ``[lo, hi)`` with ``seg_key[g] <= key`` (binary search)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if seg_key[mid] <= key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
 @njit(cache=True, nogil=True)
 def plan_take(seg_key, seg_b0, seg_stride, seg_len, col_base, rows, item_seg, item_in, item_pos,
               ranges):  # pragma: no cover - compiled
@@ -44,15 +56,7 @@ def plan_take(seg_key, seg_b0, seg_stride, seg_len, col_base, rows, item_seg, it
         base = col_base[j]
         for i in range(k):
             key = base + rows[i]
-            lo = 0
-            hi = nseg
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if seg_key[mid] <= key:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            g = lo - 1
+            g = _segment_of(seg_key, 0, nseg, key)
             t = j * k + i
             r = key - seg_key[g]
             item_seg[t] = g
@@ -75,6 +79,72 @@ def plan_take(seg_key, seg_b0, seg_stride, seg_len, col_base, rows, item_seg, it
             nr += 1
             prev = s
         item_pos[t] = cur
+    return nr
+
+
+@njit(cache=True, nogil=True)
+def plan_take_files(seg_key, seg_b0, seg_stride, seg_len, slot_lo, slot_hi, slot_span, row_slot, rows, ncols,
+                    block, item_seg, item_in, item_pos, reads):  # pragma: no cover - compiled
+    """:func:`plan_take` over the segment tables of several files at once, and the coalesced
+    physical reads.
+
+    The segments of file *slot* ``s`` are ``[slot_lo[s], slot_hi[s])`` of the ``seg_*`` arrays,
+    keyed like one :class:`~lancejit.file.take_plan.TakeTable` (column ``j``'s keys are its rows
+    plus ``j * slot_span[s]``).  Row ``i`` is row ``rows[i]`` of file ``row_slot[i]``; item
+    ``t = j * k + i`` is that row of column ``j``.  Fills ``item_seg`` (index into the ``seg_*``
+    arrays), ``item_in`` (row inside the segment) and ``item_pos`` (where the item's bytes start
+    in the concatenation of the reads), and ``reads[:nr]`` = ``(slot, start, end)``: the items'
+    byte ranges merged per file while the gap is at most ``block`` bytes (the scheduler's
+    coalescing rule), sorted by slot then start.  Returns ``nr``.  Callers check
+    ``0 <= rows[i] < rows of file row_slot[i]``."""
+    k = rows.shape[0]
+    n = ncols * k
+    starts = np.empty(n, dtype=np.int64)
+    slots = np.empty(n, dtype=np.int64)
+    for j in range(ncols):
+        for i in range(k):
+            s = row_slot[i]
+            key = j * slot_span[s] + rows[i]
+            g = _segment_of(seg_key, slot_lo[s], slot_hi[s], key)
+            t = j * k + i
+            r = key - seg_key[g]
+            item_seg[t] = g
+            item_in[t] = r
+            starts[t] = seg_b0[g] + r * seg_stride[g]
+            slots[t] = s
+    order = np.argsort(starts, kind="mergesort")
+    order = order[np.argsort(slots[order], kind="mergesort")]
+    nr = 0
+    total = 0
+    cur = -1
+    run_s = 0
+    run_e = 0
+    base = 0
+    for q in range(n):
+        t = order[q]
+        s = slots[t]
+        st = starts[t]
+        e = st + seg_len[item_seg[t]]
+        if s == cur and st <= run_e + block:
+            if e > run_e:
+                run_e = e
+        else:
+            if cur >= 0:
+                reads[nr, 0] = cur
+                reads[nr, 1] = run_s
+                reads[nr, 2] = run_e
+                nr += 1
+                total += run_e - run_s
+            cur = s
+            run_s = st
+            run_e = e
+            base = total
+        item_pos[t] = base + st - run_s
+    if cur >= 0:
+        reads[nr, 0] = cur
+        reads[nr, 1] = run_s
+        reads[nr, 2] = run_e
+        nr += 1
     return nr
 
 
@@ -288,5 +358,5 @@ def fsst_take(data, starts, ends, item_seg, seg0, seg_tab, words, lens, enabled,
     return np.int64(o), np.int64(-1)
 
 
-__all__ = ["fsst_take", "take_valid", "TAKE_BAD_CHUNK", "TAKE_BAD_OFFSETS", "TAKE_BAD_WIDTH", "TAKE_OK", "copy_spans", "plan_take",
+__all__ = ["fsst_take", "take_valid", "TAKE_BAD_CHUNK", "TAKE_BAD_OFFSETS", "TAKE_BAD_WIDTH", "TAKE_OK", "copy_spans", "plan_take", "plan_take_files",
            "take_bitpacked", "take_fixed", "take_spans"]

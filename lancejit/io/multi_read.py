@@ -1,0 +1,127 @@
+"""One read call for byte ranges of several files (the multi-file take).
+
+:func:`read_files` takes physical reads already coalesced per file (``(file, start, end)``,
+half-open byte ranges) and returns their bytes concatenated, in order, as ONE ``uint8`` array:
+
+* files whose bytes a reader already holds (``reader.whole``: a small data file read whole by
+  its open) are copied from memory, no request;
+* on a store that reads in the caller's thread (local files up to ``inline_read_bytes`` per
+  batch, memory), every other read is one inline loop over the files (``store.read_files_into``:
+  one open and one ``preadv`` per read locally) when the store's budgets are free;
+* otherwise (object stores, large or contended batches) each file's reads go through its own
+  scheduler (``reader.read_ranges``: the store's budgets, concurrency, retries), all files at
+  once, and are copied into place.
+
+Each reader's ``stats`` (the dataset's counters) and the store's own stats count the same
+requests and bytes as the files' schedulers would.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from lancejit.io._tasks import gather_all
+from lancejit.io.scheduler import io_queue
+from lancejit.io.store import past_eof
+
+
+@dataclass(frozen=True, slots=True)
+class FileSource:
+    """One file of a multi-file read: its ``RangeReader`` (used when the store does not read
+    inline), ``store`` and path in it, the ``stats`` its requests count in, and ``whole``: the
+    file's bytes when already held in memory (then reads make no request)."""
+
+    reader: Any
+    store: Any
+    path: str
+    stats: Any
+    whole: Any = None
+
+    @classmethod
+    def of(cls, reader: Any) -> "FileSource":
+        """The source of a file scheduler (or a wrapper with ``store``, ``store_path``, ``stats``
+        and optionally ``whole``)."""
+        return cls(reader, reader.store, reader.store_path, getattr(reader, "stats", None),
+                   getattr(reader, "whole", None))
+
+
+async def read_files(sources: Sequence[FileSource], reads: np.ndarray, *, priority: int = 0) -> np.ndarray:
+    """The bytes of ``reads`` (``(m, 3)`` int64 rows ``(source index, start, end)``: half-open
+    byte ranges sorted by source, coalesced) concatenated in row order, as one ``uint8`` array."""
+    m = len(reads)
+    at = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(reads[:, 2] - reads[:, 1], out=at[1:])
+    out = np.empty(int(at[-1]), dtype=np.uint8)
+    rows = np.column_stack((reads, at[:-1])).tolist()  # [source, start, end, position]
+    if m > 1:
+        bounds = [0, *(np.flatnonzero(reads[1:, 0] != reads[:-1, 0]) + 1).tolist(), m]
+    else:
+        bounds = [0, m]
+    pending: list[tuple[FileSource, list[list[int]]]] = []
+    nbytes = 0
+    same = True
+    store = None
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        part = rows[a:b]
+        src = sources[part[0][0]]
+        if src.whole is not None:
+            _copy_from(src, part, out)
+            continue
+        if store is None:
+            store = src.store
+        elif src.store is not store:
+            same = False
+        pending.append((src, part))
+        nbytes += int(at[b] - at[a])
+    if not pending:
+        return out
+    inline = getattr(store, "read_files_into", None) if same else None
+    if inline is not None and nbytes <= getattr(store, "inline_read_bytes", nbytes):
+        queue = io_queue(store)
+        if queue.try_take(nbytes):
+            try:
+                t0 = time.perf_counter()
+                nreq = inline([(src.path, part) for src, part in pending], out)
+            finally:
+                queue.give_back(nbytes)
+            _count(pending, nbytes, nreq, time.perf_counter() - t0)
+            return out
+    await gather_all(_through_scheduler(src, part, out, priority) for src, part in pending)
+    return out
+
+
+def _count(pending: list[tuple[FileSource, list[list[int]]]], nbytes: int, nreq: int, seconds: float) -> None:
+    """Record an inline batch in the sources' stats (once when they share one stats object)."""
+    first = pending[0][0].stats
+    for src, _ in pending:
+        if src.stats is not first:
+            break
+    else:
+        if first is not None:
+            first.record_read(nbytes, seconds, requests=nreq)
+        return
+    for src, part in pending:  # pragma: no cover - files of one take counted in several places
+        if src.stats is not None:
+            src.stats.record_read(sum(e - s for _, s, e, _ in part), seconds, requests=len(part))
+
+
+def _copy_from(src: FileSource, part: list[list[int]], out: np.ndarray) -> None:
+    whole = src.whole
+    n = len(whole)
+    for _, s, e, p in part:
+        if e > n:
+            raise past_eof(src.store.uri(src.path), s, e, n)
+        out[p:p + e - s] = whole[s:e]
+
+
+async def _through_scheduler(src: FileSource, part: list[list[int]], out: np.ndarray, priority: int) -> None:
+    bufs = await src.reader.read_ranges([(s, e) for _, s, e, _ in part], priority=priority)
+    for (_, s, e, p), buf in zip(part, bufs):
+        out[p:p + e - s] = np.frombuffer(buf, dtype=np.uint8)
+
+
+__all__ = ["FileSource", "read_files"]

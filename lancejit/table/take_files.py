@@ -1,0 +1,270 @@
+"""The multi-file take: the rows of every touched fragment planned, read and decoded at once.
+
+A take touching many fragments used to run one asyncio chain per fragment (fragment reader ->
+data file -> file reader -> take plan -> scheduler -> store).  Here the touched fragments whose
+one data file holds every requested column with the array take path
+(:class:`~lancejit.file.take_plan.TakeTable`, Lance 2.1/2.2) are served together:
+
+1. their take tables are copied once into one *segment arena* per dataset version and
+   projection (:class:`FileTakeState`, kept on the version's
+   :class:`~.index.DatasetIndex`); each fragment position gets a *slot* (its segment range,
+   key span, reader) in a position-indexed array, so finding the touched slots is one
+   vectorized lookup, no Python work per fragment;
+2. ONE kernel (:func:`~lancejit.encoding.kernels.take.plan_take_files`) maps every (column, row)
+   to its segment and byte position and coalesces the byte ranges per file;
+3. ONE read call (:func:`lancejit.io.multi_read.read_files`) fetches every file's ranges
+   (locally: one inline loop of ``preadv``) into one buffer;
+4. one decode kernel per column over all files writes the rows in order (files whose column
+   encodings differ, FSST and dictionary columns decode per file), giving one array per
+   column: no concatenation.
+
+Fragments that do not qualify (columns over several data files, columns some file lacks,
+2.0 / legacy files, nested columns, a data file whose row count differs from the manifest's)
+keep the per-fragment path of :mod:`.take` (their slot is :data:`NOT_ELIGIBLE`).  Deletions
+and row ids are resolved before (physical offsets in), so they do not matter here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.errors import CorruptFileError
+from lancejit.io.multi_read import FileSource, read_files
+
+from .fields import TopField
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import DatasetContext
+    from .index import DatasetIndex
+
+#: ``slot_of_pos`` values: not looked at yet / served by the per-fragment path.
+UNKNOWN, NOT_ELIGIBLE = -1, -2
+
+#: Column kinds one decode call serves across files (no per-file tables in the decode).
+_MERGEABLE = frozenset({"fixed", "bitpacked", "variable"})
+
+_SEG_ROWS = 7  # seg arena rows: key, b0, stride, len, szw, count, def
+_SLOT_ROWS = 3  # slot rows: lo, hi, span
+
+
+class FileTakeState:
+    """The segment arena of one dataset version and projection (see the module docstring).
+
+    ``slot_of_pos[p]``: the slot of fragment position ``p``, :data:`UNKNOWN` or
+    :data:`NOT_ELIGIBLE`.  ``segs`` ``(7, capacity)`` int64: every slot's segment table (its
+    :class:`TakeTable` arrays, keys as in the table); ``slots`` ``(3, capacity)``: per slot the
+    segment range ``[lo, hi)`` and the key span (file rows + 1); ``seg0[s, j]``: slot ``s``'s
+    first segment of column ``j``; ``rowsig[s]``: the slot's encodings signature (slots of one
+    signature decode together).  Grown by doubling; entries never change once written, and a
+    slot is published (``slot_of_pos``) after its arrays, so concurrent takes see whole slots.
+    """
+
+    def __init__(self, nfrags: int, ncols: int) -> None:
+        self.ncols = ncols
+        self.slot_of_pos = np.full(nfrags, UNKNOWN, dtype=np.int64)
+        self.segs = np.zeros((_SEG_ROWS, 256), dtype=np.int64)
+        self.nseg = 0
+        self.slots = np.zeros((_SLOT_ROWS, 64), dtype=np.int64)
+        self.seg0 = np.zeros((64, ncols), dtype=np.int64)
+        self.rowsig = np.zeros(64, dtype=np.int64)
+        self.nslots = 0
+        #: Per slot: the file (a :class:`~lancejit.io.multi_read.FileSource`) and its column
+        #: take indexes.
+        self.readers: list[Any] = []
+        self.columns: list[tuple[Any, ...]] = []
+        #: Per signature id: per column, the index one decode call over all slots of the
+        #: signature uses (None: decode per file).
+        self.merged: list[list[Any]] = []
+        self._sig_ids: dict[tuple, int] = {}
+        #: Coalescing gap (bytes): the smallest block size of the files' stores.
+        self.block = 1 << 62
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------- admission
+    def _add(self, pos: int, table: Any, reader: FileSource) -> None:
+        """Copy ``table`` (a ``TakeTable`` of this projection's columns) into the arena as a
+        new slot for fragment position ``pos``."""
+        with self._lock:
+            if self.slot_of_pos[pos] >= 0:  # a concurrent take admitted it meanwhile
+                return
+            n = table.seg_key.size
+            lo = self.nseg
+            if lo + n > self.segs.shape[1]:
+                grown = np.zeros((_SEG_ROWS, max(2 * self.segs.shape[1], lo + n)), dtype=np.int64)
+                grown[:, :lo] = self.segs[:, :lo]
+                self.segs = grown
+            segs = self.segs
+            for row, arr in enumerate((table.seg_key, table.seg_b0, table.seg_stride, table.seg_len,
+                                       table.seg_szw, table.seg_count, table.seg_def)):
+                segs[row, lo:lo + n] = arr
+            s = self.nslots
+            if s >= self.slots.shape[1]:
+                cap = 2 * self.slots.shape[1]
+                slots = np.zeros((_SLOT_ROWS, cap), dtype=np.int64)
+                slots[:, :s] = self.slots[:, :s]
+                seg0 = np.zeros((cap, self.ncols), dtype=np.int64)
+                seg0[:s] = self.seg0[:s]
+                rowsig = np.zeros(cap, dtype=np.int64)
+                rowsig[:s] = self.rowsig[:s]
+                self.slots, self.seg0, self.rowsig = slots, seg0, rowsig
+            self.slots[0, s], self.slots[1, s] = lo, lo + n
+            self.slots[2, s] = int(table.col_base[1]) if self.ncols > 1 else 0
+            self.seg0[s] = lo + np.asarray(table.seg0, dtype=np.int64)
+            self.rowsig[s] = self._signature(table.columns)
+            self.readers.append(reader)
+            self.columns.append(table.columns)
+            block = getattr(getattr(reader.reader, "config", None), "block_size", None)
+            if block is not None:
+                self.block = min(self.block, int(block))
+            self.nseg = lo + n
+            self.nslots = s + 1
+            self.slot_of_pos[pos] = s
+
+    def _signature(self, columns: Sequence[Any]) -> int:
+        """The id of the columns' encodings signature; registers the merged decode indexes."""
+        key = tuple((c.kind, c.width, c.arrow_type, c.list_size, c.large_offsets) for c in columns)
+        sid = self._sig_ids.get(key)
+        if sid is None:
+            sid = self._sig_ids[key] = len(self.merged)
+            self.merged.append([c if c.kind in _MERGEABLE else None for c in columns])
+        merged = self.merged[sid]
+        for j, c in enumerate(columns):  # validity decoded when any file of the signature has nulls
+            m = merged[j]
+            if m is not None and c.nullable and not m.nullable:
+                merged[j] = replace(m, nullable=True)
+        return sid
+
+    async def admit(self, ctx: "DatasetContext", index: "DatasetIndex", tops: Sequence[TopField],
+                    positions: list[int]) -> None:
+        """Look at fragment positions not seen yet: open their data files (all at once), build
+        their take tables, and give a slot to every one that qualifies."""
+        cands = []
+        for p in positions:
+            frag = index.reader(p)
+            layout, complete = frag._layout(tops)
+            if complete and len(layout) == 1 and frag.physical_rows > 0 and len(layout[0].tops) == len(tops):
+                cands.append((p, frag, layout[0]))
+            else:
+                self.slot_of_pos[p] = NOT_ELIGIBLE
+        if not cands:
+            return
+        handles = await _all(frag._handle(g.data_file) for _, frag, g in cands)
+        tables = await _all(_table_of(ctx, frag, g, got) for (_, frag, g), got in zip(cands, handles))
+        for (p, _, _), (handle, _, _), table in zip(cands, handles, tables):
+            if table is None:
+                self.slot_of_pos[p] = NOT_ELIGIBLE
+            else:
+                self._add(p, table, FileSource.of(handle.reader.range_reader))
+
+    # ------------------------------------------------------------------------------ take
+    async def take(self, row_slot: np.ndarray, rows: np.ndarray) -> list[pa.Array]:
+        """Columns at rows ``rows`` (int64 physical offsets) of slots ``row_slot`` (each slot's
+        rows contiguous), in that order: one plan, one read, one decode per column."""
+        from lancejit.encoding.kernels.take import plan_take_files
+
+        k = rows.size
+        ncols = self.ncols
+        n = ncols * k
+        work = np.empty(6 * n, dtype=np.int64)
+        item_seg, item_in, item_pos = work[:n], work[n:2 * n], work[2 * n:3 * n]
+        reads = work[3 * n:].reshape(n, 3)
+        segs, slots = self.segs, self.slots
+        nr = plan_take_files(segs[0], segs[1], segs[2], segs[3], slots[0], slots[1], slots[2], row_slot, rows,
+                             ncols, self.block, item_seg, item_in, item_pos, reads)
+        data = await read_files(self.readers, reads[:nr], priority=int(rows[0]))
+        data.flags.writeable = False  # the file take's decode kernels are compiled for read-only data
+        sigs = self.rowsig[row_slot]
+        merged = self.merged[sigs[0]] if k == 1 or not (sigs != sigs[0]).any() else None
+        out = []
+        for j in range(ncols):
+            lo, hi = j * k, (j + 1) * k
+            ix = merged[j] if merged is not None else None
+            arr = None
+            if ix is not None:
+                try:
+                    arr = _take_column(ix, data, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi], segs, 0)
+                except CorruptFileError:
+                    arr = None  # decoded per file below: the error names the file
+            if arr is None:
+                arr = self._per_file(j, data, row_slot, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi], segs)
+            out.append(arr)
+        return out
+
+    def _per_file(self, j: int, data: np.ndarray, row_slot: np.ndarray, pos: np.ndarray, inn: np.ndarray,
+                  seg: np.ndarray, segs: np.ndarray) -> pa.Array:
+        """Column ``j`` decoded file by file (each with its own take index), concatenated."""
+        cuts = np.flatnonzero(row_slot[1:] != row_slot[:-1]) + 1
+        bounds = [0, *cuts.tolist(), row_slot.size]
+        parts = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            s = int(row_slot[a])
+            parts.append(_take_column(self.columns[s][j], data, pos[a:b], inn[a:b], seg[a:b], segs,
+                                      int(self.seg0[s, j])))
+        return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+
+
+def _take_column(ix: Any, data: np.ndarray, pos: np.ndarray, inn: np.ndarray, seg: np.ndarray,
+                 segs: np.ndarray, seg0: int) -> pa.Array:
+    from lancejit.encoding.v21.take_index import take_column
+
+    return take_column(ix, data, pos, inn, seg, segs[4], segs[3], segs[5], segs[6], seg0)
+
+
+async def _all(aws: Any) -> list[Any]:
+    aws = list(aws)
+    if len(aws) == 1:
+        return [await aws[0]]
+    return list(await asyncio.gather(*aws))
+
+
+async def _table_of(ctx: "DatasetContext", frag: Any, group: Any, got: tuple) -> Any:
+    """The take table of ``group``'s columns in the opened data file ``got`` when the file can be
+    served by the multi-file take (else None)."""
+    handle, store, path = got
+    if handle.num_rows != frag.physical_rows:
+        return None  # the per-fragment path reports it
+    with ctx.errors(path, store):
+        names, unique = handle._columns(group.tops)
+        if names != unique:
+            return None
+        table = await handle.reader.take_table(unique)
+    if table is None or len(table.columns) != len(group.tops):
+        return None
+    lschema = ctx.lance_schema
+    for top, ix, ty in zip(group.tops, table.columns, group.types):
+        if ix.arrow_type != ty:
+            return None
+        probe = pa.array([], type=ty)
+        if handle.conform(top, probe, lschema, ty) is not probe:
+            return None  # children matched by id: the per-fragment path conforms them
+    return table
+
+
+def state_for(index: "DatasetIndex", tops: Sequence[TopField]) -> FileTakeState:
+    """The :class:`FileTakeState` of ``index``'s version for the columns ``tops``."""
+    key = tuple(t.name for t in tops)
+    st = index.take_state.get(key)
+    if st is None:
+        st = index.take_state.setdefault(key, FileTakeState(len(index), len(tops)))
+    return st
+
+
+async def slots_of(ctx: "DatasetContext", index: "DatasetIndex", state: FileTakeState,
+                   tops: Sequence[TopField], upos: np.ndarray) -> np.ndarray:
+    """The slot of each fragment position in ``upos`` (sorted), admitting the positions not
+    looked at yet; :data:`NOT_ELIGIBLE` for fragments the per-fragment path serves."""
+    slots = state.slot_of_pos[upos]
+    if (slots == UNKNOWN).any():
+        new = np.unique(upos[slots == UNKNOWN]).tolist()
+        await state.admit(ctx, index, tops, new)
+        slots = state.slot_of_pos[upos]
+    return slots
+
+
+__all__ = ["FileTakeState", "NOT_ELIGIBLE", "UNKNOWN", "slots_of", "state_for"]
