@@ -27,6 +27,7 @@ from .fields import TopField
 from .fragment import ROWADDR, ROWID, FragmentReader
 from .index import dataset_index
 from .late import SMALL_UNIT_ROWS, _finish_unit, _group_matches, _live, _read_rows
+from .scan_multi import read_members
 from .scan_plan import ScanPlan, plan_units
 
 if TYPE_CHECKING:
@@ -42,6 +43,13 @@ MAX_UNIT_ROWS = 1 << 17
 #: A filtered scan evaluates its filter once for runs of consecutive small units of up to
 #: this many rows (one Arrow call instead of one per small fragment).
 EVAL_GROUP_ROWS = 1 << 15
+#: An unfiltered scan reads runs of consecutive units of at most ``GROUP_UNIT_ROWS`` rows each
+#: together (one plan, one data buffer and one decode kernel per column for all their files:
+#: :mod:`.scan_multi`), up to this many rows ...
+SCAN_GROUP_ROWS = 1 << 16
+GROUP_UNIT_ROWS = 1 << 16
+#: ... and this many estimated encoded bytes per group.
+GROUP_BYTES = 16 * 1024 * 1024
 #: Units in flight at least (big units: this bounds memory).
 DEFAULT_READAHEAD = 4
 #: More units run ahead while their estimated encoded bytes stay under this...
@@ -212,6 +220,47 @@ async def read_unit_table(
     return assemble_table(ctx, spec, by_name, meta, n)
 
 
+async def read_plain_group(
+    ctx: DatasetContext, spec: ScanSpec, members: list[tuple[FragmentReader, int, int]],
+    limit: asyncio.Semaphore | None = None,
+) -> pa.Table | list[pa.Table] | None:
+    """The output rows of consecutive units of an unfiltered scan, in order, as one table
+    (None when no row survives): every projected field decoded once for all of them
+    (:func:`.scan_multi.read_members`), else unit by unit (a list of the units' tables; at
+    most ``limit`` units of the scan read at once)."""
+    assert spec.filter is None
+    keep = []
+    for frag, lo, hi in members:
+        live = None if frag.fragment.deletion_file is None else await _live(frag, lo, hi)
+        if live is None or len(live):
+            keep.append((frag, lo, hi, live))
+    if not keep:
+        return None
+    arrays = None
+    if spec.tops:
+        arrays = await read_members(ctx, spec.tops, [k[:3] for k in keep], [k[3] for k in keep])
+    if arrays is None:
+        if len(keep) == 1:
+            tables = [await read_unit_table(ctx, keep[0][0], spec, keep[0][1], keep[0][2])]
+        else:
+            async def one(f: FragmentReader, lo: int, hi: int) -> pa.Table | None:
+                if limit is None:
+                    return await read_unit_table(ctx, f, spec, lo, hi)
+                async with limit:
+                    return await read_unit_table(ctx, f, spec, lo, hi)
+
+            tables = await asyncio.gather(*(one(f, lo, hi) for f, lo, hi, _ in keep))
+        return [t for t in tables if t is not None]
+    n = sum((hi - lo) if live is None else len(live) for _, lo, hi, live in keep)
+    by_name = {t.name: a for t, a in zip(spec.tops, arrays)}
+    meta: dict[str, pa.Array] = {}
+    if spec.with_row_id or spec.with_row_address:
+        per = [dict(await f.meta_columns((lo, hi) if live is None else live, spec.with_row_id,
+                                         spec.with_row_address)) for f, lo, hi, live in keep]
+        meta = {name: pa.concat_arrays([p[name] for p in per]) for name in per[0]}
+    return assemble_table(ctx, spec, by_name, meta, n)
+
+
 async def read_unit(
     ctx: DatasetContext, frag: FragmentReader, spec: ScanSpec, lo: int, hi: int
 ) -> pa.RecordBatch | None:
@@ -295,10 +344,12 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
 async def _pipeline(
     index: "DatasetIndex", plan: ScanPlan, readahead: int,
     read: Callable[[list[tuple[FragmentReader, int, int]]], Awaitable[Any]], group_rows: int = 0,
+    unit_rows: int = SMALL_UNIT_ROWS,
 ) -> AsyncIterator[Any]:
     """``read(members)`` of every unit, results in plan order; with ``group_rows``, runs of
-    consecutive small units (at most ``SMALL_UNIT_ROWS`` rows each) are handed over together,
-    up to ``group_rows`` rows (filtered scans evaluate a group's filter once).  Work runs ahead
+    consecutive units of at most ``unit_rows`` rows each are handed over together, up to
+    ``group_rows`` rows and ``GROUP_BYTES`` estimated bytes (filtered scans evaluate a group's
+    filter once, unfiltered ones decode a group's columns once).  Work runs ahead
     while fewer than ``readahead`` groups are in flight, or while their estimated bytes stay
     under ``READAHEAD_BYTES`` (at most ``MAX_UNITS_IN_FLIGHT``): many small fragments are read
     and opened concurrently, a few big units bound memory.  Fragment readers come from the
@@ -317,8 +368,9 @@ async def _pipeline(
             members = [(index.reader(pos[nxt]), lo[nxt], hi[nxt])]
             size, rows = est[nxt], hi[nxt] - lo[nxt]
             nxt += 1
-            if group_rows and rows <= SMALL_UNIT_ROWS:
-                while nxt < n and hi[nxt] - lo[nxt] <= SMALL_UNIT_ROWS and rows + hi[nxt] - lo[nxt] <= group_rows:
+            if group_rows and rows <= unit_rows:
+                while (nxt < n and hi[nxt] - lo[nxt] <= unit_rows and rows + hi[nxt] - lo[nxt] <= group_rows
+                       and size + est[nxt] <= GROUP_BYTES):
                     members.append((index.reader(pos[nxt]), lo[nxt], hi[nxt]))
                     size += est[nxt]
                     rows += hi[nxt] - lo[nxt]
@@ -349,15 +401,21 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
     if remaining is not None and remaining <= 0:
         return
     index, plan, to_skip = await _plan(ctx, spec)
+    limit = asyncio.Semaphore(MAX_UNITS_IN_FLIGHT)
 
-    async def read(members: list[tuple[FragmentReader, int, int]]) -> pa.Table | None:
+    async def read(members: list[tuple[FragmentReader, int, int]]) -> Any:
         if spec.filter is not None:
             return await read_group_table(ctx, spec, members)
-        frag, lo, hi = members[0]
-        return await read_unit_table(ctx, frag, spec, lo, hi)
+        if len(members) == 1 and members[0][2] - members[0][1] > GROUP_UNIT_ROWS:
+            frag, lo, hi = members[0]
+            return await read_unit_table(ctx, frag, spec, lo, hi)
+        return await read_plain_group(ctx, spec, members, limit)
 
-    group = EVAL_GROUP_ROWS if spec.filter is not None else 0
-    batches = _rebatch(_pipeline(index, plan, max(1, spec.readahead), read, group), spec.batch_size)
+    if spec.filter is not None:
+        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, EVAL_GROUP_ROWS)
+    else:
+        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS)
+    batches = _rebatch(pipeline, spec.batch_size)
     try:
         async for piece in batches:
             if to_skip > 0:
@@ -376,38 +434,42 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
         await batches.aclose()
 
 
-async def _rebatch(tables: AsyncIterator[pa.Table | None], size: int) -> AsyncIterator[pa.RecordBatch]:
+async def _rebatch(
+    results: AsyncIterator[pa.Table | list[pa.Table] | None], size: int
+) -> AsyncIterator[pa.RecordBatch]:
     """Batches of at most ``size`` rows: a unit of at least ``size`` rows is cut zero-copy (at
     ``size`` and at its chunk edges); smaller units are gathered until ``size`` rows (one copy
-    of those rows), so a scan of many small fragments yields full batches."""
+    of those rows), so a scan of many small fragments yields full batches.  ``results`` are
+    tables, lists of tables (one per unit) or None."""
     buf: list[pa.Table] = []
     buf_rows = 0
     try:
-        async for table in tables:
-            if table is None or table.num_rows == 0:
-                continue
-            if table.num_rows >= size:
-                if buf:
-                    for b in _gather(buf, size):
+        async for result in results:
+            for table in result if isinstance(result, list) else (result,):
+                if table is None or table.num_rows == 0:
+                    continue
+                if table.num_rows >= size:
+                    if buf:
+                        for b in _gather(buf, size):
+                            yield b
+                        buf, buf_rows = [], 0
+                    for b in _split(table, size):
                         yield b
-                    buf, buf_rows = [], 0
-                for b in _split(table, size):
-                    yield b
-                continue
-            buf.append(table)
-            buf_rows += table.num_rows
-            if buf_rows >= size:
-                whole = _concat(buf)
-                full = (buf_rows // size) * size
-                for b in _split(whole.slice(0, full), size):
-                    yield b
-                buf = [whole.slice(full)] if full < buf_rows else []
-                buf_rows -= full
+                    continue
+                buf.append(table)
+                buf_rows += table.num_rows
+                if buf_rows >= size:
+                    whole = _concat(buf)
+                    full = (buf_rows // size) * size
+                    for b in _split(whole.slice(0, full), size):
+                        yield b
+                    buf = [whole.slice(full)] if full < buf_rows else []
+                    buf_rows -= full
         if buf:
             for b in _gather(buf, size):
                 yield b
     finally:
-        await tables.aclose()  # type: ignore[attr-defined]
+        await results.aclose()  # type: ignore[attr-defined]
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
