@@ -127,6 +127,7 @@ def _exercise(rows: int, seed: int) -> None:
         clear_memory_objects(prefix)
     with tempfile.TemporaryDirectory(prefix="lancejit-warmup-") as tmp:
         _exercise_versions(rows, seed, tmp + "/")
+    _exercise_manifest_scan()
     _exercise_multi_file_take()
 
 
@@ -139,9 +140,21 @@ def _exercise_multi_file_take() -> None:
     segs[3] = 8
     slots = np.zeros((3, 2), dtype=np.int64)
     slots[1] = 1
-    work = np.empty(6, dtype=np.int64)
+    work = np.empty(7, dtype=np.int64)
     plan_take_files(segs[0], segs[1], segs[2], segs[3], slots[0], slots[1], slots[2], np.zeros(1, np.int64),
-                    np.zeros(1, np.int64), 1, 4096, work[:1], work[1:2], work[2:3], work[3:].reshape(1, 3))
+                    np.zeros(1, np.int64), 1, 4096, work[:1], work[1:2], work[2:3], work[3:].reshape(1, 4))
+
+
+def _exercise_manifest_scan() -> None:
+    """The manifest wire-format kernels (opening a dataset in a process that loaded Numba)."""
+    from lancejit.pb import table_pb2
+    from lancejit.table.manifest_scan import scan_manifest
+
+    m = table_pb2.Manifest(version=1)
+    frag = m.fragments.add(id=0, physical_rows=10)
+    frag.files.add(path="a.lance", fields=[0], column_indices=[0])
+    frag.deletion_file.num_deleted_rows = 1
+    scan_manifest(m.SerializeToString(), force=True)
 
 
 def _exercise_versions(rows: int, seed: int, root: str) -> None:

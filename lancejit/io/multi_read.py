@@ -49,46 +49,48 @@ class FileSource:
                    getattr(reader, "whole", None))
 
 
-async def read_files(sources: Sequence[FileSource], reads: np.ndarray, *, priority: int = 0) -> np.ndarray:
-    """The bytes of ``reads`` (``(m, 3)`` int64 rows ``(source index, start, end)``: half-open
-    byte ranges sorted by source, coalesced) concatenated in row order, as one ``uint8`` array."""
-    m = len(reads)
-    at = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(reads[:, 2] - reads[:, 1], out=at[1:])
-    out = np.empty(int(at[-1]), dtype=np.uint8)
-    rows = np.column_stack((reads, at[:-1])).tolist()  # [source, start, end, position]
-    if m > 1:
-        bounds = [0, *(np.flatnonzero(reads[1:, 0] != reads[:-1, 0]) + 1).tolist(), m]
-    else:
-        bounds = [0, m]
+async def read_files(sources: Sequence[FileSource], reads: np.ndarray, nbytes: int, *,
+                     priority: int = 0) -> np.ndarray:
+    """The bytes of ``reads`` (``(m, 4)`` int64 rows ``(source index, start, end, position)``:
+    half-open byte ranges sorted by source, coalesced, and where each goes in the result; the
+    positions are the running sum of the lengths) as one ``uint8`` array of ``nbytes`` bytes."""
+    out = np.empty(nbytes, dtype=np.uint8)
+    rows = reads.tolist()
     pending: list[tuple[FileSource, list[list[int]]]] = []
-    nbytes = 0
-    same = True
     store = None
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    same = True
+    inline_bytes = 0
+    a, m = 0, len(rows)
+    while a < m:  # one part per source (rows of one source are consecutive)
+        r = rows[a][0]
+        b = a + 1
+        while b < m and rows[b][0] == r:
+            b += 1
         part = rows[a:b]
-        src = sources[part[0][0]]
+        src = sources[r]
         if src.whole is not None:
             _copy_from(src, part, out)
-            continue
-        if store is None:
-            store = src.store
-        elif src.store is not store:
-            same = False
-        pending.append((src, part))
-        nbytes += int(at[b] - at[a])
+        else:
+            if store is None:
+                store = src.store
+            elif src.store is not store:
+                same = False
+            pending.append((src, part))
+            last = part[-1]
+            inline_bytes += last[3] + last[2] - last[1] - part[0][3]
+        a = b
     if not pending:
         return out
     inline = getattr(store, "read_files_into", None) if same else None
-    if inline is not None and nbytes <= getattr(store, "inline_read_bytes", nbytes):
+    if inline is not None and inline_bytes <= getattr(store, "inline_read_bytes", inline_bytes):
         queue = io_queue(store)
-        if queue.try_take(nbytes):
+        if queue.try_take(inline_bytes):
             try:
                 t0 = time.perf_counter()
                 nreq = inline([(src.path, part) for src, part in pending], out)
             finally:
-                queue.give_back(nbytes)
-            _count(pending, nbytes, nreq, time.perf_counter() - t0)
+                queue.give_back(inline_bytes)
+            _count(pending, inline_bytes, nreq, time.perf_counter() - t0)
             return out
     await gather_all(_through_scheduler(src, part, out, priority) for src, part in pending)
     return out

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import InvalidInputError, RowIndexError
+from lancejit.core.errors import InvalidInputError, LanceJitError, RowIndexError
 
-from .context import DatasetContext
+from .context import DatasetContext, with_context
 from .deletion import physical_of_logical
 from .features import FLAG_STABLE_ROW_IDS
 from .fragment import ROWADDR, ROWID, FragmentReader
@@ -101,11 +101,20 @@ def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | pa.Ta
     return table.take(pa.array(positions, pa.int64()))
 
 
+_I64 = np.dtype(np.int64)
+_FIRST = np.zeros(1, dtype=np.int64)
+_FIRST.flags.writeable = False
+
+
 def _unique(pos: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(positions, offsets, inverse)``: the requested (fragment position, physical offset)
     pairs sorted and deduplicated (one ``np.unique``), and each request's row among them."""
-    if len(pos) == 1:
-        return pos.astype(np.int64, copy=False), offsets.astype(np.int64, copy=False), np.zeros(1, dtype=np.int64)
+    if pos.size == 1:
+        if pos.dtype != _I64:
+            pos = pos.astype(np.int64)
+        if offsets.dtype != _I64:
+            offsets = offsets.astype(np.int64)
+        return pos, offsets, _FIRST
     keys = (pos.astype(np.int64) << 32) | offsets.astype(np.int64)
     ukeys, inverse = np.unique(keys, return_inverse=True)
     return ukeys >> 32, ukeys & 0xFFFFFFFF, inverse.reshape(-1).astype(np.int64, copy=False)
@@ -167,13 +176,20 @@ async def _read(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, upos: 
     if not tops:
         return await _read_groups(ctx, spec, _groups_of(index, upos, uoff))
     state = state_for(index, tops)
-    slots = await slots_of(ctx, index, state, tops, upos)
-    fast = slots >= 0
-    if fast.all():
-        with ctx.errors():
+    slots, low = await slots_of(ctx, index, state, tops, upos)
+    if low >= 0:  # every touched fragment served by the multi-file take
+        try:
             arrays = await state.take(slots, uoff)
-        meta = await _meta(ctx, index, spec, upos, uoff)
-        return assemble_batch(ctx, spec, {t.name: a for t, a in zip(tops, arrays)}, meta, len(upos))
+        except LanceJitError as exc:
+            raise with_context(exc, ctx.describe_where()) from exc
+        meta = await _meta(ctx, index, spec, upos, uoff) if spec.with_row_id or spec.with_row_address else {}
+        plan = state.output(ctx, spec)
+        if plan is None:
+            return assemble_batch(ctx, spec, {t.name: a for t, a in zip(tops, arrays)}, meta, len(upos))
+        schema, sources = plan
+        cols = [arrays[i] if i >= 0 else meta[ROWID if i == -1 else ROWADDR] for i in sources]
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+    fast = slots >= 0
     if not fast.any():
         return await _read_groups(ctx, spec, _groups_of(index, upos, uoff))
     # some fragments each way: both parts, then rows back in (position, offset) order
@@ -189,6 +205,11 @@ async def _read(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, upos: 
 async def _physical(index: DatasetIndex, pos: np.ndarray, local: np.ndarray) -> np.ndarray:
     """Physical offsets of logical offsets ``local`` within fragments ``pos``: deletion files
     are read (cached) only for the touched fragments that have one."""
+    any_dels = index.take_state.get("any deletions")
+    if any_dels is None:
+        any_dels = index.take_state["any deletions"] = bool(index.has_deletions.any())
+    if not any_dels:
+        return local
     dels = index.has_deletions[pos]
     if not dels.any():
         return local
@@ -214,7 +235,8 @@ async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.
         if (idx.dtype.kind == "i" and lo < 0) or hi >= total:
             bad = lo if idx.dtype.kind == "i" and lo < 0 else hi
             raise RowIndexError(f"dataset {ctx.uri} version {ctx.version}: row offset {bad} is out of range for {total} rows")
-    idx = idx.astype(np.int64, copy=False)
+    if idx.dtype != _I64:
+        idx = idx.astype(np.int64)
     if idx.size == 0:
         return _assemble(ctx, spec, None, idx)
     pos, local = index.locate(idx)

@@ -43,8 +43,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import DatasetContext
     from .index import DatasetIndex
 
-#: ``slot_of_pos`` values: not looked at yet / served by the per-fragment path.
-UNKNOWN, NOT_ELIGIBLE = -1, -2
+#: ``slot_of_pos`` values: not looked at yet / served by the per-fragment path (UNKNOWN is the
+#: smallest: one minimum tells whether a take must admit fragments first).
+UNKNOWN, NOT_ELIGIBLE = -2, -1
+
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 
 #: Column kinds one decode call serves across files (no per-file tables in the decode).
 _MERGEABLE = frozenset({"fixed", "bitpacked", "variable"})
@@ -85,6 +88,10 @@ class FileTakeState:
         #: Coalescing gap (bytes): the smallest block size of the files' stores.
         self.block = 1 << 62
         self._lock = threading.Lock()
+        #: The ``tops`` object last used to find this state (see :func:`state_for`).
+        self.tops: Any = None
+        #: Per spec object: see :meth:`output`.
+        self._outputs: dict[int, tuple[Any, Any]] = {}
 
     # ------------------------------------------------------------------------- admission
     def _add(self, pos: int, table: Any, reader: FileSource) -> None:
@@ -167,53 +174,86 @@ class FileTakeState:
         """Columns at rows ``rows`` (int64 physical offsets) of slots ``row_slot`` (each slot's
         rows contiguous), in that order: one plan, one read, one decode per column."""
         from lancejit.encoding.kernels.take import plan_take_files
+        from lancejit.encoding.v21.take_index import take_column
 
         k = rows.size
         ncols = self.ncols
         n = ncols * k
-        work = np.empty(6 * n, dtype=np.int64)
+        work = np.empty(7 * n, dtype=np.int64)
         item_seg, item_in, item_pos = work[:n], work[n:2 * n], work[2 * n:3 * n]
-        reads = work[3 * n:].reshape(n, 3)
+        reads = work[3 * n:].reshape(n, 4)
         segs, slots = self.segs, self.slots
         nr = plan_take_files(segs[0], segs[1], segs[2], segs[3], slots[0], slots[1], slots[2], row_slot, rows,
                              ncols, self.block, item_seg, item_in, item_pos, reads)
-        data = await read_files(self.readers, reads[:nr], priority=int(rows[0]))
+        _, first, last, at = reads[nr - 1].tolist()
+        data = await read_files(self.readers, reads[:nr], at + last - first, priority=int(rows[0]))
         data.flags.writeable = False  # the file take's decode kernels are compiled for read-only data
-        sigs = self.rowsig[row_slot]
-        merged = self.merged[sigs[0]] if k == 1 or not (sigs != sigs[0]).any() else None
+        one_slot = k == 1 or row_slot[0] == row_slot[k - 1]  # each slot's rows are contiguous
+        if one_slot or _MIN(self.rowsig[row_slot]) == _MAX(self.rowsig[row_slot]):
+            merged = self.merged[self.rowsig[row_slot[0]]]
+        else:
+            merged = None
         out = []
         for j in range(ncols):
             lo, hi = j * k, (j + 1) * k
-            ix = merged[j] if merged is not None else None
+            ix = None if merged is None else merged[j]
             arr = None
             if ix is not None:
                 try:
-                    arr = _take_column(ix, data, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi], segs, 0)
+                    arr = take_column(ix, data, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi], segs[4], segs[3],
+                                      segs[5], segs[6], 0)
                 except CorruptFileError:
                     arr = None  # decoded per file below: the error names the file
             if arr is None:
-                arr = self._per_file(j, data, row_slot, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi], segs)
+                if one_slot:
+                    s = int(row_slot[0])
+                    arr = take_column(self.columns[s][j], data, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi],
+                                      segs[4], segs[3], segs[5], segs[6], int(self.seg0[s, j]))
+                else:
+                    arr = self._per_file(j, data, row_slot, item_pos[lo:hi], item_in[lo:hi], item_seg[lo:hi],
+                                         segs)
             out.append(arr)
         return out
 
     def _per_file(self, j: int, data: np.ndarray, row_slot: np.ndarray, pos: np.ndarray, inn: np.ndarray,
                   seg: np.ndarray, segs: np.ndarray) -> pa.Array:
         """Column ``j`` decoded file by file (each with its own take index), concatenated."""
+        from lancejit.encoding.v21.take_index import take_column
+
         cuts = np.flatnonzero(row_slot[1:] != row_slot[:-1]) + 1
         bounds = [0, *cuts.tolist(), row_slot.size]
         parts = []
         for a, b in zip(bounds[:-1], bounds[1:]):
             s = int(row_slot[a])
-            parts.append(_take_column(self.columns[s][j], data, pos[a:b], inn[a:b], seg[a:b], segs,
-                                      int(self.seg0[s, j])))
+            parts.append(take_column(self.columns[s][j], data, pos[a:b], inn[a:b], seg[a:b], segs[4], segs[3],
+                                     segs[5], segs[6], int(self.seg0[s, j])))
         return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
 
+    def output(self, ctx: "DatasetContext", spec: Any) -> tuple[pa.Schema, tuple[int, ...]] | None:
+        """``(schema, sources)`` of a take spec whose output columns are the projection's whole
+        columns and meta columns (``sources``: per output column its index in the projection's
+        arrays, or -1 ``_rowid``, -2 ``_rowaddr``), None when it needs :func:`assemble_batch`;
+        cached per spec object."""
+        got = self._outputs.get(id(spec))
+        if got is not None and got[0] is spec:
+            return got[1]
+        from .fragment import ROWADDR, ROWID
+        from .scan import output_columns, output_schema
 
-def _take_column(ix: Any, data: np.ndarray, pos: np.ndarray, inn: np.ndarray, seg: np.ndarray,
-                 segs: np.ndarray, seg0: int) -> pa.Array:
-    from lancejit.encoding.v21.take_index import take_column
-
-    return take_column(ix, data, pos, inn, seg, segs[4], segs[3], segs[5], segs[6], seg0)
+        names = [t.name for t in spec.tops]
+        sources = []
+        for c in output_columns(spec):
+            if c.top is None:
+                sources.append(-1 if c.name == ROWID else -2 if c.name == ROWADDR else None)
+            elif c.path or c.prune is not None or c.top not in names:
+                sources.append(None)
+            else:
+                sources.append(names.index(c.top))
+        plan = None if None in sources else (output_schema(ctx, spec), tuple(sources))
+        if len(self._outputs) >= 64:
+            self._outputs.clear()
+        self._outputs[id(spec)] = (spec, plan)
+        return plan
 
 
 async def _all(aws: Any) -> list[Any]:
@@ -247,24 +287,35 @@ async def _table_of(ctx: "DatasetContext", frag: Any, group: Any, got: tuple) ->
 
 
 def state_for(index: "DatasetIndex", tops: Sequence[TopField]) -> FileTakeState:
-    """The :class:`FileTakeState` of ``index``'s version for the columns ``tops``."""
+    """The :class:`FileTakeState` of ``index``'s version for the columns ``tops`` (found by the
+    ``tops`` object first: specs keep theirs)."""
+    states = index.take_state
+    st = states.get(id(tops))
+    if st is not None and st.tops is tops:
+        return st
     key = tuple(t.name for t in tops)
-    st = index.take_state.get(key)
+    st = states.get(key)
     if st is None:
-        st = index.take_state.setdefault(key, FileTakeState(len(index), len(tops)))
+        st = states.setdefault(key, FileTakeState(len(index), len(tops)))
+    if len(states) < 256:
+        states[id(tops)] = st
+        st.tops = tops
     return st
 
 
 async def slots_of(ctx: "DatasetContext", index: "DatasetIndex", state: FileTakeState,
-                   tops: Sequence[TopField], upos: np.ndarray) -> np.ndarray:
+                   tops: Sequence[TopField], upos: np.ndarray) -> tuple[np.ndarray, int]:
     """The slot of each fragment position in ``upos`` (sorted), admitting the positions not
-    looked at yet; :data:`NOT_ELIGIBLE` for fragments the per-fragment path serves."""
+    looked at yet (:data:`NOT_ELIGIBLE`: fragments the per-fragment path serves), and the
+    smallest of them (>= 0: all served by the multi-file take)."""
     slots = state.slot_of_pos[upos]
-    if (slots == UNKNOWN).any():
+    low = int(slots[0]) if slots.size == 1 else int(_MIN(slots))
+    if low == UNKNOWN:
         new = np.unique(upos[slots == UNKNOWN]).tolist()
         await state.admit(ctx, index, tops, new)
         slots = state.slot_of_pos[upos]
-    return slots
+        low = int(_MIN(slots))
+    return slots, low
 
 
 __all__ = ["FileTakeState", "NOT_ELIGIBLE", "UNKNOWN", "slots_of", "state_for"]

@@ -232,10 +232,11 @@ def test_plan_take_files_matches_numpy(data):
     slot = [np.array([r[i] for r in seg_rows], np.int64) for i in range(3)]
     n = ncols * k
     item_seg, item_in, item_pos = (np.empty(n, np.int64) for _ in range(3))
-    reads = np.empty((n, 3), np.int64)
+    reads = np.empty((n, 4), np.int64)
     nr = plan_take_files(*seg, *slot, row_slot, rows, ncols, block, item_seg, item_in, item_pos, reads)
     items, runs = _plan_numpy(tables, row_slot.tolist(), rows.tolist(), ncols, block)
-    assert reads[:nr].tolist() == runs
+    assert reads[:nr, :3].tolist() == runs
+    assert reads[:nr, 3].tolist() == np.cumsum([0] + [b - a for _, a, b in runs])[:-1].tolist()
     assert item_seg.tolist() == [t[3] for t in items]
     assert item_in.tolist() == [t[4] for t in items]
     # each item's bytes sit at item_pos in the concatenation of the reads

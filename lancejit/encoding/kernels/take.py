@@ -93,9 +93,10 @@ def plan_take_files(seg_key, seg_b0, seg_stride, seg_len, slot_lo, slot_hi, slot
     plus ``j * slot_span[s]``).  Row ``i`` is row ``rows[i]`` of file ``row_slot[i]``; item
     ``t = j * k + i`` is that row of column ``j``.  Fills ``item_seg`` (index into the ``seg_*``
     arrays), ``item_in`` (row inside the segment) and ``item_pos`` (where the item's bytes start
-    in the concatenation of the reads), and ``reads[:nr]`` = ``(slot, start, end)``: the items'
-    byte ranges merged per file while the gap is at most ``block`` bytes (the scheduler's
-    coalescing rule), sorted by slot then start.  Returns ``nr``.  Callers check
+    in the concatenation of the reads), and ``reads[:nr]`` = ``(slot, start, end, position)``:
+    the items' byte ranges merged per file while the gap is at most ``block`` bytes (the
+    scheduler's coalescing rule), sorted by slot then start, and where each read's bytes start
+    in that concatenation.  Returns ``nr``.  Callers check
     ``0 <= rows[i] < rows of file row_slot[i]``."""
     k = rows.shape[0]
     n = ncols * k
@@ -133,6 +134,7 @@ def plan_take_files(seg_key, seg_b0, seg_stride, seg_len, slot_lo, slot_hi, slot
                 reads[nr, 0] = cur
                 reads[nr, 1] = run_s
                 reads[nr, 2] = run_e
+                reads[nr, 3] = base
                 nr += 1
                 total += run_e - run_s
             cur = s
@@ -144,6 +146,7 @@ def plan_take_files(seg_key, seg_b0, seg_stride, seg_len, slot_lo, slot_hi, slot
         reads[nr, 0] = cur
         reads[nr, 1] = run_s
         reads[nr, 2] = run_e
+        reads[nr, 3] = base
         nr += 1
     return nr
 
