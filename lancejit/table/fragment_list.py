@@ -22,13 +22,17 @@ class FragmentList(Sequence):
     """A read-only sequence of :class:`~.manifest.Fragment` over ``repeated DataFragment``
     messages, converted one by one by ``convert(message, stats_trusted)``."""
 
-    __slots__ = ("_pb", "_trusted", "_convert", "_items")
+    __slots__ = ("_pb", "_trusted", "_convert", "_items", "_arrays")
 
-    def __init__(self, messages: Any, stats_trusted: bool, convert: Callable[[Any, bool], Any]) -> None:
+    def __init__(self, messages: Any, stats_trusted: bool, convert: Callable[[Any, bool], Any],
+                 arrays: Any = None) -> None:
         self._pb = messages
         self._trusted = stats_trusted
         self._convert = convert
         self._items: list[Any] = [None] * len(messages)
+        #: The messages' values as arrays when already known (a
+        #: :class:`~.manifest_scan.FragmentArrays`), else None.
+        self._arrays = arrays
 
     def __len__(self) -> int:
         return len(self._items)
@@ -80,6 +84,10 @@ class FragmentList(Sequence):
         of every fragment without converting any: the same values the converted fragments hold
         (``physical_rows`` 0 when unknown, ``num_deleted`` 0 without a deletion file and
         :data:`UNKNOWN` when the deletion file's count is unknown)."""
+        a = self._arrays
+        if a is not None:
+            return apply_trust(a.ids.astype(np.int64), a.physical_rows, a.num_files > 0, a.has_deletion,
+                               a.num_deleted, self._trusted)
         return fragment_counts(self._pb, self._trusted)
 
 
@@ -98,14 +106,23 @@ def fragment_counts(messages: Any, trusted: bool) -> tuple[np.ndarray, np.ndarra
     physical = np.fromiter(map(attrgetter("physical_rows"), items), dtype=np.uint64, count=n)
     has_files = np.fromiter(map(len, map(attrgetter("files"), items)), dtype=np.int64, count=n) > 0
     has_del = np.fromiter(map(methodcaller("HasField", "deletion_file"), items), dtype=bool, count=n)
-    if not trusted:
-        return ids, np.zeros(n, dtype=np.uint64), np.where(has_del, UNKNOWN, 0), has_files
     deleted = np.zeros(n, dtype=np.uint64)
-    with_del = np.flatnonzero(has_del)
+    with_del = np.flatnonzero(has_del) if trusted else ()
     if len(with_del):
         deleted[with_del] = np.fromiter(
             (items[i].deletion_file.num_deleted_rows for i in with_del.tolist()), dtype=np.uint64, count=len(with_del)
         )
+    return apply_trust(ids, physical, has_files, has_del, deleted, trusted)
+
+
+def apply_trust(ids: np.ndarray, physical: np.ndarray, has_files: np.ndarray, has_del: np.ndarray,
+                deleted: np.ndarray, trusted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:meth:`FragmentList.counts` from the values as stored (``physical`` and ``deleted``
+    uint64, ``deleted`` 0 without a deletion file)."""
+    if not trusted:
+        return ids, np.zeros(len(ids), dtype=np.uint64), np.where(has_del, UNKNOWN, 0), has_files
+    if not has_del.any():
+        return ids, physical, np.zeros(len(ids), dtype=np.int64), has_files
     unknown = has_del & ((deleted == 0) | ((physical != 0) & (deleted > physical)))
     # an unknown physical_rows (0) is resolved later from the data file: keep the count as is
     known = np.where(has_del & ~unknown, np.where(physical != 0, np.minimum(deleted, physical), deleted),

@@ -61,7 +61,7 @@ class DatasetIndex:
 
     def __init__(self, ctx: "DatasetContext", fragments: "Sequence[Fragment]", physical_rows: np.ndarray,
                  live_rows: np.ndarray, fragment_ids: np.ndarray | None = None,
-                 has_deletions: np.ndarray | None = None) -> None:
+                 has_deletions: np.ndarray | None = None, order: np.ndarray | None = None) -> None:
         n = len(fragments)
         self.ctx = ctx
         self.fragments = fragments
@@ -79,7 +79,8 @@ class DatasetIndex:
         self.total_rows = int(starts[-1])
         #: Id of a fragment without data files (None: every fragment has some).
         self.no_data_fragment: int | None = None
-        order = np.argsort(self.fragment_ids, kind="stable")
+        if order is None:  # (the positions that sort the ids, when the caller does not know them)
+            order = np.argsort(self.fragment_ids, kind="stable")
         self._sorted_ids = self.fragment_ids[order]
         self._sorted_pos = order.astype(np.int64, copy=False)
         self._readers: dict[int, FragmentReader] = {}
@@ -144,30 +145,42 @@ def _manifest_counts(fragments: "Sequence[Fragment]") -> tuple[np.ndarray, ...]:
     return ids, physical, deleted, has_files, has_del
 
 
+def _id_order(ctx: "DatasetContext", ids: np.ndarray) -> np.ndarray:
+    """Positions that sort ``ids``; :class:`CorruptFileError` when an id repeats (the
+    reference's Dataset.validate rule).  Ids in increasing order (what writers make) cost one
+    comparison."""
+    n = len(ids)
+    if n < 2 or (ids[1:] > ids[:-1]).all():
+        return np.arange(n, dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    s = ids[order]
+    dup = s[1:] == s[:-1]
+    if dup.any():
+        raise CorruptFileError(
+            f"{ctx.describe_where(ctx.manifest_path)}: fragment id {int(s[1:][dup][0])} is used by "
+            f"more than one fragment (the reference's Dataset.validate rule)"
+        )
+    return order
+
+
 def _checked_counts(ctx: "DatasetContext", fragments: "Sequence[Fragment]") -> tuple[np.ndarray, ...]:
+    """``(ids, physical_rows, num_deleted, has_files, has_deletion_file, id order)`` (see
+    :func:`_manifest_counts`), checked."""
     ids, physical, deleted, has_files, has_del = _manifest_counts(fragments)
-    too_big = np.flatnonzero(physical > MAX_FRAGMENT_ROWS)
-    if len(too_big):
-        i = int(too_big[0])
+    if len(physical) and physical.max() > MAX_FRAGMENT_ROWS:
+        i = int(np.argmax(physical > MAX_FRAGMENT_ROWS))
         raise CorruptFileError(
             f"{ctx.describe_where(ctx.manifest_path)}: fragment {int(ids[i])} records {int(physical[i])} "
             f"physical rows, more than a fragment can address ({MAX_FRAGMENT_ROWS})"
         )
-    if len(ids) > 1 and len(np.unique(ids)) != len(ids):
-        uniq, counts = np.unique(ids, return_counts=True)
-        raise CorruptFileError(
-            f"{ctx.describe_where(ctx.manifest_path)}: fragment id {int(uniq[counts > 1][0])} is used by "
-            f"more than one fragment (the reference's Dataset.validate rule)"
-        )
-    return ids, physical.astype(np.int64), deleted, has_files, has_del
+    return ids, physical.astype(np.int64), deleted, has_files, has_del, _id_order(ctx, ids)
 
 
 def _finish(ctx: "DatasetContext", fragments: "Sequence[Fragment]", ids: np.ndarray, physical: np.ndarray,
-            deleted: np.ndarray, has_files: np.ndarray, has_del: np.ndarray) -> DatasetIndex:
-    index = DatasetIndex(ctx, fragments, physical, physical - deleted, ids, has_del)
-    empty = np.flatnonzero(~has_files)
-    if len(empty):
-        index.no_data_fragment = int(ids[empty[0]])
+            deleted: np.ndarray, has_files: np.ndarray, has_del: np.ndarray, order: np.ndarray) -> DatasetIndex:
+    index = DatasetIndex(ctx, fragments, physical, physical - deleted, ids, has_del, order)
+    if not has_files.all():
+        index.no_data_fragment = int(ids[np.argmin(has_files)])
     return index
 
 
@@ -179,8 +192,8 @@ def index_now(ctx: "DatasetContext") -> DatasetIndex | None:
     if index is None:
         fragments = ctx.manifest.fragments
         counts = _checked_counts(ctx, fragments)
-        ids, physical, deleted, has_files, has_del = counts
-        if np.any((physical == 0) & has_files) or np.any(deleted == UNKNOWN):
+        ids, physical, deleted, has_files, has_del, order = counts
+        if (deleted < 0).any() or ((physical == 0) & has_files).any():  # UNKNOWN counts
             return None
         index = ctx.index = _finish(ctx, fragments, *counts)
     return index
@@ -188,7 +201,7 @@ def index_now(ctx: "DatasetContext") -> DatasetIndex | None:
 
 async def _build(ctx: "DatasetContext") -> DatasetIndex:
     fragments = ctx.manifest.fragments
-    ids, physical, deleted, has_files, has_del = _checked_counts(ctx, fragments)
+    ids, physical, deleted, has_files, has_del, order = _checked_counts(ctx, fragments)
     unknown_rows = np.flatnonzero((physical == 0) & has_files).tolist()
     if unknown_rows:
 
@@ -207,7 +220,7 @@ async def _build(ctx: "DatasetContext") -> DatasetIndex:
             return 0 if d is None else len(d)
 
         deleted[unknown_deleted] = await asyncio.gather(*(deleted_of(i) for i in unknown_deleted))
-    return _finish(ctx, fragments, ids, physical, deleted, has_files, has_del)
+    return _finish(ctx, fragments, ids, physical, deleted, has_files, has_del, order)
 
 
 async def dataset_index(ctx: "DatasetContext") -> DatasetIndex:

@@ -24,6 +24,7 @@ from lancejit.core.errors import CorruptFileError
 from lancejit.pb import table_pb2, transaction_pb2
 
 from .fragment_list import FragmentList
+from .manifest_scan import ScannedManifest, scan_manifest
 
 MAGIC = b"LANC"
 FOOTER_LEN = 16
@@ -238,8 +239,9 @@ def _fragment(pb: Any, stats_trusted: bool = True) -> Fragment:
     )
 
 
-def manifest_from_pb(pb: Any, file_size: int = 0) -> Manifest:
-    """Convert a decoded ``lance.table.Manifest`` message."""
+def manifest_from_pb(pb: Any, file_size: int = 0, scanned: ScannedManifest | None = None) -> Manifest:
+    """Convert a decoded ``lance.table.Manifest`` message (with ``scanned``: the message
+    without its fragments, which ``scanned`` holds)."""
     txn = _opt(pb, "transaction_section")
     if txn is None:
         txn = _opt(pb, "transaction_section_deprecated")
@@ -249,7 +251,8 @@ def manifest_from_pb(pb: Any, file_size: int = 0) -> Manifest:
         fields=tuple(pb.fields),
         schema_metadata={k: bytes(v) for k, v in pb.schema_metadata.items()},
         # converted on first access (opening a dataset of many fragments builds none)
-        fragments=FragmentList(pb.fragments, pb.HasField("writer_version"), _fragment),
+        fragments=FragmentList(pb.fragments, pb.HasField("writer_version"), _fragment) if scanned is None
+        else FragmentList(scanned.fragments, pb.HasField("writer_version"), _fragment, scanned.arrays),
         timestamp_ns=ts,
         tag=pb.tag,
         reader_feature_flags=pb.reader_feature_flags,
@@ -304,13 +307,17 @@ def decode_manifest(section: bytes | memoryview, file_size: int, path: str) -> M
             f"manifest length prefix says {recorded} bytes but {actual} bytes precede the footer",
             path=path,
         )
+    body = section[4 : 4 + actual].tobytes()
+    # the fragments as arrays from the bytes when the kernels vouch for them (None: protobuf
+    # decodes everything, or raises)
+    scanned = scan_manifest(body)
     pb = table_pb2.Manifest()
     try:
-        pb.ParseFromString(section[4 : 4 + actual].tobytes())
+        pb.ParseFromString(body if scanned is None else scanned.rest)
     except (DecodeError, ValueError) as exc:
         raise CorruptFileError(f"manifest protobuf does not decode: {exc}", path=path) from None
     try:
-        return manifest_from_pb(pb, file_size)
+        return manifest_from_pb(pb, file_size, scanned)
     except CorruptFileError as exc:
         if exc.path is None:
             raise CorruptFileError(str(exc), path=path) from None

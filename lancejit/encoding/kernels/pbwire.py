@@ -1,0 +1,305 @@
+"""Protobuf wire-format kernels for the fragments of a table manifest (``lance.table.Manifest``).
+
+Opening a dataset needs, per fragment, only its id, row counts and whether it has data and
+deletion files; decoding thousands of ``DataFragment`` messages into Python objects to read
+them costs far more than the rest of the open.  These kernels walk the manifest's protobuf
+bytes once and fill preallocated arrays instead; the fragments themselves are decoded later,
+one by one, only when touched.
+
+Field numbers (``protos/table.proto``): ``Manifest.fragments = 2``; ``DataFragment``: ``id = 1``,
+``files = 2`` (``DataFile``), ``deletion_file = 3`` (``DeletionFile``), ``physical_rows = 4``,
+``inline_*`` bytes 5 / 7 / 9, ``external_*`` ``ExternalFile`` 6 / 8 / 10; ``DataFile``: ``path = 1``
+(string), ``fields = 2`` / ``column_indices = 3`` (repeated int32, packed or not), 4..7 varints;
+``DeletionFile``: 1..4 and 7 varints (``num_deleted_rows = 4``); ``ExternalFile``: ``path = 1``,
+2 and 3 varints.
+
+The kernels follow protobuf's merge rules (a repeated scalar field's last value wins, a
+message field seen twice is merged) and validate the whole wire structure of every fragment,
+nested messages included, so that a manifest they accept is one protobuf decodes.  They are
+deliberately conservative: anything unusual - a known field with an unexpected wire type,
+groups, a varint whose 10th byte holds more than one bit, a non-ASCII string (protobuf checks
+UTF-8) - makes them report :data:`FALLBACK` and the caller decodes with protobuf itself, which
+accepts the input or raises.  Malformed input (truncated varints, lengths past the end) is also
+reported as :data:`FALLBACK`, never read out of bounds: every position is checked against the
+end of its enclosing message.
+"""
+
+from __future__ import annotations
+
+from lancejit.encoding.kernels.jit import njit, uint64
+
+# No kernel here allocates: compiled without Numba's reference counting (``_nrt=False``), whose
+# increments and decrements of every array argument at each helper call otherwise cost more
+# than the parsing; helpers are inlined into the two kernels.
+_kernel = njit(cache=True, nogil=True, _nrt=False)
+_helper = njit(cache=True, nogil=True, _nrt=False, inline="always")
+
+#: Status: arrays filled.
+OK = 0
+#: Status: the kernel does not vouch for this input; decode it with protobuf instead.
+FALLBACK = 1
+
+
+@_helper
+def _varint(buf, pos, end):  # pragma: no cover - compiled
+    """``(value, next position)`` of the varint at ``pos``; next position -1 when it is
+    truncated at ``end``, longer than 10 bytes or its 10th byte holds more than one bit."""
+    result = uint64(0)
+    shift = uint64(0)
+    for i in range(10):
+        if pos >= end:
+            return uint64(0), -1
+        b = buf[pos]
+        pos += 1
+        if i == 9 and b > 1:
+            return uint64(0), -1
+        result |= uint64(b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += uint64(7)
+    return uint64(0), -1
+
+
+@_helper
+def _varint32(buf, pos, end):  # pragma: no cover - compiled
+    """``(value, next position)`` of a varint of at most 5 bytes and 32 bits (tags, lengths)
+    in int64 arithmetic; next position -1 otherwise (longer encodings are valid protobuf but
+    no writer makes them: the caller falls back)."""
+    result = 0
+    shift = 0
+    for _ in range(5):
+        if pos >= end:
+            return 0, -1
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if result > 0xFFFFFFFF:
+                return 0, -1
+            return result, pos
+        shift += 7
+    return 0, -1
+
+
+@_helper
+def _tag(buf, pos, end):  # pragma: no cover - compiled
+    """``(field number, wire type, next position)``; next position -1 on a bad tag."""
+    tag, pos = _varint32(buf, pos, end)
+    if pos < 0 or (tag >> 3) == 0:
+        return 0, 0, -1
+    return tag >> 3, tag & 7, pos
+
+
+@_helper
+def _payload(buf, pos, end):  # pragma: no cover - compiled
+    """``(payload start, payload end)`` of the length-delimited value at ``pos``; -1 on error."""
+    n, pos = _varint32(buf, pos, end)
+    if pos < 0 or n > end - pos:
+        return -1, -1
+    return pos, pos + n
+
+
+@_helper
+def _skip(buf, pos, end, wire):  # pragma: no cover - compiled
+    """Position after a value of wire type ``wire`` at ``pos``; -1 on error or a group."""
+    if wire == 0:
+        _, pos = _varint(buf, pos, end)
+        return pos
+    if wire == 1:
+        return pos + 8 if pos + 8 <= end else -1
+    if wire == 5:
+        return pos + 4 if pos + 4 <= end else -1
+    if wire == 2:
+        _, stop = _payload(buf, pos, end)
+        return stop
+    return -1
+
+
+@_helper
+def _ascii(buf, start, stop):  # pragma: no cover - compiled
+    acc = 0
+    for i in range(start, stop):
+        acc |= buf[i]
+    return acc < 0x80
+
+
+@_helper
+def _string(buf, pos, end, wire):  # pragma: no cover - compiled
+    """Position after an ASCII string field's value; -1 otherwise."""
+    if wire != 2:
+        return -1
+    start, stop = _payload(buf, pos, end)
+    if start < 0 or not _ascii(buf, start, stop):
+        return -1
+    return stop
+
+
+@_helper
+def _repeated_varints(buf, pos, end, wire):  # pragma: no cover - compiled
+    """Position after one element (wire 0) or a packed run (wire 2) of a repeated varint field."""
+    if wire == 0:
+        _, pos = _varint(buf, pos, end)
+        return pos
+    if wire != 2:
+        return -1
+    start, stop = _payload(buf, pos, end)
+    if start < 0:
+        return -1
+    while start < stop:
+        _, start = _varint(buf, start, stop)
+        if start < 0:
+            return -1
+    return stop
+
+
+@_helper
+def _file_ok(buf, pos, end, last_repeated, last_varint):  # pragma: no cover - compiled
+    """True when ``buf[pos:end]`` is a well-formed message whose field 1 is a string, fields
+    ``2..last_repeated`` repeated varints and ``last_repeated+1..last_varint`` varints:
+    ``DataFile`` (3, 7) and ``ExternalFile`` (1, 3)."""
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return False
+        if field == 1:
+            pos = _string(buf, pos, end, wire)
+        elif 2 <= field <= last_repeated:
+            pos = _repeated_varints(buf, pos, end, wire)
+        elif 2 <= field <= last_varint:
+            pos = _skip(buf, pos, end, wire) if wire == 0 else -1
+        else:
+            pos = _skip(buf, pos, end, wire)
+        if pos < 0:
+            return False
+    return True
+
+
+@_helper
+def _deletion_file(buf, pos, end, deleted, i):  # pragma: no cover - compiled
+    """Check a ``DeletionFile`` and store its ``num_deleted_rows`` (if present) in
+    ``deleted[i]`` (merge rule: the last value wins).  False when malformed."""
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return False
+        if field == 4:
+            if wire != 0:
+                return False
+            value, pos = _varint(buf, pos, end)
+            deleted[i] = value
+        elif (1 <= field <= 3) or field == 7:
+            pos = _skip(buf, pos, end, wire) if wire == 0 else -1
+        else:
+            pos = _skip(buf, pos, end, wire)
+        if pos < 0:
+            return False
+    return True
+
+
+@_helper
+def _fragment(buf, pos, end, i, ids, physical, deleted, has_deletion, num_files):  # pragma: no cover
+    """Scan the ``DataFragment`` in ``buf[pos:end]`` into row ``i`` of the output arrays
+    (zeroed by the caller).  False when malformed or not vouched for."""
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return False
+        if field == 1 or field == 4:
+            if wire != 0:
+                return False
+            value, pos = _varint(buf, pos, end)
+            if field == 1:
+                ids[i] = value
+            else:
+                physical[i] = value
+        elif field == 2 or field == 3 or field == 6 or field == 8 or field == 10:
+            if wire != 2:
+                return False
+            start, stop = _payload(buf, pos, end)
+            if start < 0:
+                return False
+            if field == 2:
+                if not _file_ok(buf, start, stop, 3, 7):  # DataFile
+                    return False
+                num_files[i] += 1
+            elif field == 3:
+                if not _deletion_file(buf, start, stop, deleted, i):
+                    return False
+                has_deletion[i] = True
+            elif not _file_ok(buf, start, stop, 1, 3):  # ExternalFile
+                return False
+            pos = stop
+        elif field == 5 or field == 7 or field == 9:
+            pos = _skip(buf, pos, end, wire) if wire == 2 else -1
+        else:
+            pos = _skip(buf, pos, end, wire)
+        if pos < 0:
+            return False
+    return True
+
+
+@_kernel
+def count_fragments(buf):  # pragma: no cover - compiled
+    """Number of ``fragments`` entries of the ``Manifest`` message ``buf`` (uint8 array), or -1
+    when its top-level wire structure is not one :func:`scan_manifest` accepts."""
+    pos = 0
+    end = len(buf)
+    n = 0
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return -1
+        if field == 2 and wire != 2:
+            return -1
+        pos = _skip(buf, pos, end, wire)
+        if pos < 0:
+            return -1
+        if field == 2:
+            n += 1
+    return n
+
+
+@_kernel
+def scan_manifest(buf, starts, ends, ids, physical, deleted, has_deletion, num_files, rest):  # pragma: no cover
+    """Scan the ``Manifest`` message ``buf`` (uint8 array).
+
+    Fills, for the ``i``-th ``fragments`` entry: ``starts[i]`` / ``ends[i]`` (its message bytes
+    ``buf[starts[i]:ends[i]]``), ``ids[i]``, ``physical[i]`` (uint64 as stored, 0 when absent),
+    ``deleted[i]`` (the deletion file's ``num_deleted_rows``, 0 when absent), ``has_deletion[i]``,
+    ``num_files[i]``.  Output arrays hold :func:`count_fragments` elements and are zeroed by the
+    caller.  Copies every other top-level field, tag included, in order, to ``rest`` (at least
+    ``len(buf)`` bytes): ``rest[:n]`` is the manifest without its fragments.
+
+    Returns ``(status, n)``: :data:`OK` or :data:`FALLBACK` and the bytes written to ``rest``.
+    """
+    pos = 0
+    end = len(buf)
+    out = 0
+    i = 0
+    while pos < end:
+        begin = pos
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return FALLBACK, 0
+        if field == 2:
+            if wire != 2 or i >= len(starts):
+                return FALLBACK, 0
+            start, stop = _payload(buf, pos, end)
+            if start < 0:
+                return FALLBACK, 0
+            starts[i] = start
+            ends[i] = stop
+            if not _fragment(buf, start, stop, i, ids, physical, deleted, has_deletion, num_files):
+                return FALLBACK, 0
+            i += 1
+            pos = stop
+        else:
+            pos = _skip(buf, pos, end, wire)
+            if pos < 0:
+                return FALLBACK, 0
+            for k in range(begin, pos):
+                rest[out] = buf[k]
+                out += 1
+    if i != len(starts):
+        return FALLBACK, 0
+    return OK, out
