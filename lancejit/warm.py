@@ -140,9 +140,9 @@ def _exercise_multi_file_take() -> None:
     segs[3] = 8
     slots = np.zeros((3, 2), dtype=np.int64)
     slots[1] = 1
-    work = np.empty(6, dtype=np.int64)
+    work = np.empty(7, dtype=np.int64)
     plan_take_files(segs[0], segs[1], segs[2], segs[3], slots[0], slots[1], slots[2], np.zeros(1, np.int64),
-                    np.zeros(1, np.int64), 1, 4096, work[:1], work[1:2], work[2:3], work[3:].reshape(1, 3))
+                    np.zeros(1, np.int64), 1, 4096, work[:1], work[1:2], work[2:3], work[3:].reshape(1, 4))
 
 
 def _exercise_manifest_scan() -> None:
