@@ -374,15 +374,14 @@ def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, 
                 path=path,
             )
         pb = file2_pb2.ColumnMetadata()
-        _parse_message(pb, region.slice(pos, pos + size, f"column {index} metadata"), path, f"column {index} metadata")
-        info = _column_info(index, pb, version, file_size, path)
+        # inside [cm_start, cmo_pos), which the region holds
+        _parse_message(pb, region.get(pos, pos + size), path, f"column {index} metadata")
+        info, rows = _column_info(index, pb, version, file_size, path)
         # 2.0 list children count items; 2.2 columns under a fixed-size list of structs count
         # rows x dimension: elsewhere a column's pages hold exactly the file's rows.
-        if version != "2.0" and info.num_rows != num_rows and (
-            num_rows == 0 or info.num_rows % num_rows != 0
-        ):
+        if version != "2.0" and rows != num_rows and (num_rows == 0 or rows % num_rows != 0):
             raise CorruptFileError(
-                f"column {index} pages hold {info.num_rows} rows but the file has {num_rows}", path=path
+                f"column {index} pages hold {rows} rows but the file has {num_rows}", path=path
             )
         columns.append(info)
 
@@ -515,18 +514,41 @@ _LAYOUTS: dict[str, dict[bytes, Message]] = {PAGE_ENCODING_URL_V20: {}, PAGE_LAY
 _LAYOUTS_MAX = 4096
 
 
-def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -> ColumnInfo:
-    from lancejit.pb.encodings_v2_0_pb2 import ColumnEncoding
+#: Decoded column-level encodings (``ColumnEncoding``) by the bytes of their ``Any`` envelope.
+_COLUMN_ENCODINGS: dict[bytes, Message] = {}
+#: Per file version: ``(page encoding URL, its message class, the URL without its slash)``.
+_PAGE_CLASSES: dict[str, tuple[str, type[Message], str]] = {}
 
-    url, cls = _page_message_class(version)
-    short_url = url.lstrip("/")
+
+def _column_encoding(pb: Any, index: int, path: str) -> Message | None:
+    """The decoded column-level encoding of column metadata ``pb`` (None when unset)."""
+    raw = pb.encoding.direct.encoding
+    msg = _COLUMN_ENCODINGS.get(raw) if raw else None
+    if msg is None and pb.HasField("encoding"):
+        from lancejit.pb.encodings_v2_0_pb2 import ColumnEncoding
+
+        msg = unwrap_encoding(pb.encoding, COLUMN_ENCODING_URL, ColumnEncoding, path, f"column {index}")
+        if raw and msg is not None and pb.encoding.WhichOneof("location") == "direct":
+            if len(_COLUMN_ENCODINGS) >= _LAYOUTS_MAX:
+                _COLUMN_ENCODINGS.clear()
+            _COLUMN_ENCODINGS[raw] = msg
+    return msg
+
+
+def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -> tuple[ColumnInfo, int]:
+    """``(ColumnInfo, rows its pages hold)`` of column metadata ``pb``."""
+    classes = _PAGE_CLASSES.get(version)
+    if classes is None:
+        url, cls = _page_message_class(version)
+        classes = _PAGE_CLASSES[version] = (url, cls, url.lstrip("/"))
+    url, cls, short_url = classes
     col_offsets = tuple(pb.buffer_offsets)
     col_sizes = tuple(pb.buffer_sizes)
-    _check_buffers(col_offsets, col_sizes, file_size, path, f"column {index}")
-    col_encoding = None
-    if pb.HasField("encoding"):
-        col_encoding = unwrap_encoding(pb.encoding, COLUMN_ENCODING_URL, ColumnEncoding, path, f"column {index}")
+    if col_offsets or col_sizes:
+        _check_buffers(col_offsets, col_sizes, file_size, path, f"column {index}")
+    col_encoding = _column_encoding(pb, index, path)
     pages = []
+    rows = 0
     envelope = any_pb2.Any()
     known = _LAYOUTS[url]
     # Hot loop (one iteration per page; files may hold 100 000s): fast path inline, the general
@@ -557,8 +579,10 @@ def _column_info(index: int, pb: Any, version: str, file_size: int, path: str) -
             if not page.HasField("encoding"):
                 raise CorruptFileError(f"{what} has no encoding", path=path)
             msg = unwrap_encoding(encoding, url, cls, path, what)  # raises the precise error
-        pages.append(PageInfo(offsets, sizes, page.length, page.priority, msg))
-    return ColumnInfo(index, tuple(pages), col_offsets, col_sizes, col_encoding)
+        length = page.length
+        rows += length
+        pages.append(PageInfo(offsets, sizes, length, page.priority, msg))
+    return ColumnInfo(index, tuple(pages), col_offsets, col_sizes, col_encoding), rows
 
 
 def _check_buffers(

@@ -109,7 +109,7 @@ async def file_take_table(metadata: Any, names: Sequence[str], reader: Any) -> T
 
     Costs at most one ``read_ranges`` call on ``reader`` (the chunk metadata words of every
     mini-block page of the fields) when the table is not cached."""
-    from lancejit.encoding.v21.take_template import build_indexes, chunk_ranges, plan_columns
+    from lancejit.encoding.v21.take_template import build_table, chunk_ranges, plan_columns
 
     plan = plan_columns(metadata, names)
     if plan is None:
@@ -126,10 +126,10 @@ async def file_take_table(metadata: Any, names: Sequence[str], reader: Any) -> T
     bufs = await reader.read_ranges(ranges, priority=0) if ranges else []
     if len(bufs) != len(ranges):
         return None
-    indexes = build_indexes(metadata, plan, bufs)
-    if indexes is None:
+    parts = build_table(metadata, plan, bufs)
+    if parts is None:
         return None
-    table = combine(indexes, metadata.num_rows)
+    table = TakeTable(*parts)
     if cache is not None:
         cache.put(key, table, table.nbytes())
     return table

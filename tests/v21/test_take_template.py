@@ -91,62 +91,67 @@ def test_cold_takes_equal_pylance(tmp_path, version):
         tables_equal(ours.take_rows(idx, columns=cols), full.take(pa.array(idx)).select(cols))
 
 
-# ------------------------------------------------------------------ chunk words vs NumPy per page
-def _segments_reference(words_per_page, items, row0s, datas):
-    """Per page, as ``MiniBlockPage._parse_meta`` + ``build_column_index`` do it."""
-    out = [[] for _ in range(5)]
-    for words, n_items, r0, data in zip(words_per_page, items, row0s, datas):
-        w = np.asarray(words, dtype=np.int64)
+# ------------------------------------------------------------------ kernel vs NumPy
+def _segments_numpy(raw, pages):
+    """``page_segments`` in plain NumPy, page by page (as ``MiniBlockPage._parse_meta`` +
+    ``build_column_index`` compute chunks): ``(error page or 0, out)``."""
+    cols = []
+    for p, (wsize, pos, nseg, rows, key, data, dsize, defw, fixed, maxcount) in enumerate(pages.tolist()):
+        if wsize == 0:
+            if fixed <= 0 or fixed * rows > dsize:
+                return p + 1, None
+            cols.append(np.array([[key], [data], [fixed], [fixed], [0], [1], [0]], dtype=np.int64))
+            continue
+        w = np.frombuffer(raw[pos:pos + nseg * wsize].tobytes(), dtype="<u2" if wsize == 2 else "<u4").astype(np.int64)
         sizes = ((w >> 4) + 1) * 8
         counts = np.left_shift(np.int64(1), w & 0xF)
-        counts[-1] = n_items - counts[:-1].sum()
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        counts[-1] = rows - counts[:-1].sum()
+        if counts.min() <= 0 or counts.max() > maxcount or sizes.sum() > dsize:
+            return p + 1, None
         first = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        for acc, v in zip(out, (first + r0, offsets + data, sizes, counts, np.full(w.size, 8))):
-            acc.append(v)
-    return [np.concatenate(a) for a in out]
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        n = w.size
+        cols.append(np.stack([key + first, data + offsets, np.zeros(n, np.int64), sizes, np.full(n, wsize),
+                              counts, np.full(n, defw)]))
+    return 0, np.concatenate(cols, axis=1)
 
 
 @st.composite
 def _pages(draw):
-    npages = draw(st.integers(1, 5))
-    wsize = draw(st.sampled_from([2, 4]))
+    raw = bytearray()
     pages = []
-    for _ in range(npages):
-        logs = draw(st.lists(st.integers(0, 12), min_size=1, max_size=20))
-        blocks = draw(st.lists(st.integers(0, 200), min_size=len(logs), max_size=len(logs)))
-        words = [(b << 4) | lg for b, lg in zip(blocks, logs)]
-        last = draw(st.integers(1, 4096))
-        items = sum(1 << lg for lg in logs[:-1]) + last
-        pages.append((words, items))
-    return wsize, pages
+    key = 0
+    for _ in range(draw(st.integers(1, 6))):
+        if draw(st.booleans()) and pages:
+            rows = draw(st.integers(1, 300))
+            fixed = draw(st.sampled_from([1, 8, 256]))
+            slack = draw(st.sampled_from([0, 0, 5, -1]))
+            pages.append((0, 0, 1, rows, key, 1000 + key, fixed * rows + slack, 0, fixed, 0))
+        else:
+            wsize = draw(st.sampled_from([2, 4]))
+            logs = draw(st.lists(st.integers(0, 12), min_size=1, max_size=20))
+            blocks = draw(st.lists(st.integers(0, 200), min_size=len(logs), max_size=len(logs)))
+            words = [(b << 4) | lg for b, lg in zip(blocks, logs)]
+            rows = sum(1 << lg for lg in logs[:-1]) + draw(st.integers(-3, 4096))
+            maxcount = draw(st.sampled_from([1024, 1 << 16]))
+            nbytes = sum((b + 1) * 8 for b in blocks) + draw(st.sampled_from([0, 0, 64, -8]))
+            pages.append((wsize, len(raw), len(words), rows, key, 5000 + key, nbytes, draw(st.integers(0, 3)), 0,
+                          maxcount))
+            raw += np.asarray(words, dtype="<u2" if wsize == 2 else "<u4").tobytes()
+        key += pages[-1][3] + draw(st.sampled_from([0, 1]))
+    return np.frombuffer(bytes(raw), dtype=np.uint8), np.array(pages, dtype=np.int64)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_pages())
-def test_chunk_segments_match_numpy(case):
-    wsize, pages = case
-    dtype = "<u2" if wsize == 2 else "<u4"
-    bufs = [np.asarray(w, dtype=dtype).tobytes() for w, _ in pages]
-    items = [n for _, n in pages]
-    row0s = list(np.cumsum([0] + items[:-1]))
-    bsizes = [int((((np.asarray(w) >> 4) + 1) * 8).sum()) for w, _ in pages]
-    datas = list(np.cumsum([100] + [b + 64 for b in bsizes[:-1]]))
-    got = tt._chunk_segments(bufs, [len(w) for w, _ in pages], items, row0s, datas, bsizes,
-                             [wsize] * len(pages), [8] * len(pages))
-    assert got is not None
-    row0, b0, length, szw, count, defw, first = got
-    want = _segments_reference([w for w, _ in pages], items, row0s, datas)
-    for g, w in zip((row0, b0, length, count, defw), want):
-        np.testing.assert_array_equal(g, w)
-    assert (szw == wsize).all()
-    np.testing.assert_array_equal(first, np.cumsum([0] + [len(w) for w, _ in pages]))
-    # a data buffer one byte short, or more values claimed than the chunks hold: no table
-    short = list(bsizes)
-    short[-1] -= 1
-    assert tt._chunk_segments(bufs, [len(w) for w, _ in pages], items, row0s, datas, short,
-                              [wsize] * len(pages), [8] * len(pages)) is None
-    over = list(items)
-    over[0] += 1 << 16
-    assert tt._chunk_segments(bufs, [len(w) for w, _ in pages], over, row0s, datas, bsizes,
-                              [wsize] * len(pages), [8] * len(pages)) is None
+def test_page_segments_match_numpy(case):
+    from lancejit.encoding.kernels.take_meta import page_segments
+
+    raw, pages = case
+    nseg = int(pages[:, 2].sum())
+    out = np.empty((7, nseg), dtype=np.int64)
+    err = page_segments(raw, pages, out)
+    want_err, want = _segments_numpy(raw, pages)
+    assert err == want_err
+    if not err:
+        np.testing.assert_array_equal(out, want)

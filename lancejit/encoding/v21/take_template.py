@@ -30,9 +30,10 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.encoding.kernels.take_meta import page_segments
 from lancejit.encoding.v21.batch import plain_width_bits
 from lancejit.encoding.v21.columns import leaf_paths
-from lancejit.encoding.v21.miniblock import MAX_CHUNK_VALUES, MINIBLOCK_ALIGN
+from lancejit.encoding.v21.miniblock import MAX_CHUNK_VALUES
 from lancejit.encoding.v21.repdef import ALL_VALID_ITEM, NULLABLE_ITEM
 from lancejit.encoding.v21.take_index import (
     BITPACKED,
@@ -192,121 +193,70 @@ def chunk_ranges(metadata: Any, plan: ColumnsPlan) -> list[tuple[int, int]] | No
     return out
 
 
-def build_indexes(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> list[ColumnTakeIndex] | None:
-    """The take index of every column of ``plan`` given ``bufs``, the buffers of
-    :func:`chunk_ranges` (one per range, in order); None when a check fails."""
+def build_table(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> tuple | None:
+    """The take table of the columns of ``plan`` given ``bufs``, the buffers of
+    :func:`chunk_ranges` (one per range, in order), as the fields of
+    :class:`~lancejit.file.take_plan.TakeTable`: ``(indexes, col_base, seg0, seg_key, seg_b0,
+    seg_stride, seg_len, seg_szw, seg_count, seg_def)`` (each index's arrays are views of the
+    table's); None when a check fails.  One kernel call (:func:`page_segments`) for all pages."""
     columns = metadata.columns
     num_rows = int(metadata.num_rows)
-    path = metadata.path
-    # every mini-block page of every column, in the order of chunk_ranges
-    page_nw, page_items, page_row0, page_data, page_dsize, page_ws, page_defw = [], [], [], [], [], [], []
-    spans = []  # per column: (first page, pages) among the mini-block pages, or full-zip rows
-    for c, per in zip(plan.columns, plan.takes):
-        pages = columns[c].pages
-        r0 = 0
-        if per[0].wsize:
-            spans.append((len(page_nw), len(pages)))
-            for p, q in zip(pages, per):
-                nrows = p.num_rows
-                if q.num_items != nrows or nrows <= 0:
+    span = num_rows + 1
+    rows = []  # the kernel's page table (see page_segments)
+    firsts = [0]  # first segment of every column, and the total
+    pfirst = [0]  # first page of every column, and the total
+    nseg = raw_pos = bi = 0
+    for j, (c, per) in enumerate(zip(plan.columns, plan.takes)):
+        r0 = j * span
+        maxcount = 1024 if per[0].kind == BITPACKED else MAX_CHUNK_VALUES
+        for p, q in zip(columns[c].pages, per):
+            n = p.num_rows
+            if n <= 0:
+                return None
+            if q.wsize:
+                size = len(bufs[bi])
+                bi += 1
+                nw = size // q.wsize
+                if nw <= 0 or nw * q.wsize != size or q.num_items != n:
                     return None
-                page_nw.append(len(bufs[len(page_nw)]) // q.wsize)
-                page_items.append(nrows)
-                page_row0.append(r0)
-                page_data.append(p.buffer_offsets[1])
-                page_dsize.append(p.buffer_sizes[1])
-                page_ws.append(q.wsize)
-                page_defw.append(q.defw)
-                r0 += nrows
-        else:
-            rows = []
-            for p, q in zip(pages, per):
-                nrows = p.num_rows
-                if nrows <= 0 or not p.buffer_sizes or q.fixed * nrows > p.buffer_sizes[0]:
+                rows.append((q.wsize, raw_pos, nw, n, r0, p.buffer_offsets[1], p.buffer_sizes[1], q.defw, 0,
+                             maxcount))
+                raw_pos += size
+                nseg += nw
+            else:
+                if not p.buffer_sizes:
                     return None
-                rows.append((r0, p.buffer_offsets[0], q.fixed))
-                r0 += nrows
-            spans.append(rows)
-        if r0 != num_rows:
+                rows.append((0, 0, 1, n, r0, p.buffer_offsets[0], p.buffer_sizes[0], 0, q.fixed, 0))
+                nseg += 1
+            r0 += n
+        if r0 != j * span + num_rows:
             return None
-    seg = _chunk_segments(bufs, page_nw, page_items, page_row0, page_data, page_dsize, page_ws, page_defw)
-    if seg is None:
+        firsts.append(nseg)
+        pfirst.append(len(rows))
+    if bi != len(bufs):
         return None
-    row0, b0, length, szw, count, defw, page_first = seg
-    out = []
+    raw = np.frombuffer(b"".join(bufs), dtype=np.uint8)
+    out = np.empty((7, nseg), dtype=np.int64)
+    if page_segments(raw, np.array(rows, dtype=np.int64), out):
+        return None
+    key, b0, stride, length, szw, count, defw = out
+    path = metadata.path
+    indexes = []
     for j, (c, f, per) in enumerate(zip(plan.columns, plan.fields, plan.takes)):
         q = per[0]
-        span = spans[j]
-        if q.wsize:
-            p0, npages = span
-            lo, hi = int(page_first[p0]), int(page_first[p0 + npages])
-            parts = (row0[lo:hi], b0[lo:hi], np.zeros(hi - lo, np.int64), length[lo:hi], szw[lo:hi],
-                     count[lo:hi], defw[lo:hi])
-            if q.kind == BITPACKED and hi > lo and int(parts[5].max()) > 1024:
-                return None
-            nseg = np.diff(page_first[p0:p0 + npages + 1])
-        else:
-            r = np.array(span, dtype=np.int64).reshape(-1, 3)
-            ones = np.ones(r.shape[0], np.int64)
-            parts = (r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), r[:, 2].copy(), 0 * ones, ones,
-                     0 * ones)
-            nseg = ones
-            nxt = np.append(r[1:, 0], num_rows)
-            ends = parts[1] + parts[2] * (nxt - parts[0])
-            if metadata.file_size and int(ends.max()) > metadata.file_size:
-                return None
-        fsst = _fsst_tables([(q.kind, q.width, q.fsst) for q in per], nseg, path) if q.kind == FSST else None
+        lo, hi = firsts[j], firsts[j + 1]
+        fsst = None
+        if q.kind == FSST:
+            pages = np.array([r[2] for r in rows[pfirst[j]:pfirst[j + 1]]], dtype=np.int64)
+            fsst = _fsst_tables([(q.kind, q.width, q.fsst) for q in per], pages, path)
         t = f.type
-        out.append(ColumnTakeIndex(c, num_rows, *parts[:6], q.kind, q.width, fsst, t, path,
-                                   t.list_size if pa.types.is_fixed_size_list(t) else 0,
-                                   pa.types.is_large_string(t) or pa.types.is_large_binary(t), parts[6],
-                                   bool(parts[6].any()), None, None))
-    return out
+        indexes.append(ColumnTakeIndex(c, num_rows, key[lo:hi] - j * span if j else key[lo:hi], b0[lo:hi],
+                                       stride[lo:hi], length[lo:hi], szw[lo:hi], count[lo:hi], q.kind, q.width,
+                                       fsst, t, path, t.list_size if pa.types.is_fixed_size_list(t) else 0,
+                                       pa.types.is_large_string(t) or pa.types.is_large_binary(t), defw[lo:hi],
+                                       any(x.defw for x in per), None, None))
+    col_base = np.arange(len(indexes), dtype=np.int64) * span
+    return (tuple(indexes), col_base, tuple(firsts[:-1]), key, b0, stride, length, szw, count, defw)
 
 
-def _chunk_segments(bufs, page_nw, page_items, page_row0, page_data, page_dsize, page_ws, page_defw):
-    """The chunk segments of mini-block pages from their chunk metadata words ``bufs``:
-    ``(row0, b0, length, szw, count, defw, page_first)`` (arrays indexed by chunk;
-    ``page_first``: each page's first chunk, plus the total), or None when the words do not
-    match the pages (wrong length, value counts or byte sizes)."""
-    npages = len(page_nw)
-    if not npages:
-        z = np.zeros(0, np.int64)
-        return z, z, z, z, z, z, np.zeros(1, np.int64)
-    nw = np.array(page_nw, dtype=np.int64)
-    ws = np.array(page_ws, dtype=np.int64)
-    if int(nw.min()) <= 0:
-        return None
-    for b, n, w in zip(bufs, page_nw, page_ws):
-        if len(b) != n * w:
-            return None
-    if int(ws.min()) == int(ws.max()):
-        raw = bufs[0] if npages == 1 else b"".join(bufs)
-        words = np.frombuffer(raw, dtype="<u2" if page_ws[0] == 2 else "<u4").astype(np.int64)
-    else:
-        words = np.concatenate([np.frombuffer(b, dtype="<u2" if w == 2 else "<u4").astype(np.int64)
-                                for b, w in zip(bufs, page_ws)])
-    page_first = np.zeros(npages + 1, dtype=np.int64)
-    np.cumsum(nw, out=page_first[1:])
-    first, last = page_first[:-1], page_first[1:] - 1
-    sizes = ((words >> 4) + 1) * MINIBLOCK_ALIGN
-    counts = np.left_shift(1, words & 0xF)
-    # the last chunk of a page holds the page's remaining values
-    cum = np.zeros(words.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=cum[1:])
-    rest = np.array(page_items, dtype=np.int64) - (cum[last] - cum[first])
-    if int(rest.min()) <= 0 or int(rest.max()) > MAX_CHUNK_VALUES:
-        return None
-    counts[last] = rest
-    np.cumsum(counts, out=cum[1:])
-    page_of = np.repeat(np.arange(npages), nw)
-    row0 = cum[:-1] - (cum[first] - np.array(page_row0, dtype=np.int64))[page_of]
-    bcum = np.zeros(words.size + 1, dtype=np.int64)
-    np.cumsum(sizes, out=bcum[1:])
-    if np.any(bcum[last + 1] - bcum[first] > np.array(page_dsize, dtype=np.int64)):
-        return None
-    b0 = bcum[:-1] - (bcum[first] - np.array(page_data, dtype=np.int64))[page_of]
-    return (row0, b0, sizes, ws[page_of], counts, np.array(page_defw, dtype=np.int64)[page_of], page_first)
-
-
-__all__ = ["ColumnsPlan", "PageTake", "build_indexes", "chunk_ranges", "leaf_columns", "page_take", "plan_columns"]
+__all__ = ["ColumnsPlan", "PageTake", "build_table", "chunk_ranges", "leaf_columns", "page_take", "plan_columns"]
