@@ -23,7 +23,8 @@ Measured (columns id,x,s; ratio = lancejit / reference; lower is better except t
   * requests and bytes per take (lancejit ``ds.io_stats()``, reference ``io_stats_incremental()``),
     and on a moto S3 server counted server-side (open + first take, then a second take);
   * Python calls per 1-row take (cProfile, all threads lancejit runs the take on), with the share
-    of calls into and issued from ``lancejit/table/``.
+    of calls into and issued from ``lancejit/table/``; and per 100-row take on ``frag_2000`` with
+    every file open, per touched fragment (the multi-file take's per-fragment control plane).
 
 Timings alternate lancejit / reference sample by sample and report medians (the machine is
 shared, absolute times are noisy; compare ratios of one run).  Results of both libraries are
@@ -351,6 +352,24 @@ def profile_calls(path: str, rng, takes: int = 200) -> dict:
             "into_table_layer": into_table / takes, "issued_by_table_layer": from_table / takes}
 
 
+def profile_calls_many(path: str, rng, takes: int = 20) -> dict:
+    """Python calls per 100-row sync take on ``frag_2000`` with every data file already open
+    (warm), and per touched fragment."""
+    import lancejit.table as lt
+
+    sys.path.insert(0, HERE)
+    from take_calls import _count, profile_sync
+
+    ours = lt.dataset(path)
+    ours.take(np.arange(0, TOTAL_ROWS, 500), columns=COLUMNS)  # every file opened
+    idxs = [rng.integers(0, TOTAL_ROWS, 100) for _ in range(takes + 20)]
+    touched = float(np.mean([len(np.unique(i[:] // 500)) for i in idxs[20:]]))
+    here, loop = profile_sync(lambda i: ours.take(i, columns=COLUMNS), idxs)
+    total = _count(here, takes, None) + _count(loop, takes, None)
+    return {"work": f"python calls per 100-row take, 2,000 fragments (warm; {touched:.0f} touched)",
+            "calls_per_take": total, "per_fragment": total / touched}
+
+
 def profile_calls_async(path: str, rng, takes: int = 200) -> dict:
     """Python calls per 1-row ``take_async`` on the caller's own event loop (the async core)."""
     import cProfile
@@ -387,6 +406,8 @@ def fmt_row(r: dict) -> str:
         extra = ""
         if "into_table_layer" in r:
             extra = f" (table layer: {r['into_table_layer']:.0f} into, {r['issued_by_table_layer']:.0f} issued)"
+        if "per_fragment" in r:
+            extra = f" ({r['per_fragment']:.1f} per touched fragment)"
         return f"| {r['work']} | {r['calls_per_take']:.0f}{extra} | | |"
     return f"| {r['work']} | {r['lancejit_ms']:.3f} ms | {r['reference_ms']:.3f} ms | {r['ratio']:.2f} |"
 
@@ -423,6 +444,7 @@ def main() -> None:
     if want("calls"):
         rows.append(profile_calls(one, rng))
         rows.append(profile_calls_async(one, rng))
+        rows.append(profile_calls_many(many or ensure("frag_2000", TOTAL_ROWS, 500), rng))
     print("| work | lancejit | reference | ratio |")
     print("|---|---|---|---|")
     for r in rows:
