@@ -12,6 +12,14 @@ the planner merges ranges of different columns that sit close together in the fi
 Byte ranges are half-open ``(start, end)``.  Each caller gets exactly its own buffers back.
 If the merged read fails, every caller's ranges are re-read on their own, so each caller sees
 its own result or error (a bad range of one column never fails another).
+
+On object stores (S3, GCS: every physical read is one HTTP request), a tick's reads larger
+than one request (a scan's units asking for the same columns) are planned together: ranges of
+all callers are sorted and merged into runs (gaps up to ``block_size``), runs are cut at range
+boundaries into pieces of at most ``store.preferred_read_size`` bytes (the reference's 16 MiB
+request), and each piece is read on its own, so every column of a scan costs one or two large
+GETs instead of one per caller group, and a caller is answered as soon as the pieces holding
+its ranges have arrived (decoding the first units overlaps the download of the later ones).
 """
 
 from __future__ import annotations
@@ -93,11 +101,30 @@ class CoalescingReader(ForwardingReader):
         config = getattr(self.inner, "config", None)
         return int(getattr(config, "max_request_size", 0) or DEFAULT_MERGE_BYTES)
 
+    def _piece_plan(self) -> tuple[int, int] | None:
+        """``(block_size, piece bytes)`` when ``inner`` reads from an object store whose every
+        physical read is its own request (else None: the caller-grouping path)."""
+        store = getattr(self.inner, "store", None)
+        if store is None or getattr(store, "serial_batches", True):
+            return None
+        piece = int(getattr(store, "preferred_read_size", 0) or 0)
+        if piece <= 0:
+            return None
+        config = getattr(self.inner, "config", None)
+        return int(getattr(config, "block_size", 0) or 0), min(piece, self._limit())
+
     async def _issue(self, items: list[tuple[Any, int, asyncio.Future]]) -> None:
         if len(items) == 1:
             ranges, priority, fut = items[0]
             await self._single(ranges, priority, fut)
             return
+        plan = self._piece_plan()
+        if plan is not None:
+            arrs = [range_array(r) for r, _, _ in items]
+            total = sum(int((a[:, 1] - a[:, 0]).sum()) for a in arrs if a.size)
+            if total > plan[1]:
+                await self._pieces(items, arrs, *plan)
+                return
         # Group callers up to ~one request's worth of bytes: large reads (scan windows) stay
         # on their own so that no requested range straddles the planner's split points.
         limit = self._limit()
@@ -159,6 +186,68 @@ class CoalescingReader(ForwardingReader):
                 fut.set_result(bufs[pos:pos + k])
             pos += k
 
+    async def _pieces(self, items: list[tuple[Any, int, asyncio.Future]], arrs: list[np.ndarray],
+                      block: int, piece: int) -> None:
+        """Read the callers' ranges as pieces of merged runs (see the module docstring): one
+        ``inner.read_ranges`` call per piece of at least ``SOLO_BYTES``, the small pieces
+        together; each caller answered when its last piece arrives."""
+        self.merged_calls += 1
+        allr = np.concatenate(arrs)
+        owner = np.repeat(np.arange(len(arrs)), [a.shape[0] for a in arrs])
+        order = np.argsort(allr[:, 0], kind="stable")
+        calls = _piece_calls(allr[order], block, piece)
+        # per call: the global indices it reads; per caller: how many calls it still waits for
+        call_idx = [order[lo:hi] for lo, hi in calls]
+        waiting = np.zeros(len(items), dtype=np.int64)
+        call_owners = []
+        for idx in call_idx:
+            owners = np.unique(owner[idx])
+            waiting[owners] += 1
+            call_owners.append(owners.tolist())
+        starts = np.concatenate(([0], np.cumsum([a.shape[0] for a in arrs])))
+        out: list[Any] = [None] * allr.shape[0]
+        left = waiting.tolist()
+        failed: set[int] = set()
+        waiters = [fut for _, _, fut in items]
+        priority = min(p for _, p, _ in items)
+
+        async def run(k: int) -> None:
+            idx = call_idx[k]
+            try:
+                bufs = await self.inner.read_ranges(allr[idx], priority=priority)
+            except asyncio.CancelledError:
+                raise
+            except BaseException:  # noqa: BLE001 - each caller re-reads alone below
+                failed.update(call_owners[k])
+                bufs = None
+            if bufs is not None:
+                for g, b in zip(idx.tolist(), bufs):
+                    out[g] = b
+            for c in call_owners[k]:
+                left[c] -= 1
+                if left[c] == 0 and c not in failed and not waiters[c].done():
+                    waiters[c].set_result(out[starts[c]:starts[c + 1]])
+
+        tasks = [asyncio.ensure_future(run(k)) for k in range(len(call_idx))]
+
+        def cancel_if_abandoned(_f: asyncio.Future) -> None:
+            if all(w.done() for w in waiters):
+                for t in tasks:
+                    if not t.done():
+                        t.cancel()
+
+        for w in waiters:
+            w.add_done_callback(cancel_if_abandoned)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        if any(isinstance(r, asyncio.CancelledError) for r in results):
+            for w in waiters:
+                if not w.done():
+                    w.cancel()
+            return
+        if failed:
+            await asyncio.gather(*(self._single(items[c][0], items[c][1], items[c][2])
+                                   for c in sorted(failed) if not items[c][2].done()))
+
     async def _single(self, ranges: Any, priority: int, fut: asyncio.Future) -> None:
         # Always the last step of a task of its own (``_issue``'s, or one of a gather's), so
         # the read runs in that task (no extra task and loop tick): a caller cancelling
@@ -182,6 +271,55 @@ class CoalescingReader(ForwardingReader):
 
     def __repr__(self) -> str:
         return f"CoalescingReader({self.inner!r})"
+
+
+#: Pieces of at least this many bytes are read by a call of their own (smaller ones together).
+SOLO_BYTES = 1 << 20
+
+
+def _piece_calls(sorted_ranges: np.ndarray, block: int, piece: int) -> list[tuple[int, int]]:
+    """Half-open spans ``[lo, hi)`` of ``sorted_ranges`` ((n, 2), sorted by start), one per
+    scheduler call: runs merged while the gap is at most ``block`` bytes, cut at range
+    boundaries into ``ceil(run / piece)`` pieces of near-equal size (about ``piece`` bytes at
+    most; a single longer range stays whole: the scheduler splits it); pieces under
+    ``SOLO_BYTES`` share calls of up to ``piece`` bytes."""
+    n = sorted_ranges.shape[0]
+    s = sorted_ranges[:, 0]
+    cm = np.maximum.accumulate(sorted_ranges[:, 1])
+    breaks = np.flatnonzero(s[1:] > cm[:-1] + block) + 1
+    bounds = np.concatenate(([0], breaks, [n])).tolist()
+    pieces: list[tuple[int, int, int]] = []  # (lo, hi, bytes)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        top = int(cm[hi - 1])
+        k = min(hi - lo, -(-(top - int(s[lo])) // piece))  # near-equal pieces, cut at range ends
+        while k > 1:
+            base = int(s[lo])
+            target = base + (top - base) // k
+            cut = lo + int(np.searchsorted(cm[lo:hi], target, side="right"))  # ends <= target
+            if cut < hi and (cut == lo or int(cm[cut]) - target < target - int(cm[cut - 1])):
+                cut += 1  # the range ending just past the target is the nearer cut
+            cut = min(max(cut, lo + 1), hi - k + 1)
+            pieces.append((lo, cut, int(cm[cut - 1]) - base))
+            lo, k = cut, k - 1
+        pieces.append((lo, hi, top - int(s[lo])))
+    calls: list[tuple[int, int]] = []
+    small_lo, small_bytes = -1, 0
+    for lo, hi, nbytes in pieces:
+        if nbytes >= SOLO_BYTES:
+            if small_lo >= 0:
+                calls.append((small_lo, lo))
+                small_lo, small_bytes = -1, 0
+            calls.append((lo, hi))
+            continue
+        if small_lo >= 0 and small_bytes + nbytes > piece:
+            calls.append((small_lo, lo))
+            small_lo, small_bytes = -1, 0
+        if small_lo < 0:
+            small_lo = lo
+        small_bytes += nbytes
+    if small_lo >= 0:
+        calls.append((small_lo, n))
+    return calls
 
 
 __all__ = ["CoalescingReader"]

@@ -8,10 +8,10 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from lancejit.core.config import CLOUD_IO, MiB, IOConfig
+from lancejit.core.config import MiB, IOConfig
 from lancejit.core.errors import InvalidInputError
 from lancejit.io import fsspec_store
-from lancejit.io.fsspec_store import FsspecStore, parse_content_range
+from lancejit.io.fsspec_store import OBJECT_STORE_IO, FsspecStore, parse_content_range
 from lancejit.io.stats import IOStats
 from lancejit.io.store import AsyncWriter, Buffer, ObjectInfo
 
@@ -50,7 +50,7 @@ class GCSStore(FsspecStore):
     scheme = "gs"
 
     def __init__(self, bucket: str, *, endpoint: str | None = None, token: Any = None,
-                 project: str | None = None, config: IOConfig = CLOUD_IO, stats: IOStats | None = None,
+                 project: str | None = None, config: IOConfig = OBJECT_STORE_IO, stats: IOStats | None = None,
                  part_size: int = 8 * MiB, timeout: float | None = None,
                  max_retries: int | None = None) -> None:
         if part_size <= 0 or part_size % (256 * 1024):

@@ -174,6 +174,7 @@ def _make_memory(name: str, options: Mapping[str, Any]) -> ObjectStore:
 
 
 def _make_s3(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
+    from lancejit.io.fsspec_store import OBJECT_STORE_IO
     from lancejit.io.s3_store import S3Store
 
     opts, config = _split_options(options, _S3_KEYS, "s3")
@@ -190,7 +191,7 @@ def _make_s3(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
         "secret": opts.get("secret"),
         "token": opts.get("token"),
         "anonymous": parse_bool(opts.get("anonymous", False), "anonymous"),
-        "config": _with_overrides(CLOUD_IO, config),
+        "config": _with_overrides(OBJECT_STORE_IO, config),
     }
     if "part_size" in opts:
         kwargs["part_size"] = _parse_int(opts["part_size"], "part_size")
@@ -253,6 +254,7 @@ def _ddb_table(uri: str, query: str) -> str:
 
 
 def _make_gcs(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
+    from lancejit.io.fsspec_store import OBJECT_STORE_IO
     from lancejit.io.gcs_store import GCSStore
 
     opts, config = _split_options(options, _GCS_KEYS, "gs")
@@ -264,7 +266,7 @@ def _make_gcs(bucket: str, options: Mapping[str, Any]) -> ObjectStore:
         "endpoint": endpoint,
         "token": token,
         "project": opts.get("project"),
-        "config": _with_overrides(CLOUD_IO, config),
+        "config": _with_overrides(OBJECT_STORE_IO, config),
     }
     if "part_size" in opts:
         kwargs["part_size"] = _parse_int(opts["part_size"], "part_size")

@@ -7,11 +7,11 @@ import asyncio
 import inspect
 from typing import Any, Iterable
 
-from lancejit.core.config import CLOUD_IO, MiB, IOConfig
+from lancejit.core.config import MiB, IOConfig
 from lancejit.core.errors import InvalidInputError
 from lancejit.io import fsspec_store
 from lancejit.io._tasks import gather_all
-from lancejit.io.fsspec_store import FsspecStore, parse_content_range
+from lancejit.io.fsspec_store import OBJECT_STORE_IO, FsspecStore, parse_content_range
 from lancejit.io.s3_http import RangeNotSatisfiable, S3HttpClient, Unsupported
 from lancejit.io.stats import IOStats
 from lancejit.io.store import AsyncWriter, Buffer, ObjectInfo
@@ -33,7 +33,7 @@ class S3Store(FsspecStore):
 
     def __init__(self, bucket: str, *, endpoint: str | None = None, region: str | None = None,
                  key: str | None = None, secret: str | None = None, token: str | None = None,
-                 anonymous: bool = False, config: IOConfig = CLOUD_IO, stats: IOStats | None = None,
+                 anonymous: bool = False, config: IOConfig = OBJECT_STORE_IO, stats: IOStats | None = None,
                  part_size: int = 8 * MiB, timeout: float | None = None,
                  max_retries: int | None = None) -> None:
         if part_size < 5 * MiB:
