@@ -233,6 +233,9 @@ def warmup(*, byte_compile: bool = True, rows: int = 5000, seed: int = 0) -> War
     importlib.import_module("lancejit.encoding.v21.repdef_kernels")
     before = sum(jit.cache_misses().values())
     _exercise(rows, seed)
+    from lancejit.table.filter_fast import warm as warm_filters
+
+    warm_filters()  # the filter kernels (lancejit.encoding.kernels.filter)
     all_k = jit.kernels()
     loaded = [k for k in all_k if k.materialized and k.signatures]
     called = set()  # kernels only called from other kernels: compiled into their callers

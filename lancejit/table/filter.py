@@ -31,12 +31,18 @@ from lancejit.core.errors import InvalidInputError
 from .filter_eval import (
     BoolNode, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree, negate,
 )
+from .filter_fast import FastNode, fast_positions, plan_fast
 from .filter_floats import float_key, key_set, literal_key
 from .filter_parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
 
 #: ``col = literal`` terms of one OR chain on one column from which they become one set lookup.
 GROUP_EQUALITIES = 8
+#: Filters with a kernel plan are evaluated by :mod:`.filter_fast` (False: always by Arrow,
+#: for measurements and tests).
+USE_KERNELS = True
 _NULL_BOOL = pa.scalar(None, pa.bool_())
+_I64_MAX = (1 << 63) - 1
+_U64_MAX = (1 << 64) - 1
 _COMPARE = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
     "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
@@ -52,6 +58,8 @@ class CompiledFilter:
     root: pc.Expression | BoolNode
     columns: frozenset[str]
     text: str
+    #: The same predicate as a kernel plan (:mod:`.filter_fast`), None when it has none.
+    fast: FastNode | None = None
 
     @property
     def expression(self) -> pc.Expression:
@@ -213,7 +221,10 @@ class _Compiler:
             return pc.scalar(node.this)
         text = node.this
         if re.fullmatch(r"[+-]?\d+", text):
-            return pc.scalar(int(text))
+            value = int(text)
+            if value > _U64_MAX:
+                raise InvalidInputError(f"filter {self.text!r}: integer literal {text[:40]} out of range")
+            return pc.scalar(pa.scalar(value, pa.uint64() if value > _I64_MAX else pa.int64()))
         return pc.scalar(float(text))
 
     def cast(self, node: exp.Cast) -> pc.Expression:
@@ -328,7 +339,8 @@ def compile_filter(filter: str | pc.Expression, schema: pa.Schema) -> CompiledFi
         expr = comp.visit(parsed.tree)
     except RecursionError:  # pragma: no cover - nesting is bounded by parse_filter
         raise InvalidInputError(f"filter {comp.text!r} nests too deeply") from None
-    return CompiledFilter(expr, frozenset(comp.columns), filter)
+    fast = plan_fast(comp, parsed.tree, parsed.in_lists) if USE_KERNELS else None
+    return CompiledFilter(expr, frozenset(comp.columns), filter, fast)
 
 
 def _constant(node: exp.Expression) -> bool:
@@ -378,12 +390,22 @@ def evaluate_filter(compiled: CompiledFilter, table: pa.Table, num_rows: int | N
 
     ``num_rows`` gives the row count when ``table`` has no columns.  The predicate is projected
     to one boolean column (no copy of the filtered rows)."""
+    return pa.array(filter_positions(compiled, table, num_rows), pa.int64())
+
+
+def filter_positions(compiled: CompiledFilter, table: pa.Table, num_rows: int | None = None) -> np.ndarray:
+    """:func:`evaluate_filter` as a NumPy int64 array: by the kernels of :mod:`.filter_fast`
+    when the filter has a kernel plan and the columns' layout allows, else by Arrow."""
+    if compiled.fast is not None and table.num_columns:
+        pos = fast_positions(compiled.fast, table)
+        if pos is not None:
+            return pos
     if table.num_columns == 0:
         n = table.num_rows if num_rows is None else num_rows
         table = pa.table({"__lancejit_row__": pa.nulls(n, pa.null())})
     try:
         if isinstance(compiled.root, BoolNode):
-            return pa.array(evaluate_tree(compiled.root, table), pa.int64())
-        return pa.array(evaluate_expression(compiled.root, table), pa.int64())
+            return evaluate_tree(compiled.root, table)
+        return evaluate_expression(compiled.root, table)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"filter {compiled.text!r} cannot be evaluated: {exc}") from None

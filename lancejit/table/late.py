@@ -97,9 +97,9 @@ async def _group_matches(
     cols = [pa.chunked_array([c for arrs in arrays for c in _chunks(arrs[i])], type=schema.field(i).type)
             for i in range(len(ftops))]
     ftable = pa.Table.from_arrays(cols, schema=schema)
-    from .filter import evaluate_filter  # sqlglot loads with the first filter
+    from .filter import filter_positions  # sqlglot loads with the first filter
 
-    matches = evaluate_filter(compiled, ftable, sum(n_lives)).to_numpy().astype(np.int64)
+    matches = filter_positions(compiled, ftable, sum(n_lives))
     bounds = np.zeros(len(members) + 1, dtype=np.int64)
     np.cumsum(n_lives, out=bounds[1:])
     cuts = np.searchsorted(matches, bounds).tolist()

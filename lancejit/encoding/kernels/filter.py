@@ -1,0 +1,130 @@
+"""Numba kernels of filter evaluation (:mod:`lancejit.table.filter_fast`): one pass over one
+decoded column chunk per predicate leaf, straight on the Arrow buffers.
+
+Every kernel fills ``out`` (uint8, as long as the chunk: 1 = the leaf is TRUE, 0 = FALSE),
+``negate``-d (0 or 1); branch-free loops over contiguous slices, so LLVM vectorizes them.
+NULLs are applied afterwards by :func:`and_validity` (a NULL value never selects its row: for a
+predicate in a WHERE clause, SQL's NULL behaves as FALSE once NOTs are pushed to the leaves).
+Callers check ``len(out)`` against the chunk before the call.
+
+Comparisons are inclusive ranges ``lo <= key <= hi`` over int64 keys: integers are their own
+keys; a float64 value's key is its bit pattern with the magnitude flipped when negative (the
+reference's total order, ``-0.0`` folded into ``0.0``; see :mod:`lancejit.table.filter_floats`).
+Integers compared with a float literal compare as doubles (``flo``/``fhi`` with strictness
+flags).  NumPy references: ``tests/table/test_filter_fast.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancejit.encoding.kernels.jit import njit
+
+_MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
+_NEG_ZERO = np.int64(-0x8000000000000000)
+
+
+@njit(cache=True, nogil=True)
+def and_validity(validity, voff, out):  # pragma: no cover - compiled
+    """``out[i] &= bit voff + i`` of the Arrow validity bitmap ``validity`` (LSB first)."""
+    for i in range(out.shape[0]):
+        b = voff + i
+        out[i] &= np.uint8((validity[b >> 3] >> (b & 7)) & 1)
+
+
+@njit(cache=True, nogil=True)
+def range_int(values, lo, hi, negate, out):  # pragma: no cover - compiled
+    """``lo <= values[i] <= hi`` (int64 values and bounds)."""
+    for i in range(values.shape[0]):
+        v = values[i]
+        out[i] = np.uint8((v >= lo) & (v <= hi)) ^ negate
+
+
+@njit(cache=True, nogil=True)
+def range_f64(bits, lo, hi, negate, out):  # pragma: no cover - compiled
+    """``lo <= key(x) <= hi`` for float64 values given as their int64 ``bits``."""
+    for i in range(bits.shape[0]):
+        b = bits[i]
+        k = b ^ ((b >> 63) & _MAGNITUDE)
+        k = np.int64(0) if b == _NEG_ZERO else k
+        out[i] = np.uint8((k >= lo) & (k <= hi)) ^ negate
+
+
+@njit(cache=True, nogil=True)
+def range_int_as_double(values, flo, lo_strict, fhi, hi_strict, negate, out):  # pragma: no cover - compiled
+    """``flo <(=) double(values[i]) <(=) fhi`` (int64 values; bounds never NaN)."""
+    for i in range(values.shape[0]):
+        d = np.float64(values[i])
+        ok_lo = (d > flo) if lo_strict else (d >= flo)
+        ok_hi = (d < fhi) if hi_strict else (d <= fhi)
+        out[i] = np.uint8(ok_lo & ok_hi) ^ negate
+
+
+@njit(cache=True, nogil=True)
+def mod_range(values, k, lo, hi, negate, out):  # pragma: no cover - compiled
+    """``lo <= values[i] % k <= hi`` with SQL's truncated remainder (sign of the dividend);
+    ``k`` is neither 0 nor -1 (checked by the caller)."""
+    for i in range(values.shape[0]):
+        v = values[i]
+        m = v % k  # floored (Python) remainder: sign of k
+        if m != 0 and ((v < 0) != (k < 0)):
+            m -= k
+        out[i] = np.uint8((m >= lo) & (m <= hi)) ^ negate
+
+
+@njit(cache=True, nogil=True)
+def in_bitmap(values, base, bitmap, negate, out):  # pragma: no cover - compiled
+    """``values[i]`` (int64) in the set whose members ``v`` have bit ``v - base`` of ``bitmap``."""
+    span = np.int64(bitmap.shape[0]) * 8
+    for i in range(values.shape[0]):
+        d = values[i] - base
+        r = np.uint8(0)
+        if d >= 0 and d < span:
+            r = np.uint8((bitmap[d >> 3] >> (d & 7)) & 1)
+        out[i] = r ^ negate
+
+
+@njit(cache=True, nogil=True)
+def in_sorted(values, is_f64, members, negate, out):  # pragma: no cover - compiled
+    """``key(values[i])`` in the sorted, unique int64 ``members`` (binary search); ``is_f64``:
+    the values are float64 bits (keys as in :func:`range_f64`)."""
+    m = members.shape[0]
+    for i in range(values.shape[0]):
+        k = values[i]
+        if is_f64:
+            b = k
+            k = b ^ ((b >> 63) & _MAGNITUDE)
+            if b == _NEG_ZERO:
+                k = 0
+        a = 0
+        z = m
+        while a < z:
+            h = (a + z) >> 1
+            if members[h] < k:
+                a = h + 1
+            else:
+                z = h
+        out[i] = np.uint8(a < m and members[a] == k) ^ negate
+
+
+@njit(cache=True, nogil=True)
+def prefix_match(offsets, words, data, pwords, pmasks, prefix, negate, out):  # pragma: no cover - compiled
+    """String ``i`` (bytes ``data[offsets[i]:offsets[i + 1]]``) starts with ``prefix``.
+
+    ``words[j]``: the 8 bytes ``data[j:j + 8]`` as a little-endian uint64 (a view of ``data``
+    with a one-byte stride); ``pwords``/``pmasks``: the prefix as such words and the masks of
+    their significant bytes.  Strings too close to the end of ``data`` compare byte by byte."""
+    p = prefix.shape[0]
+    q = pwords.shape[0]
+    last = words.shape[0] - 8 * (q - 1)  # rows starting before this compare word by word
+    for i in range(offsets.shape[0] - 1):
+        s = offsets[i]
+        long_enough = offsets[i + 1] - s >= p
+        r = True
+        if s < last:
+            for w in range(q):
+                r &= ((words[s + 8 * w] ^ pwords[w]) & pmasks[w]) == 0
+        elif long_enough:
+            for j in range(p):
+                r &= data[s + j] == prefix[j]
+        out[i] = np.uint8(long_enough & r) ^ negate
