@@ -46,6 +46,10 @@ class Unsupported(S3HttpError):
     """An answer this client does not follow (redirect, 400): use botocore instead."""
 
 
+class IncompleteBody(ConnectionError):
+    """The body ended before (or ran past) its ``Content-Length``: transient, retried."""
+
+
 def _error(status: int, body: bytes, url: str) -> Exception:
     if status == 404:
         return FileNotFoundError(url)
@@ -58,6 +62,30 @@ def _error(status: int, body: bytes, url: str) -> Exception:
     if status in _UNSUPPORTED_STATUS:
         return Unsupported(status, code, url)
     return S3HttpError(status, code, url)
+
+
+#: Bodies of at least this many bytes are received chunk by chunk into one preallocated
+#: buffer, copied by NumPy (which releases the GIL: the emulator's or the decoders' threads
+#: run meanwhile) instead of ``bytes.join`` under the GIL.
+RECV_INTO_BYTES = 1 << 20
+#: aiohttp's per-connection read buffer: fewer pause/resume cycles on multi-MB bodies.
+READ_BUFSIZE = 1 << 20
+
+
+async def _receive_into(resp: Any, length: int, url: str) -> memoryview:
+    import numpy as np
+
+    out = np.empty(length, dtype=np.uint8)
+    pos = 0
+    async for chunk in resp.content.iter_any():
+        n = len(chunk)
+        if pos + n > length:
+            raise IncompleteBody(f"{url}: body longer than its Content-Length {length}")
+        out[pos:pos + n] = np.frombuffer(chunk, dtype=np.uint8)
+        pos += n
+    if pos != length:  # aiohttp raises ClientPayloadError first on a short body; belt and braces
+        raise IncompleteBody(f"{url}: body of {pos} bytes, Content-Length {length}")
+    return memoryview(out).toreadonly()
 
 
 class S3HttpClient:
@@ -85,6 +113,7 @@ class S3HttpClient:
             connector=aiohttp.TCPConnector(limit=max(1, limit)),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
             auto_decompress=False,  # byte ranges address the stored bytes
+            read_bufsize=READ_BUFSIZE,
             skip_auto_headers=("Accept-Encoding",),
             trust_env=True,
         )
@@ -97,10 +126,13 @@ class S3HttpClient:
             headers["Range"] = range_header
         url = self.base + path
         async with self._session.request(method, url, headers=headers, allow_redirects=False) as resp:
-            body = await resp.read()
-            if resp.status >= 300:
-                raise _error(resp.status, body, url)
-            return resp.status, resp.headers, body
+            length = resp.content_length
+            if resp.status >= 300 or method == "HEAD" or length is None or length < RECV_INTO_BYTES:
+                body = await resp.read()
+                if resp.status >= 300:
+                    raise _error(resp.status, body, url)
+                return resp.status, resp.headers, body
+            return resp.status, resp.headers, await _receive_into(resp, length, url)
 
     async def get(self, key: str, range_header: str | None) -> tuple[bytes, int | None]:
         """One GET (optionally ranged): ``(payload, object size or None)``.  A server that
