@@ -49,8 +49,9 @@ UNKNOWN, NOT_ELIGIBLE = -2, -1
 
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 
-#: Column kinds one decode call serves across files (no per-file tables in the decode).
-_MERGEABLE = frozenset({"fixed", "bitpacked", "variable"})
+#: Column kinds one decode call serves across files (FSST with the arena's symbol tables;
+#: dictionary columns decode per file: an index is checked against its own file's dictionary).
+_MERGEABLE = frozenset({"fixed", "bitpacked", "variable", "fsst"})
 
 _SEG_ROWS = 7  # seg arena rows: key, b0, stride, len, szw, count, def
 _SLOT_ROWS = 3  # slot rows: lo, hi, span
@@ -63,8 +64,9 @@ class FileTakeState:
     :data:`NOT_ELIGIBLE`.  ``segs`` ``(7, capacity)`` int64: every slot's segment table (its
     :class:`TakeTable` arrays, keys as in the table); ``slots`` ``(3, capacity)``: per slot the
     segment range ``[lo, hi)`` and the key span (file rows + 1); ``seg0[s, j]``: slot ``s``'s
-    first segment of column ``j``; ``rowsig[s]``: the slot's encodings signature (slots of one
-    signature decode together).  Grown by doubling; entries never change once written, and a
+    first segment of column ``j``; ``colsig[s, j]``: the encoding signature of the slot's column
+    ``j`` (a column's slots of one signature decode together) and ``rowsig[s]`` that of all its
+    columns (one comparison tells a take whether every column decodes in one call).  Grown by doubling; entries never change once written, and a
     slot is published (``slot_of_pos``) after its arrays, so concurrent takes see whole slots.
     """
 
@@ -76,15 +78,19 @@ class FileTakeState:
         self.slots = np.zeros((_SLOT_ROWS, 64), dtype=np.int64)
         self.seg0 = np.zeros((64, ncols), dtype=np.int64)
         self.rowsig = np.zeros(64, dtype=np.int64)
+        self.colsig = np.zeros((64, ncols), dtype=np.int64)
         self.nslots = 0
         #: Per slot: the file (a :class:`~lancejit.io.multi_read.FileSource`) and its column
         #: take indexes.
         self.readers: list[Any] = []
         self.columns: list[tuple[Any, ...]] = []
-        #: Per signature id: per column, the index one decode call over all slots of the
-        #: signature uses (None: decode per file).
-        self.merged: list[list[Any]] = []
-        self._sig_ids: dict[tuple, int] = {}
+        #: Per column signature id: the index one decode call over all slots of the signature
+        #: uses (None: decode per file); per row signature id: its column signature ids.
+        self.colmerged: list[Any] = []
+        self.colcol: list[int] = []  # per column signature id: its column
+        self.rowcols: list[tuple[int, ...]] = []
+        self._col_ids: dict[tuple, int] = {}
+        self._row_ids: dict[tuple, int] = {}
         #: Coalescing gap (bytes): the smallest block size of the files' stores.
         self.block = 1 << 62
         self._lock = threading.Lock()
@@ -92,6 +98,11 @@ class FileTakeState:
         self.tops: Any = None
         #: Per spec object: see :meth:`output`.
         self._outputs: dict[int, tuple[Any, Any]] = {}
+        #: Per FSST column: every slot's symbol tables (see :class:`_FsstArena`); bumped by
+        #: every admission (merged FSST indexes are rebuilt when it changed).
+        self._fsst: dict[int, _FsstArena] = {}
+        self._fsst_ix: dict[int, tuple[int, Any]] = {}
+        self.version = 0
 
     # ------------------------------------------------------------------------- admission
     def _add(self, pos: int, table: Any, reader: FileSource) -> None:
@@ -119,11 +130,20 @@ class FileTakeState:
                 seg0[:s] = self.seg0[:s]
                 rowsig = np.zeros(cap, dtype=np.int64)
                 rowsig[:s] = self.rowsig[:s]
-                self.slots, self.seg0, self.rowsig = slots, seg0, rowsig
+                colsig = np.zeros((cap, self.ncols), dtype=np.int64)
+                colsig[:s] = self.colsig[:s]
+                self.slots, self.seg0, self.rowsig, self.colsig = slots, seg0, rowsig, colsig
+            for j, c in enumerate(table.columns):
+                if c.kind == "fsst":
+                    fa = self._fsst.get(j)
+                    if fa is None:
+                        fa = self._fsst[j] = _FsstArena()
+                    fa.add(c.fsst, lo + int(table.seg0[j]), self.segs.shape[1])
+            self.version += 1
             self.slots[0, s], self.slots[1, s] = lo, lo + n
             self.slots[2, s] = int(table.col_base[1]) if self.ncols > 1 else 0
             self.seg0[s] = lo + np.asarray(table.seg0, dtype=np.int64)
-            self.rowsig[s] = self._signature(table.columns)
+            self.rowsig[s] = self._signature(s, table.columns)
             self.readers.append(reader)
             self.columns.append(table.columns)
             block = getattr(getattr(reader.reader, "config", None), "block_size", None)
@@ -133,19 +153,28 @@ class FileTakeState:
             self.nslots = s + 1
             self.slot_of_pos[pos] = s
 
-    def _signature(self, columns: Sequence[Any]) -> int:
-        """The id of the columns' encodings signature; registers the merged decode indexes."""
-        key = tuple((c.kind, c.width, c.arrow_type, c.list_size, c.large_offsets) for c in columns)
-        sid = self._sig_ids.get(key)
-        if sid is None:
-            sid = self._sig_ids[key] = len(self.merged)
-            self.merged.append([c if c.kind in _MERGEABLE else None for c in columns])
-        merged = self.merged[sid]
-        for j, c in enumerate(columns):  # validity decoded when any file of the signature has nulls
-            m = merged[j]
-            if m is not None and c.nullable and not m.nullable:
-                merged[j] = replace(m, nullable=True)
-        return sid
+    def _signature(self, s: int, columns: Sequence[Any]) -> int:
+        """Slot ``s``'s column signature ids (``colsig[s]``, registering their merged decode
+        indexes) and the id of their tuple (returned)."""
+        ids = []
+        for j, c in enumerate(columns):
+            key = (j, c.kind, c.width, c.arrow_type, c.list_size, c.large_offsets)
+            cid = self._col_ids.get(key)
+            if cid is None:
+                cid = self._col_ids[key] = len(self.colmerged)
+                self.colmerged.append(c if c.kind in _MERGEABLE else None)
+                self.colcol.append(j)
+            m = self.colmerged[cid]
+            if m is not None and c.nullable and not m.nullable:  # validity when any file has nulls
+                self.colmerged[cid] = replace(m, nullable=True)
+            ids.append(cid)
+        self.colsig[s] = ids
+        key = tuple(ids)
+        rid = self._row_ids.get(key)
+        if rid is None:
+            rid = self._row_ids[key] = len(self.rowcols)
+            self.rowcols.append(key)
+        return rid
 
     async def admit(self, ctx: "DatasetContext", index: "DatasetIndex", tops: Sequence[TopField],
                     positions: list[int]) -> None:
@@ -190,13 +219,20 @@ class FileTakeState:
         data.flags.writeable = False  # the file take's decode kernels are compiled for read-only data
         one_slot = k == 1 or row_slot[0] == row_slot[k - 1]  # each slot's rows are contiguous
         if one_slot or _MIN(self.rowsig[row_slot]) == _MAX(self.rowsig[row_slot]):
-            merged = self.merged[self.rowsig[row_slot[0]]]
+            cids = self.rowcols[self.rowsig[row_slot[0]]]
         else:
-            merged = None
+            cids = None
         out = []
         for j in range(ncols):
             lo, hi = j * k, (j + 1) * k
-            ix = None if merged is None else merged[j]
+            if cids is not None:
+                cid = cids[j]
+            else:  # files of several signatures: this column may still share one
+                cs = self.colsig[row_slot, j]
+                cid = int(cs[0]) if _MIN(cs) == _MAX(cs) else -1
+            ix = self.colmerged[cid] if cid >= 0 else None
+            if ix is not None and ix.kind == "fsst":
+                ix = self._fsst_merged(cid, ix)
             arr = None
             if ix is not None:
                 try:
@@ -214,6 +250,21 @@ class FileTakeState:
                                          segs)
             out.append(arr)
         return out
+
+    def _fsst_merged(self, cid: int, base: Any) -> Any:
+        """The index decoding an FSST column of signature ``cid`` across files: ``base`` with
+        the arena's symbol tables (``seg_tab`` by arena segment, so ``seg0`` is 0)."""
+        got = self._fsst_ix.get(cid)
+        version = self.version
+        if got is not None and got[0] == version:
+            return got[1]
+        from lancejit.encoding.v21.take_index import FsstTables
+
+        fa = self._fsst[self.colcol[cid]]
+        t = fa.count
+        ix = replace(base, fsst=FsstTables(fa.words[:t], fa.lens[:t], fa.enabled[:t], fa.seg_tab))
+        self._fsst_ix[cid] = (version, ix)
+        return ix
 
     def _per_file(self, j: int, data: np.ndarray, row_slot: np.ndarray, pos: np.ndarray, inn: np.ndarray,
                   seg: np.ndarray, segs: np.ndarray) -> pa.Array:
@@ -254,6 +305,40 @@ class FileTakeState:
             self._outputs.clear()
         self._outputs[id(spec)] = (spec, plan)
         return plan
+
+
+class _FsstArena:
+    """The FSST symbol tables of one column of every slot: ``words``/``lens`` ``(capacity, 256)``
+    uint64, ``enabled``, ``count`` tables used; ``seg_tab``: per arena segment, its table."""
+
+    def __init__(self) -> None:
+        self.words = np.zeros((8, 256), dtype=np.uint64)
+        self.lens = np.zeros((8, 256), dtype=np.uint64)
+        self.enabled = np.zeros(8, dtype=np.bool_)
+        self.count = 0
+        self.seg_tab = np.zeros(256, dtype=np.int64)
+
+    def add(self, tabs: Any, seg_lo: int, seg_capacity: int) -> None:
+        """Append one column index's tables; its segments start at arena segment ``seg_lo``."""
+        t0, t = self.count, len(tabs.enabled)
+        if t0 + t > len(self.enabled):
+            cap = max(2 * len(self.enabled), t0 + t)
+            for name in ("words", "lens"):
+                grown = np.zeros((cap, 256), dtype=np.uint64)
+                grown[:t0] = getattr(self, name)[:t0]
+                setattr(self, name, grown)
+            enabled = np.zeros(cap, dtype=np.bool_)
+            enabled[:t0] = self.enabled[:t0]
+            self.enabled = enabled
+        if seg_capacity > len(self.seg_tab):
+            grown = np.zeros(seg_capacity, dtype=np.int64)
+            grown[:len(self.seg_tab)] = self.seg_tab
+            self.seg_tab = grown
+        self.words[t0:t0 + t] = tabs.words
+        self.lens[t0:t0 + t] = tabs.lens
+        self.enabled[t0:t0 + t] = tabs.enabled
+        self.seg_tab[seg_lo:seg_lo + len(tabs.seg_tab)] = tabs.seg_tab + t0
+        self.count = t0 + t
 
 
 async def _all(aws: Any) -> list[Any]:

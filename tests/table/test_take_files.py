@@ -247,3 +247,55 @@ def test_plan_take_files_matches_numpy(data):
     for t, (s, a, b, _, _) in enumerate(items):
         run = next(r for r in runs if r[0] == s and r[1] <= a and b <= r[2])
         assert item_pos[t] == where[tuple(run)] + a - run[1]
+
+
+def test_missing_and_truncated_data_files(tmp_path):
+    """A data file removed or truncated after it was opened: lancejit's error classes, naming the
+    dataset, from the multi-file take's one read."""
+    import os
+
+    from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
+
+    path = _write(str(tmp_path / "ds"), 4, 3000)
+    ours = dataset(path)
+    n = ours.count_rows()
+    ours.take(np.arange(0, n, 1000), columns=["a", "s"])  # every file open, take tables built
+    files = [os.path.join(path, "data", f.files[0].path) for f in ours.manifest.fragments]
+    os.truncate(files[1], 4096)
+    with pytest.raises(CorruptFileError) as err:
+        ours.take([3000 + 2999, 2], columns=["a", "s"])
+    assert isinstance(err.value, LanceJitError) and path in str(err.value)
+    os.remove(files[2])
+    with pytest.raises(NotFoundError):
+        ours.take([6000 + 1500], columns=["a", "s"])
+    assert ours.take([5], columns=["a", "s"]).column("a").to_pylist() == [5]
+
+
+def test_fsst_and_nullable_columns_decode_once_across_files(tmp_path, monkeypatch):
+    """Files whose FSST string column and nullable float column share one encoding decode each
+    column with one call over all files (the arena's FSST tables), equal to pylance."""
+    path = str(tmp_path / "fsst")
+    n = 4 * 5000
+    a = np.arange(n, dtype=np.int64)
+    table = pa.table({
+        "a": a,
+        "t": pa.array([None if i % 13 == 1 else f"user-{i % 977:04d}-account-{i % 31}" for i in a]),
+        "x": pa.array([None if i % 9 == 4 else float(i) for i in a], pa.float64()),
+    })
+    lance.write_dataset(table, path, max_rows_per_file=5000, data_storage_version="2.2")
+    per_file = []
+    orig = take_files.FileTakeState._per_file
+
+    def spy(self, j, *args):
+        per_file.append(j)
+        return orig(self, j, *args)
+
+    monkeypatch.setattr(take_files.FileTakeState, "_per_file", spy)
+    ref, ours = lance.dataset(path), dataset(path)
+    for seed in range(3):
+        idx = np.random.default_rng(seed).integers(0, n, 300)
+        assert ours.take(idx, columns=["t", "x", "a"]).equals(ref.take(idx, columns=["t", "x", "a"]))
+    state = next(v for v in ours._ctx.index.take_state.values() if isinstance(v, take_files.FileTakeState))
+    kinds = {m.kind for m in state.colmerged if m is not None}
+    assert "fsst" in kinds and state.nslots == 4
+    assert per_file == []
