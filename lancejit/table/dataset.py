@@ -86,19 +86,38 @@ async def _load_manifest(
     return manifest, loc.path
 
 
+#: Schemas converted from manifests, by the bytes of the manifest's schema fields
+#: (``Manifest.schema_key``): ``(LanceSchema, pyarrow.Schema, top-level fields)``.
+_SCHEMAS: dict[bytes, tuple[LanceSchema, pa.Schema, tuple[TopField, ...]]] = {}
+_SCHEMAS_MAX = 256
+
+
+def _schemas(manifest: Manifest, path: str) -> tuple[LanceSchema, pa.Schema, tuple[TopField, ...]]:
+    """The Lance and Arrow schemas and top-level fields of ``manifest`` (converted once per
+    distinct schema bytes; all immutable)."""
+    key = manifest.schema_key
+    found = _SCHEMAS.get(key) if key is not None else None
+    if found is None:
+        lschema = LanceSchema.from_pb(manifest.fields, manifest.schema_metadata, path=path)
+        found = (lschema, lschema.to_arrow(dataset=True, path=path), tuple(top_level_fields(manifest.fields, path)))
+        if key is not None:
+            if len(_SCHEMAS) >= _SCHEMAS_MAX:
+                _SCHEMAS.clear()
+            _SCHEMAS[key] = found
+    return found
+
+
 def _make_context(
     uri: str, store: Any, root: str, manifest: Manifest, manifest_path: str,
     caches: SharedCaches, storage_options: dict[str, str] | None,
 ) -> DatasetContext:
-    where = f"dataset {uri} version {manifest.version} file {store.uri(manifest_path)}"
     check_reader_flags(manifest.reader_feature_flags, dataset=uri, version=manifest.version, path=store.uri(manifest_path))
     try:
-        lschema = LanceSchema.from_pb(manifest.fields, manifest.schema_metadata, path=store.uri(manifest_path))
-        schema = lschema.to_arrow(dataset=True, path=store.uri(manifest_path))
-        tops = top_level_fields(manifest.fields, store.uri(manifest_path))
+        lschema, schema, tops = _schemas(manifest, store.uri(manifest_path))
     except LanceJitError as exc:
-        raise with_context(exc, where) from exc
-    return DatasetContext(uri, store, root, manifest, manifest_path, schema, tops, caches, storage_options, lschema)
+        raise with_context(exc, f"dataset {uri} version {manifest.version} file {store.uri(manifest_path)}") from exc
+    return DatasetContext(uri, store, root, manifest, manifest_path, schema, list(tops), caches, storage_options,
+                          lschema)
 
 
 def _is_int(value: Any) -> bool:

@@ -158,6 +158,9 @@ class Manifest:
     base_paths: tuple[BasePath, ...]
     branch: str | None
     file_size: int = field(default=0)
+    #: The manifest's schema fields as stored (bytes; None when not known): equal keys give
+    #: equal schemas (see :func:`.dataset._make_context`).
+    schema_key: bytes | None = field(default=None, compare=False)
 
     def fragment(self, fragment_id: int) -> Fragment | None:
         for frag in self.fragments:
@@ -274,6 +277,7 @@ def manifest_from_pb(pb: Any, file_size: int = 0, scanned: ScannedManifest | Non
         ),
         branch=_opt(pb, "branch"),
         file_size=file_size,
+        schema_key=None if scanned is None else scanned.schema,
     )
 
 

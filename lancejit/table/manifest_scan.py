@@ -67,9 +67,11 @@ class RawFragments(Sequence):
 @dataclass(frozen=True, slots=True)
 class ScannedManifest:
     """A manifest message split by :func:`scan_manifest`: ``rest`` (the message without its
-    fragments, to decode with protobuf), ``fragments`` and their ``arrays``."""
+    fragments, to decode with protobuf), ``schema`` (the bytes of its schema fields, a key for
+    caches of what is derived from the schema alone), ``fragments`` and their ``arrays``."""
 
     rest: bytes
+    schema: bytes
     fragments: RawFragments
     arrays: FragmentArrays
 
@@ -92,19 +94,17 @@ def scan_manifest(body: bytes, force: bool = False) -> ScannedManifest | None:
     n = pbwire.count_fragments(buf)
     if n < 0:
         return None
-    starts = np.empty(n, dtype=np.int64)
-    ends = np.empty(n, dtype=np.int64)
-    ids = np.zeros(n, dtype=np.uint64)
-    physical = np.zeros(n, dtype=np.uint64)
-    deleted = np.zeros(n, dtype=np.uint64)
+    spans = np.zeros((3, n), dtype=np.int64)
+    values = np.zeros((3, n), dtype=np.uint64)
     has_del = np.zeros(n, dtype=np.bool_)
-    num_files = np.zeros(n, dtype=np.int64)
-    rest = np.empty(len(buf), dtype=np.uint8)
-    status, used = pbwire.scan_manifest(buf, starts, ends, ids, physical, deleted, has_del, num_files, rest)
+    out = np.empty(2 * len(buf), dtype=np.uint8)
+    status, schema_len, rest_len = pbwire.scan_manifest(buf, spans, values, has_del, out)
     if status != pbwire.OK:
         return None
+    schema = out[:schema_len].tobytes()
     return ScannedManifest(
-        rest[:used].tobytes(),
-        RawFragments(body, starts, ends),
-        FragmentArrays(ids, physical, deleted, has_del, num_files),
+        schema + out[len(buf) : len(buf) + rest_len].tobytes(),
+        schema,
+        RawFragments(body, spans[0], spans[1]),
+        FragmentArrays(values[0], values[1], values[2], has_del, spans[2]),
     )

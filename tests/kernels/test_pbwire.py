@@ -114,13 +114,13 @@ def check_against_protobuf(body: bytes) -> bool:
     return True
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=manifests())
 def test_generated_manifests_match_protobuf(m):
     assert check_against_protobuf(m.SerializeToString())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=manifests(), cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4),
        mode=st.sampled_from(["flip", "insert", "delete", "truncate"]))
 def test_damaged_manifests_never_disagree(m, cuts, mode):

@@ -57,3 +57,26 @@ def test_open_and_count_either_way(make_dataset, kernels, monkeypatch):
         ds = lancejit.dataset(path, version=n)
         assert isinstance(ds.manifest.fragments._pb, RawFragments) is kernels
         assert ds.count_rows() == lance.dataset(path, version=n).count_rows()
+
+
+def test_schema_converted_once_per_schema(make_dataset, monkeypatch):
+    """Versions whose schema bytes are equal share one conversion; a changed schema gets its own."""
+    import importlib
+
+    import lance
+
+    dataset_mod = importlib.import_module("lancejit.table.dataset")
+    monkeypatch.setattr(manifest_scan, "kernels_ready", lambda: True)
+    monkeypatch.setattr(dataset_mod, "_SCHEMAS", {})
+    path = make_dataset("evolving", "2.1")
+    by_key: dict[bytes, object] = {}
+    for v in lance.dataset(path).versions():
+        ds = lancejit.dataset(path, version=v["version"])
+        key = ds.manifest.schema_key
+        assert key is not None
+        assert ds.schema == lance.dataset(path, version=v["version"]).schema
+        if key in by_key:
+            assert ds.schema is by_key[key]
+        by_key[key] = ds.schema
+    assert 1 < len(by_key) < len(lance.dataset(path).versions())
+    assert len(dataset_mod._SCHEMAS) == len(by_key)

@@ -260,46 +260,64 @@ def count_fragments(buf):  # pragma: no cover - compiled
 
 
 @_kernel
-def scan_manifest(buf, starts, ends, ids, physical, deleted, has_deletion, num_files, rest):  # pragma: no cover
+def scan_manifest(buf, spans, values, has_deletion, out):  # pragma: no cover - compiled
     """Scan the ``Manifest`` message ``buf`` (uint8 array).
 
-    Fills, for the ``i``-th ``fragments`` entry: ``starts[i]`` / ``ends[i]`` (its message bytes
-    ``buf[starts[i]:ends[i]]``), ``ids[i]``, ``physical[i]`` (uint64 as stored, 0 when absent),
-    ``deleted[i]`` (the deletion file's ``num_deleted_rows``, 0 when absent), ``has_deletion[i]``,
-    ``num_files[i]``.  Output arrays hold :func:`count_fragments` elements and are zeroed by the
-    caller.  Copies every other top-level field, tag included, in order, to ``rest`` (at least
-    ``len(buf)`` bytes): ``rest[:n]`` is the manifest without its fragments.
+    Fills, for the ``i``-th ``fragments`` entry: ``spans[0, i]`` / ``spans[1, i]`` (its message
+    bytes ``buf[spans[0, i]:spans[1, i]]``), ``spans[2, i]`` (its number of data files),
+    ``values[0, i]`` (id), ``values[1, i]`` (physical rows) and ``values[2, i]`` (the deletion
+    file's ``num_deleted_rows``) as stored (0 when absent), ``has_deletion[i]``.  ``spans``
+    (int64) and ``values`` (uint64) have 3 rows of :func:`count_fragments` elements and are
+    zeroed by the caller, like ``has_deletion``.
 
-    Returns ``(status, n)``: :data:`OK` or :data:`FALLBACK` and the bytes written to ``rest``.
+    Copies the schema's top-level fields (``fields = 1``, ``schema_metadata = 5``) to
+    ``out[:m]`` and every other one but the fragments to ``out[len(buf):len(buf) + n]``, tags
+    included, in order (``out`` holds ``2 * len(buf)`` bytes): the two pieces one after the other
+    are the manifest without its fragments (``Manifest`` has no oneof: fields of different
+    numbers may be reordered).
+
+    Returns ``(status, m, n)``: :data:`OK` or :data:`FALLBACK` and the bytes of the two pieces.
     """
     pos = 0
     end = len(buf)
-    out = 0
+    out_schema = 0
+    out_rest = end
     i = 0
+    starts = spans[0]
+    ends = spans[1]
+    num_files = spans[2]
+    ids = values[0]
+    physical = values[1]
+    deleted = values[2]
     while pos < end:
         begin = pos
         field, wire, pos = _tag(buf, pos, end)
         if pos < 0:
-            return FALLBACK, 0
+            return FALLBACK, 0, 0
         if field == 2:
             if wire != 2 or i >= len(starts):
-                return FALLBACK, 0
+                return FALLBACK, 0, 0
             start, stop = _payload(buf, pos, end)
             if start < 0:
-                return FALLBACK, 0
+                return FALLBACK, 0, 0
             starts[i] = start
             ends[i] = stop
             if not _fragment(buf, start, stop, i, ids, physical, deleted, has_deletion, num_files):
-                return FALLBACK, 0
+                return FALLBACK, 0, 0
             i += 1
             pos = stop
         else:
             pos = _skip(buf, pos, end, wire)
             if pos < 0:
-                return FALLBACK, 0
-            for k in range(begin, pos):
-                rest[out] = buf[k]
-                out += 1
+                return FALLBACK, 0, 0
+            if field == 1 or field == 5:
+                for k in range(begin, pos):
+                    out[out_schema] = buf[k]
+                    out_schema += 1
+            else:
+                for k in range(begin, pos):
+                    out[out_rest] = buf[k]
+                    out_rest += 1
     if i != len(starts):
-        return FALLBACK, 0
-    return OK, out
+        return FALLBACK, 0, 0
+    return OK, out_schema, out_rest - end
