@@ -91,6 +91,11 @@ async def _group_matches(
     lives = await asyncio.gather(*(_live(r, lo, hi) for r, lo, hi in members))
     ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
     read = ftops + [t for t in extra if t.name not in compiled.columns]
+    stages = _stages(compiled, ftops) if STAGED_AND else None
+    if stages is not None:
+        staged = await _staged_matches(stages, members, list(lives), read)
+        if staged is not None:
+            return list(lives), read, staged[0], staged[1]
     arrays = await asyncio.gather(*(_read_rows(r, read, lo, hi, live) for (r, lo, hi), live in zip(members, lives)))
     n_lives = [(hi - lo) if live is None else len(live) for (_, lo, hi), live in zip(members, lives)]
     schema = pa.schema([ctx.schema.field(t.name) for t in ftops])
@@ -105,6 +110,90 @@ async def _group_matches(
     cuts = np.searchsorted(matches, bounds).tolist()
     split = [matches[cuts[i]:cuts[i + 1]] - bounds[i] for i in range(len(members))]
     return list(lives), read, list(arrays), split
+
+
+#: An AND of predicates on several columns is evaluated column by column (see ``_stages``):
+#: a unit none of whose rows passes the first columns' predicates skips the other columns.
+STAGED_AND = True
+_STAGE_ORDER = {"int": 0, "f64": 1, "dbl": 0, "mod": 0, "bitmap": 0, "sorted": 1, "null": 2, "prefix": 3}
+
+
+def _stages(compiled: "CompiledFilter", ftops: list[TopField]) -> list[tuple[TopField, Any]] | None:
+    """``[(column, predicate on it)]`` in evaluation order when the filter's kernel plan is an
+    AND of predicates each on one column, over at least two columns; else None.  Integer
+    columns come first (keys and timestamps are often clustered: their predicates tend to
+    reject whole units), then floats, then strings."""
+    from .filter_fast import Junction, columns_of
+
+    fast = compiled.fast
+    if not isinstance(fast, Junction) or fast.op != "and":
+        return None
+    by_col: dict[str, list] = {}
+    rank: dict[str, int] = {}
+    for part in fast.parts:
+        cols = columns_of(part)
+        if len(cols) != 1:
+            return None
+        (name,) = cols
+        by_col.setdefault(name, []).append(part)
+        stack, kinds = [part], []
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Junction):
+                stack.extend(n.parts)
+            else:
+                kinds.append(_STAGE_ORDER.get(n.kind, 3))
+        rank[name] = min(rank.get(name, 3), max(kinds))
+    if len(by_col) < 2:
+        return None
+    tops = {t.name: t for t in ftops}
+    if any(name not in tops for name in by_col):
+        return None
+    order = sorted(by_col, key=lambda c: (rank[c], list(by_col).index(c)))
+    return [(tops[c], by_col[c][0] if len(by_col[c]) == 1 else Junction("and", tuple(by_col[c])))
+            for c in order]
+
+
+async def _staged_matches(
+    stages: list[tuple[TopField, Any]], members: list[tuple[FragmentReader, int, int]],
+    lives: list[np.ndarray | None], read: list[TopField],
+) -> tuple[list, list[np.ndarray]] | None:
+    """``(arrays per member, matches per member)`` of an AND evaluated stage by stage (see
+    ``_stages``): each column is read only for the members with rows still passing; a member
+    left without rows gets None for the columns it did not read.  None when a decoded chunk
+    has a layout the kernels do not read (the caller evaluates the usual way)."""
+    from .filter_fast import fast_mask
+
+    n_lives = [(hi - lo) if live is None else len(live) for (_, lo, hi), live in zip(members, lives)]
+    got: list[dict[str, Any]] = [{} for _ in members]
+    masks: list[np.ndarray | None] = [None] * len(members)
+    alive = [i for i, n in enumerate(n_lives) if n]
+    for top, node in stages:
+        cols = await asyncio.gather(*(_read_rows(members[i][0], [top], members[i][1], members[i][2], lives[i])
+                                      for i in alive))
+        still = []
+        for i, (arr,) in zip(alive, cols):
+            got[i][top.name] = arr
+            mask = fast_mask(node, {top.name: _chunks(arr)}, n_lives[i])
+            if mask is None:
+                return None
+            if masks[i] is not None:
+                np.bitwise_and(mask, masks[i], out=mask)
+            masks[i] = mask
+            if mask.view(np.bool_).any():
+                still.append(i)
+        alive = still
+    rest = [t for t in read if t.name not in got[alive[0]]] if alive else []
+    if rest:
+        more = await asyncio.gather(*(_read_rows(members[i][0], rest, members[i][1], members[i][2], lives[i])
+                                      for i in alive))
+        for i, arrs in zip(alive, more):
+            got[i].update({t.name: a for t, a in zip(rest, arrs)})
+    arrays = [[g.get(t.name) for t in read] for g in got]
+    empty = np.zeros(0, dtype=np.int64)
+    survivors = set(alive)
+    matches = [np.flatnonzero(m.view(np.bool_)) if i in survivors else empty for i, m in enumerate(masks)]
+    return arrays, matches
 
 
 async def _finish_unit(
