@@ -91,7 +91,7 @@ async def _group_matches(
     lives = await asyncio.gather(*(_live(r, lo, hi) for r, lo, hi in members))
     ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
     read = ftops + [t for t in extra if t.name not in compiled.columns]
-    stages = _stages(compiled, ftops) if STAGED_AND else None
+    stages = _stages(compiled, ftops) if STAGED_AND and not extra else None
     if stages is not None:
         staged = await _staged_matches(stages, members, list(lives), read)
         if staged is not None:
