@@ -3,12 +3,13 @@ one decode kernel per column for all of them.
 
 A scan of many small fragments used to pay one take plan, one read and one decoder call per
 column per file.  Here the files' segment tables (:class:`~lancejit.file.take_plan.TakeTable`,
-built once per file and projection, kept by the reader) are concatenated, one kernel
-(:func:`lancejit.encoding.kernels.scan.plan_scan`) maps every selected row of every file to its
-segment with a merge walk (rows are ascending: no search, no sort), files held whole in memory
-(small data files, see :mod:`lancejit.table.datafile`) are used as they are and the others read
-with one ``read_ranges`` call each (adjacent segments merged into one range), and each column
-is decoded for all files by ONE call of the take decode kernels into ONE Arrow array.
+built once per file and projection, kept by the reader) are concatenated (once per run of
+files, cached), one kernel (:func:`lancejit.encoding.kernels.scan.plan_runs`) maps the selected
+rows of every file to *runs* of consecutive rows of one segment with a merge walk (rows are
+ascending: no search, no sort), files held whole in memory (small data files, see
+:mod:`lancejit.table.datafile`) are used as they are and the others read with one
+``read_ranges`` call each (adjacent segments merged into one range), and each column is decoded
+for all files by ONE kernel call (one copy per run) into ONE Arrow array.
 
 Columns qualify when every file has a take index for them of one value kind (fixed width,
 bit-packed, plain variable or FSST), with the same Arrow type, and stores no def levels;
@@ -18,6 +19,7 @@ otherwise :func:`file_scan` returns None and the caller reads file by file.
 from __future__ import annotations
 
 import asyncio
+import operator
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -29,6 +31,8 @@ from lancejit.file.take_plan import TakeTable, _as_ranges
 
 #: Value kinds decoded here (dictionary pages keep the per-file path).
 _INT32_MAX = (1 << 31) - 1
+#: Reads of at least this many rows decode their columns in worker threads.
+OFFLOAD_ROWS = 1 << 16
 _KINDS = frozenset({"fixed", "bitpacked", "variable", "fsst"})
 
 
@@ -37,13 +41,17 @@ class FileScan:
     """What scanning some columns of one opened file needs, made once per file and projection
     (:func:`file_scan`): the reader, the columns' take table, the encodings the file's columns
     share with other files decoded together (``sig``), the file's bytes when its range reader
-    holds them all (small data files, see :mod:`lancejit.table.datafile`) and its rows."""
+    holds them all (small data files, see :mod:`lancejit.table.datafile`): ``whole`` when the
+    columns are most of the file (the buffer is used as it is), else ``mem`` (the columns'
+    ranges are sliced from it), and its rows."""
 
     reader: Any
     table: TakeTable
-    sig: tuple
+    #: Files decoded together share it (their columns' encodings and types, numbered).
+    sig: int
     whole: memoryview | None
     num_rows: int
+    mem: memoryview | None = None
 
 
 async def file_scan(reader: Any, columns: tuple[str, ...]) -> FileScan | None:
@@ -54,13 +62,19 @@ async def file_scan(reader: Any, columns: tuple[str, ...]) -> FileScan | None:
     table = await reader.take_table(columns)
     if table is None:
         return None
-    sig = []
+    parts = []
     for ix in table.columns:
         if ix.kind not in _KINDS or ix.nullable:
             return None
-        sig.append((ix.kind, ix.width, ix.arrow_type, ix.list_size, ix.large_offsets))
+        parts.append((ix.kind, ix.width, str(ix.arrow_type), ix.list_size, ix.large_offsets))
+    sig = _SIGNATURES.setdefault(tuple(parts), len(_SIGNATURES))
     whole = getattr(reader.range_reader, "whole", None)
-    return FileScan(reader, table, tuple(sig), whole, reader.num_rows)
+    if whole is not None:
+        span = np.append(table.seg_key[1:], 0) - table.seg_key  # rows of full-zip segments
+        nbytes = int(np.where(table.seg_stride > 0, table.seg_stride * np.maximum(span, 0), table.seg_len).sum())
+        if nbytes * 2 < len(whole):  # a few of the file's columns: read their ranges only
+            return FileScan(reader, table, sig, None, reader.num_rows, whole)
+    return FileScan(reader, table, sig, whole, reader.num_rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +89,11 @@ class _Layout:
     blk_kbase: np.ndarray
     any_stride: bool
     indexes: tuple[Any, ...]
+    #: Per file: rows, whether its whole buffer is used, its size and place in the data buffer.
+    nums: np.ndarray
+    whole: np.ndarray
+    wbase: np.ndarray
+    wbytes: int
 
 
 #: Runs of files whose concatenated segment tables are kept (repeated scans of one version).
@@ -82,8 +101,13 @@ MAX_LAYOUTS = 64
 _LAYOUTS: dict[tuple[int, ...], _Layout] = {}
 
 
+_TABLE = operator.attrgetter("table")
+#: Column encodings and types of a file -> its ``FileScan.sig``.
+_SIGNATURES: dict[tuple, int] = {}
+
+
 def _layout(scans: Sequence[FileScan]) -> _Layout:
-    tables = tuple(s.table for s in scans)
+    tables = tuple(map(_TABLE, scans))
     key = tuple(map(id, tables))
     got = _LAYOUTS.get(key)
     if got is not None:
@@ -104,8 +128,11 @@ def _layout(scans: Sequence[FileScan]) -> _Layout:
     blk_g1[:, -1] = seg_base[1:]
     kbase = np.concatenate([t.col_base for t in tables]) if nfiles > 1 else tables[0].col_base
     indexes = tuple(_group_index(tables, j, seg_base) for j in range(ncols))
+    wsize = np.array([0 if s.whole is None else len(s.whole) for s in scans], dtype=np.int64)
     got = _Layout(tables, seg, seg_base, blk_g0.reshape(-1), blk_g1.reshape(-1),
-                  np.ascontiguousarray(kbase, dtype=np.int64), bool((seg[2] > 0).any()), indexes)
+                  np.ascontiguousarray(kbase, dtype=np.int64), bool((seg[2] > 0).any()), indexes,
+                  np.array([s.num_rows for s in scans], dtype=np.int64), wsize > 0, np.cumsum(wsize) - wsize,
+                  int(wsize.sum()))
     if len(_LAYOUTS) >= MAX_LAYOUTS:
         _LAYOUTS.pop(next(iter(_LAYOUTS)))
     _LAYOUTS[key] = got
@@ -128,44 +155,46 @@ async def read_scans(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[
 
 async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
                 sel: Sequence[np.ndarray | None]) -> list[pa.Array]:
-    from lancejit.encoding.kernels.scan import plan_scan
+    from lancejit.encoding.kernels.scan import plan_runs
 
     lay = _layout(scans)
     ncols = len(lay.indexes)
     nfiles = len(scans)
-    counts = np.fromiter(((b - a) if r is None else len(r) for a, b, r in zip(lo, hi, sel)), dtype=np.int64,
-                         count=nfiles)
+    los = np.array(lo, dtype=np.int64)
+    his = np.array(hi, dtype=np.int64)
+    bad = (los < 0) | (his > lay.nums) | (his < los)
+    if bool(bad.any()):
+        f = int(np.flatnonzero(bad)[0])
+        raise RowIndexError(f"rows [{lo[f]}, {hi[f]}) are outside the file's {scans[f].num_rows} rows")
+    picked = not all([r is None for r in sel])
+    counts = his - los
+    if picked:
+        counts = np.array([(b - a) if r is None else len(r) for a, b, r in zip(lo, hi, sel)], dtype=np.int64)
     rows_off = np.zeros(nfiles + 1, dtype=np.int64)
     np.cumsum(counts, out=rows_off[1:])
     k_all = int(rows_off[-1])
-    los = np.fromiter(lo, dtype=np.int64, count=nfiles)
-    his = np.fromiter(hi, dtype=np.int64, count=nfiles)
-    nums = np.fromiter((s.num_rows for s in scans), dtype=np.int64, count=nfiles)
-    if bool((los < 0).any() | (his > nums).any() | (his < los).any()):
-        f = int(np.flatnonzero((los < 0) | (his > nums) | (his < los))[0])
-        raise RowIndexError(f"rows [{lo[f]}, {hi[f]}) are outside the file's {scans[f].num_rows} rows")
     # every selected row: ranges expanded at once, explicit selections copied in
     rows = np.arange(k_all, dtype=np.int64) + np.repeat(los - rows_off[:-1], counts)
-    for f, r in enumerate(sel):
-        if r is not None and len(r):
-            if int(r[0]) < lo[f] or int(r[-1]) >= hi[f]:
-                raise RowIndexError(f"rows outside [{lo[f]}, {hi[f]}) selected")
-            rows[rows_off[f]:rows_off[f + 1]] = r
-    whole = np.fromiter((s.whole is not None for s in scans), dtype=np.bool_, count=nfiles)
+    if picked:
+        for f, r in enumerate(sel):
+            if r is not None and len(r):
+                if int(r[0]) < lo[f] or int(r[-1]) >= hi[f]:
+                    raise RowIndexError(f"rows outside [{lo[f]}, {hi[f]}) selected")
+                rows[rows_off[f]:rows_off[f + 1]] = r
+    whole, wbase, w_at = lay.whole, lay.wbase, lay.wbytes
     wholes = [s.whole for s in scans if s.whole is not None]
-    wsize = np.fromiter((0 if s.whole is None else len(s.whole) for s in scans), dtype=np.int64, count=nfiles)
-    wbase = np.cumsum(wsize) - wsize
-    w_at = int(wsize.sum())
     seg_key, seg_b0, seg_stride, seg_len, seg_szw, seg_count, seg_def = lay.seg
     items = ncols * k_all
     partial = items - ncols * int(counts[whole].sum())
     cap = partial if lay.any_stride else min(partial, int(seg_key.size))
-    work = np.empty(3 * items + 2 * cap, dtype=np.int64)
-    item_seg, item_in, item_pos = work[:items], work[items:2 * items], work[2 * items:3 * items]
-    ranges = work[3 * items:].reshape(cap, 2)
-    range_file = np.empty(cap, dtype=np.int64)
-    nr = plan_scan(seg_key, seg_b0, seg_stride, seg_len, lay.blk_g0, lay.blk_g1, lay.blk_kbase, rows, rows_off,
-                   ncols, whole, wbase, w_at, item_seg, item_in, item_pos, ranges, range_file)
+    # runs: at most one per item (untouched pages of np.empty cost nothing)
+    work = np.empty(4 * items + 3 * cap + ncols, dtype=np.int64)
+    run_seg, run_in, run_len, run_pos = (work[i * items:(i + 1) * items] for i in range(4))
+    ranges = work[4 * items:4 * items + 2 * cap].reshape(cap, 2)
+    range_file = work[4 * items + 2 * cap:4 * items + 3 * cap]
+    nrun = work[4 * items + 3 * cap:]
+    nr = plan_runs(seg_key, seg_b0, seg_stride, seg_len, lay.blk_g0, lay.blk_g1, lay.blk_kbase, rows, rows_off,
+                   ncols, whole, wbase, w_at, run_seg, run_in, run_len, run_pos, nrun, ranges, range_file)
     if nr < 0:
         raise CorruptFileError("a column's segments do not start at row 0", path=scans[0].reader.uri)
     bufs = wholes
@@ -173,59 +202,84 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
         cuts = np.searchsorted(range_file[:nr], np.arange(nfiles + 1)).tolist()
         todo = [(f, cuts[f], cuts[f + 1]) for f in range(nfiles) if cuts[f + 1] > cuts[f]]
 
-        async def one(f: int, a: int, b: int) -> list:
-            src = scans[f].reader.range_reader
-            return await src.read_ranges(_as_ranges(src, ranges[a:b]), priority=int(lo[f]))
-
-        got = [await one(*todo[0])] if len(todo) == 1 else await asyncio.gather(*(one(*x) for x in todo))
         bufs = list(wholes)
-        for g in got:
-            bufs.extend(g)
+        mems = [s.mem for s in scans]
+        if all(mems[f] is not None for f, _, _ in todo):  # small files held in memory: sliced
+            part = ranges[:nr]
+            bufs += [mems[f][a:b] for f, a, b in zip(range_file[:nr].tolist(), part[:, 0].tolist(),
+                                                      part[:, 1].tolist())]
+        else:
+            async def one(f: int, a: int, b: int) -> list:
+                src = scans[f].reader.range_reader
+                return await src.read_ranges(_as_ranges(src, ranges[a:b]), priority=int(lo[f]))
+
+            got = [await one(*todo[0])] if len(todo) == 1 else await asyncio.gather(*(one(*x) for x in todo))
+            for g in got:
+                bufs.extend(g)
     data = np.frombuffer(bufs[0] if len(bufs) == 1 else b"".join(bufs), dtype=np.uint8)
     data.flags.writeable = False
-    from lancejit.encoding.v21.take_index import take_column
-
-    out = []
+    jobs = []
     for j in range(ncols):
-        a, b = j * k_all, (j + 1) * k_all
-        args = (data, item_pos[a:b], item_in[a:b], item_seg[a:b], seg_szw, seg_len, seg_count, seg_def)
-        got = _scan_column(lay.indexes[j], *args)
-        out.append(got if got is not None else take_column(lay.indexes[j], *args, 0))
-    return out
+        a = j * k_all
+        b = a + int(nrun[j])
+        runs = (run_seg[a:b], run_in[a:b], run_len[a:b], run_pos[a:b])
+        jobs.append((lay.indexes[j], data, runs, k_all, seg_szw, seg_len, seg_count, seg_def))
+    if k_all < OFFLOAD_ROWS:
+        return [_decode_runs(*job) for job in jobs]
+    # the decode kernels release the GIL: columns decode in worker threads (both cores) while
+    # the event loop plans and reads the next files
+    return list(await asyncio.gather(*(asyncio.to_thread(_decode_runs, *job) for job in jobs)))
 
 
-def _scan_column(ix: Any, data: np.ndarray, item_pos: np.ndarray, item_in: np.ndarray, item_seg: np.ndarray,
-                 seg_szw: np.ndarray, seg_len: np.ndarray, seg_count: np.ndarray,
-                 seg_def: np.ndarray) -> pa.Array | None:
-    """Fixed-width and plain variable-width values of a column without nulls, a run of one
-    chunk per copy; None for the other kinds (decoded by the take kernels)."""
+def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int, seg_szw: np.ndarray,
+                 seg_len: np.ndarray, seg_count: np.ndarray, seg_def: np.ndarray) -> pa.Array:
+    """The ``k`` values of one column's runs (see :func:`~lancejit.encoding.kernels.scan.plan_runs`)
+    as one Arrow array: one copy per run for fixed-width, bit-packed and plain variable-width
+    values; FSST values through the take kernels (runs expanded to items)."""
     from lancejit.encoding.kernels import scan as ks
 
-    k = item_pos.size
     t = ix.arrow_type
     if ix.kind == "fixed":
         w = ix.width
         out = np.empty(k * w, dtype=np.uint8)
-        if ks.scan_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, w, out):
-            raise CorruptFileError(f"column {ix.column}: a chunk shorter than its values", path=ix.path)
+        if ks.runs_fixed(data, *runs, seg_szw, seg_len, seg_def, w, out):
+            _corrupt(ix, "a chunk shorter than its values")
         if ix.list_size:
             child = pa.Array.from_buffers(t.value_type, k * ix.list_size, [None, pa.py_buffer(out)])
             return pa.Array.from_buffers(t, k, [None], children=[child])
         return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
+    if ix.kind == "bitpacked":
+        word = np.dtype(f"u{ix.width // 8}")
+        buf = np.empty(2049 + k, dtype=word)  # staging words, unpacked chunk, output
+        tmpw = buf[:1025]
+        err = ks.runs_bitpacked(data, *runs, seg_szw, seg_len, seg_count, seg_def, tmpw, tmpw.view(np.uint8),
+                                buf[1025:2049], buf[2049:])
+        if err:
+            _corrupt(ix, "a malformed bit-packed chunk")
+        return pa.Array.from_buffers(t, k, [None, pa.py_buffer(buf[2049:])])
     if ix.kind != "variable":
-        return None
+        from lancejit.encoding.v21.take_index import take_column
+
+        run_seg, run_in, run_len, run_pos = runs
+        starts = np.cumsum(run_len) - run_len
+        item_in = np.arange(k, dtype=np.int64) - np.repeat(starts - run_in, run_len)
+        return take_column(ix, data, np.repeat(run_pos, run_len), item_in, np.repeat(run_seg, run_len), seg_szw,
+                           seg_len, seg_count, seg_def, 0)
     offsets = np.empty(k + 1, dtype=np.int64)
-    nbytes = ks.scan_offsets(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, ix.width,
-                             offsets)
+    nbytes = ks.runs_offsets(data, *runs, seg_szw, seg_len, seg_count, seg_def, ix.width, offsets)
     if nbytes < 0:
-        raise CorruptFileError(f"column {ix.column}: value offsets out of order or out of bounds", path=ix.path)
+        _corrupt(ix, "value offsets out of order or out of bounds")
     values = np.empty(nbytes, dtype=np.uint8)
-    ks.scan_copy(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, ix.width, offsets, values)
+    ks.runs_copy(data, *runs, seg_szw, seg_len, seg_def, ix.width, offsets, values)
     if not ix.large_offsets:
         if nbytes > _INT32_MAX:
             raise CorruptFileError("scanned values exceed 2 GiB for a 32-bit-offset type", path=ix.path)
         offsets = offsets.astype(np.int32)
     return pa.Array.from_buffers(t, k, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+
+
+def _corrupt(ix: Any, what: str) -> None:
+    raise CorruptFileError(f"column {ix.column}: {what}", path=ix.path)
 
 
 def _group_index(tables: list[TakeTable], j: int, seg_base: np.ndarray) -> Any:

@@ -27,7 +27,7 @@ from .fields import TopField
 from .fragment import ROWADDR, ROWID, FragmentReader
 from .index import dataset_index
 from .late import SMALL_UNIT_ROWS, _finish_unit, _group_matches, _live, _read_rows
-from .scan_multi import read_members
+from .scan_multi import filter_members, member_lives, read_members
 from .scan_plan import ScanPlan, plan_units
 
 if TYPE_CHECKING:
@@ -230,8 +230,7 @@ async def read_plain_group(
     most ``limit`` units of the scan read at once)."""
     assert spec.filter is None
     keep = []
-    for frag, lo, hi in members:
-        live = None if frag.fragment.deletion_file is None else await _live(frag, lo, hi)
+    for (frag, lo, hi), live in zip(members, await member_lives(members)):
         if live is None or len(live):
             keep.append((frag, lo, hi, live))
     if not keep:
@@ -501,9 +500,12 @@ async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", reada
     index, plan, _ = await _plan(ctx, spec)
 
     async def read(members: list[tuple[FragmentReader, int, int]]) -> int:
+        got = await filter_members(ctx, filter, members)  # the filter's columns decoded at once
+        if got is not None:
+            return len(got[1])
         return sum(len(m) for m in (await _group_matches(ctx, filter, members))[3])
 
     total = 0
-    async for n in _pipeline(index, plan, max(1, readahead), read, EVAL_GROUP_ROWS):
+    async for n in _pipeline(index, plan, max(1, readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS):
         total += n
     return total

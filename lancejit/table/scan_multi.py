@@ -13,7 +13,7 @@ read unit by unit then).
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +23,9 @@ from .fields import TopField
 from lancejit.file.multi_decode import file_scan, read_scans
 
 from .fragment import FragmentReader
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .filter import CompiledFilter
 
 Member = tuple[FragmentReader, int, int]
 
@@ -47,7 +50,8 @@ async def _file_scan(frag: FragmentReader, tops: Sequence[TopField]) -> Any:
             schema = frag.ctx.schema
             with frag.ctx.errors(path, store):
                 scan = await file_scan(handle.reader, tuple(names))
-            if scan is not None and all(sig[2] == schema.field(t.name).type for sig, t in zip(scan.sig, tops)):
+            if scan is not None and all(ix.arrow_type == schema.field(t.name).type
+                                        for ix, t in zip(scan.table.columns, tops)):
                 got = scan
     per[key] = got
     return got
@@ -72,4 +76,36 @@ async def read_members(
         return await read_scans(scans, [m[1] for m in members], [m[2] for m in members], lives)
 
 
-__all__ = ["Member", "read_members"]
+async def member_lives(members: Sequence[Member]) -> list[np.ndarray | None]:
+    """Live physical offsets (int64) of every member's ``[lo, hi)``, None when all are live."""
+    from .late import _live
+
+    return [None if frag.fragment.deletion_file is None else await _live(frag, lo, hi)
+            for frag, lo, hi in members]
+
+
+async def filter_members(
+    ctx: DatasetContext, compiled: "CompiledFilter", members: Sequence[Member],
+) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray] | None:
+    """The filter's columns read for the live rows of every member at once and evaluated ONCE:
+    ``(lives, positions of the matching rows among all members' live rows (int64, ascending),
+    bounds: member i's live rows are [bounds[i], bounds[i + 1]))``; None when the members do
+    not qualify for :func:`read_members` (nothing was read then)."""
+    ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
+    if not ftops:
+        return None
+    lives = await member_lives(members)
+    arrays = await read_members(ctx, ftops, members, lives)
+    if arrays is None:
+        return None
+    bounds = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum([(hi - lo) if live is None else len(live) for (_, lo, hi), live in zip(members, lives)],
+              out=bounds[1:])
+    schema = pa.schema([ctx.schema.field(t.name) for t in ftops])
+    from .filter import filter_positions  # sqlglot loads with the first filter
+
+    matches = filter_positions(compiled, pa.Table.from_arrays(arrays, schema=schema), int(bounds[-1]))
+    return lives, matches, bounds
+
+
+__all__ = ["Member", "filter_members", "member_lives", "read_members"]

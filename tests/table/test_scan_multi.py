@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import lancejit.table as lt
 import lancejit.table.scan_multi as scan_multi
-from lancejit.encoding.kernels.scan import SCAN_BAD_ROW, plan_scan
+from lancejit.encoding.kernels.scan import SCAN_BAD_ROW, plan_runs
 
 lance = pytest.importorskip("lance")
 
@@ -176,31 +176,58 @@ def _plans(draw):
             np.array(whole, np.bool_))
 
 
+def _expand(run_seg, run_in, run_len, run_pos, nrun, k_all, ncols):
+    """Runs of every column back to items (what the item reference computes)."""
+    segs, ins, poss = [], [], []
+    for j in range(ncols):
+        for q in range(j * k_all, j * k_all + int(nrun[j])):
+            for d in range(int(run_len[q])):
+                segs.append(run_seg[q])
+                ins.append(run_in[q] + d)
+                poss.append(run_pos[q])
+    return np.array(segs, np.int64), np.array(ins, np.int64), np.array(poss, np.int64)
+
+
 @settings(max_examples=150, deadline=None)
 @given(_plans())
-def test_plan_scan_matches_numpy(plan):
+def test_plan_runs_matches_numpy(plan):
     seg_key, seg_b0, seg_stride, seg_len, blocks, rows_off, rows, ncols, whole = plan
     wbase = np.arange(len(whole), dtype=np.int64) * 1000
     cursor0 = 1000 * len(whole)
-    n = ncols * int(rows_off[-1])
-    item_seg, item_in, item_pos = (np.zeros(n, np.int64) for _ in range(3))
+    k_all = int(rows_off[-1])
+    n = ncols * k_all
+    run_seg, run_in, run_len, run_pos = (np.zeros(max(n, 1), np.int64) for _ in range(4))
+    nrun = np.zeros(ncols, np.int64)
     ranges = np.zeros((max(n, 1), 2), np.int64)
     range_file = np.zeros(max(n, 1), np.int64)
     b = np.array(blocks, np.int64).reshape(-1, 3)
-    nr = plan_scan(seg_key, seg_b0, seg_stride, seg_len, b[:, 0].copy(), b[:, 1].copy(), b[:, 2].copy(), rows,
-                   rows_off, ncols, whole, wbase, cursor0, item_seg, item_in, item_pos, ranges, range_file)
+    nr = plan_runs(seg_key, seg_b0, seg_stride, seg_len, b[:, 0].copy(), b[:, 1].copy(), b[:, 2].copy(), rows,
+                   rows_off, ncols, whole, wbase, cursor0, run_seg, run_in, run_len, run_pos, nrun, ranges,
+                   range_file)
     e_seg, e_in, e_pos, e_ranges, e_files = _plan_reference(seg_key, seg_b0, seg_stride, seg_len, blocks, rows_off,
                                                              rows, ncols, whole, wbase, cursor0)
     assert nr == len(e_ranges)
-    assert np.array_equal(item_seg, e_seg) and np.array_equal(item_in, e_in) and np.array_equal(item_pos, e_pos)
     assert ranges[:nr].tolist() == e_ranges and range_file[:nr].tolist() == e_files
+    got_seg, got_in, got_pos = _expand(run_seg, run_in, run_len, run_pos, nrun, k_all, ncols)
+    assert np.array_equal(got_seg, e_seg) and np.array_equal(got_in, e_in)
+    # a run's position is its first row's (a chunk's start; full-zip rows follow at the stride)
+    first = _run_first(run_in, run_len, nrun, k_all, ncols)
+    assert np.array_equal(got_pos + seg_stride[e_seg] * (got_in - first), e_pos)
 
 
-def test_plan_scan_rejects_rows_before_first_segment():
+def _run_first(run_in, run_len, nrun, k_all, ncols):
+    out = []
+    for j in range(ncols):
+        for q in range(j * k_all, j * k_all + int(nrun[j])):
+            out.extend([run_in[q]] * int(run_len[q]))
+    return np.array(out, np.int64)
+
+
+def test_plan_runs_rejects_rows_before_first_segment():
     seg_key = np.array([5], np.int64)  # the block's first segment starts at row 5
     z = np.zeros(1, np.int64)
-    out = [np.zeros(1, np.int64) for _ in range(3)]
-    nr = plan_scan(seg_key, z, z, np.ones(1, np.int64), z, np.ones(1, np.int64), z, np.array([2], np.int64),
+    out = [np.zeros(1, np.int64) for _ in range(5)]
+    nr = plan_runs(seg_key, z, z, np.ones(1, np.int64), z, np.ones(1, np.int64), z, np.array([2], np.int64),
                    np.array([0, 1], np.int64), 1, np.zeros(1, np.bool_), z, 0, *out, np.zeros((1, 2), np.int64),
                    np.zeros(1, np.int64))
     assert nr == -SCAN_BAD_ROW

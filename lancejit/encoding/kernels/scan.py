@@ -18,29 +18,40 @@ from __future__ import annotations
 import numpy as np
 
 from lancejit.encoding.kernels.jit import njit
-from lancejit.encoding.kernels.take import TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_OK, _read_le, _value_buffer
+from lancejit.encoding.kernels.bitpack import unpack_blocks
+from lancejit.encoding.kernels.take import (TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_BAD_WIDTH, TAKE_OK, _read_le,
+                                            _value_buffer)
 
 #: Error codes returned (negated) by :func:`plan_scan`.
 SCAN_BAD_ROW = 1
 
 
 @njit(cache=True, nogil=True)
-def plan_scan(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, rows, rows_off, ncols,
-              whole, wbase, cursor0, item_seg, item_in, item_pos, ranges, range_file):  # pragma: no cover
-    """Fill ``item_seg``/``item_in``/``item_pos`` (``ncols * K`` each) and the byte ranges of
-    the files not ``whole`` (``ranges`` ``(cap, 2)``, ``range_file``: their file), file-major.
+def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, rows, rows_off, ncols,
+              whole, wbase, cursor0, run_seg, run_in, run_len, run_pos, nrun, ranges,
+              range_file):  # pragma: no cover - compiled
+    """Map every selected row of every file and column to *runs* (consecutive rows of one
+    segment) and the byte ranges to read.
 
-    Block ``b = f * ncols + j`` owns segments ``[blk_g0[b], blk_g1[b])`` whose keys are
-    ``blk_kbase[b] + first row``.  ``cursor0``: where the ranges' bytes start in the data
-    buffer (after the whole files).  Returns the number of ranges, or ``-SCAN_BAD_ROW`` when a
-    row precedes its block's first segment (callers check rows against each file's rows)."""
+    Column ``j``'s runs are ``[j * K, j * K + nrun[j])`` of ``run_seg`` (segment), ``run_in``
+    (first row inside it), ``run_len`` (rows) and ``run_pos`` (where the segment's bytes start
+    in the data buffer: a chunk's start, or a full-zip run's first row), in output order.
+    Block ``b = f * ncols + j`` owns segments ``[blk_g0[b], blk_g1[b])`` keyed
+    ``blk_kbase[b] + first row``.  Files not ``whole`` get ranges (file-major, ``range_file``:
+    their file) whose bytes follow ``cursor0`` in the data buffer: a range grows while the next
+    segment (or full-zip row) starts where it ends, and a chunk read once serves every run in
+    it.  Returns the number of ranges, or ``-SCAN_BAD_ROW`` when a row precedes its block's
+    first segment (callers check rows against each file's rows)."""
     nfiles = rows_off.shape[0] - 1
     k_all = rows_off[nfiles]
     nr = 0
     cursor = cursor0
+    for j in range(ncols):
+        nrun[j] = 0
     for f in range(nfiles):
         r0 = rows_off[f]
         r1 = rows_off[f + 1]
+        wf = whole[f]
         last_s = np.int64(-1)
         last_e = np.int64(-1)
         last_pos = np.int64(0)
@@ -53,23 +64,40 @@ def plan_scan(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
                 if r1 > r0:
                     return -SCAN_BAD_ROW
                 continue
+            q = -1
+            cur_g = -1
+            prev_row = np.int64(-2)
             for i in range(r0, r1):
-                key = kb + rows[i]
+                row = rows[i]
+                key = kb + row
                 while g + 1 < g1 and seg_key[g + 1] <= key:
                     g += 1
                 if key < seg_key[g]:
                     return -SCAN_BAD_ROW
+                stride = seg_stride[g]
+                if g == cur_g and row == prev_row + 1:
+                    run_len[q] += 1
+                    prev_row = row
+                    if stride > 0 and not wf:  # full-zip rows: the range grows by one row
+                        ranges[nr - 1, 1] += stride
+                        cursor += stride
+                        last_e += stride
+                    continue
+                q = j * k_all + nrun[j]
+                nrun[j] += 1
                 r = key - seg_key[g]
-                t = j * k_all + i
-                item_seg[t] = g
-                item_in[t] = r
-                s = seg_b0[g] + r * seg_stride[g]
+                run_seg[q] = g
+                run_in[q] = r
+                run_len[q] = 1
+                cur_g = g
+                prev_row = row
+                s = seg_b0[g] + r * stride
                 e = s + seg_len[g]
-                if whole[f]:
-                    item_pos[t] = wbase[f] + s
+                if wf:
+                    run_pos[q] = wbase[f] + s
                     continue
                 if s == last_s and e <= last_e:
-                    item_pos[t] = last_pos
+                    run_pos[q] = last_pos
                     continue
                 if nr > 0 and range_file[nr - 1] == f and s == ranges[nr - 1, 1]:
                     ranges[nr - 1, 1] = e
@@ -78,7 +106,7 @@ def plan_scan(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
                     ranges[nr, 1] = e
                     range_file[nr] = f
                     nr += 1
-                item_pos[t] = cursor
+                run_pos[q] = cursor
                 last_s = s
                 last_e = e
                 last_pos = cursor
@@ -86,92 +114,114 @@ def plan_scan(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
     return nr
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _run_end(item_pos, item_in, t, n):  # pragma: no cover - compiled
-    """End of the run of items from ``t`` reading consecutive values of one chunk."""
-    p = item_pos[t]
-    u = t + 1
-    while u < n and item_pos[u] == p and item_in[u] == item_in[u - 1] + 1:
-        u += 1
-    return u
-
-
 @njit(cache=True, nogil=True)
-def scan_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, width, out):  # pragma: no cover
-    """:func:`~lancejit.encoding.kernels.take.take_fixed` for scans: each run of consecutive
-    values of one chunk is one copy (its header parsed once).  Returns an error code."""
-    n = item_pos.shape[0]
-    t = 0
-    while t < n:
-        g = item_seg[t]
-        p = item_pos[t]
-        if seg_szw[g] == 0:  # full-zip row: the item's range is the value
-            if p + width > data.shape[0]:
+def runs_fixed(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def, width,
+               out):  # pragma: no cover - compiled
+    """Fixed-width values of every run into ``out`` (``width`` bytes each, in order): one copy
+    per run (a mini-block chunk's value buffer, or full-zip rows).  Returns an error code."""
+    o = 0
+    for q in range(run_seg.shape[0]):
+        g = run_seg[q]
+        p = run_pos[q]
+        nbytes = run_len[q] * width
+        if seg_szw[g] == 0:
+            if p + nbytes > data.shape[0]:
                 return TAKE_BAD_CHUNK
-            out[t * width:(t + 1) * width] = data[p:p + width]
-            t += 1
-            continue
-        u = _run_end(item_pos, item_in, t, n)
-        vb, size = _value_buffer(data, p, seg_len[g], seg_szw[g], min(seg_def[g], 1))
-        a = item_in[t] * width
-        b = a + (u - t) * width
-        if vb < 0 or b > size:
-            return TAKE_BAD_CHUNK
-        out[t * width:u * width] = data[vb + a:vb + b]
-        t = u
+            src = p
+        else:
+            vb, size = _value_buffer(data, p, seg_len[g], seg_szw[g], min(seg_def[g], 1))
+            a = run_in[q] * width
+            if vb < 0 or a + nbytes > size:
+                return TAKE_BAD_CHUNK
+            src = vb + a
+        out[o:o + nbytes] = data[src:src + nbytes]
+        o += nbytes
     return TAKE_OK
 
 
 @njit(cache=True, nogil=True)
-def scan_offsets(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, owidth,
+def runs_offsets(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_count, seg_def, owidth,
                  out_offsets):  # pragma: no cover - compiled
-    """Output offsets (``n + 1``, from 0) of variable-width values (see
-    :func:`~lancejit.encoding.kernels.take.take_spans`), a run of one chunk at a time.
-    Returns the total bytes, or minus an error code."""
-    n = item_pos.shape[0]
+    """Output offsets (one per value plus one, from 0) of the plain variable-width values of
+    every run: each chunk's value buffer starts with ``count + 1`` offsets of ``owidth`` bytes
+    (positions inside the buffer).  Returns the total bytes, or minus an error code."""
     out_offsets[0] = 0
     o = np.int64(0)
     t = 0
-    while t < n:
-        g = item_seg[t]
-        u = _run_end(item_pos, item_in, t, n)
-        vb, size = _value_buffer(data, item_pos[t], seg_len[g], seg_szw[g], min(seg_def[g], 1))
+    for q in range(run_seg.shape[0]):
+        g = run_seg[q]
+        vb, size = _value_buffer(data, run_pos[q], seg_len[g], seg_szw[g], min(seg_def[g], 1))
         c = seg_count[g]
+        r = run_in[q]
+        n = run_len[q]
         lo = (c + 1) * owidth
-        if vb < 0 or lo > size or item_in[u - 1] >= c:
+        if vb < 0 or lo > size or r + n > c:
             return -TAKE_BAD_CHUNK
-        r = item_in[t]
         prev = _read_le(data, vb + r * owidth, owidth)
         if prev < lo or prev > size:
             return -TAKE_BAD_OFFSETS
-        for q in range(t, u):
+        for _ in range(n):
             r += 1
             b = _read_le(data, vb + r * owidth, owidth)
             if b < prev or b > size:
                 return -TAKE_BAD_OFFSETS
             o += b - prev
-            out_offsets[q + 1] = o
+            t += 1
+            out_offsets[t] = o
             prev = b
-        t = u
     return o
 
 
 @njit(cache=True, nogil=True)
-def scan_copy(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, owidth, out_offsets,
+def runs_copy(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def, owidth, out_offsets,
               out_data):  # pragma: no cover - compiled
-    """Copy the values :func:`scan_offsets` measured into ``out_data``: one copy per run."""
-    n = item_pos.shape[0]
+    """Copy the values :func:`runs_offsets` measured into ``out_data``: one copy per run."""
     t = 0
-    while t < n:
-        g = item_seg[t]
-        u = _run_end(item_pos, item_in, t, n)
-        vb, _ = _value_buffer(data, item_pos[t], seg_len[g], seg_szw[g], min(seg_def[g], 1))
-        a = _read_le(data, vb + item_in[t] * owidth, owidth)
+    for q in range(run_seg.shape[0]):
+        g = run_seg[q]
+        vb, _ = _value_buffer(data, run_pos[q], seg_len[g], seg_szw[g], min(seg_def[g], 1))
+        a = _read_le(data, vb + run_in[q] * owidth, owidth)
         o0 = out_offsets[t]
-        o1 = out_offsets[u]
+        t += run_len[q]
+        o1 = out_offsets[t]
         out_data[o0:o1] = data[vb + a:vb + a + (o1 - o0)]
-        t = u
     return TAKE_OK
 
 
-__all__ = ["SCAN_BAD_ROW", "plan_scan", "scan_copy", "scan_fixed", "scan_offsets"]
+@njit(cache=True, nogil=True)
+def runs_bitpacked(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_count, seg_def, tmpw, tmpb,
+                   tmp, out):  # pragma: no cover - compiled
+    """Inline bit-packed chunks (see :func:`~lancejit.encoding.kernels.take.take_bitpacked`):
+    each run's chunk unpacked once into ``tmp``, its rows copied to ``out`` in order.  Returns
+    an error code."""
+    t_bits = tmpw.itemsize * 8
+    ws = tmpw.itemsize
+    lanes = 1024 // t_bits
+    last = np.int64(-1)
+    o = 0
+    for q in range(run_seg.shape[0]):
+        g = run_seg[q]
+        p = run_pos[q]
+        if p != last:
+            vb, size = _value_buffer(data, p, seg_len[g], seg_szw[g], min(seg_def[g], 1))
+            if vb < 0 or size < ws or seg_count[g] > 1024:
+                return TAKE_BAD_CHUNK
+            width = _read_le(data, vb, ws)
+            if width > t_bits:
+                return TAKE_BAD_WIDTH
+            nbytes = (1 + lanes * width) * ws
+            if nbytes > size:
+                return TAKE_BAD_CHUNK
+            tmpb[:nbytes] = data[vb:vb + nbytes]
+            unpack_blocks(tmpw[1: 1 + lanes * width], width, 1, tmp)
+            last = p
+        r = run_in[q]
+        n = run_len[q]
+        if r + n > seg_count[g]:
+            return TAKE_BAD_CHUNK
+        out[o:o + n] = tmp[r:r + n]
+        o += n
+    return TAKE_OK
+
+
+__all__ = ["SCAN_BAD_ROW", "plan_runs", "runs_bitpacked", "runs_copy", "runs_fixed", "runs_offsets"]
