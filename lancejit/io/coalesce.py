@@ -25,13 +25,14 @@ its ranges have arrived (decoding the first units overlaps the download of the l
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, Sequence
 
 import numpy as np
 
 from lancejit.io.forwarding import ForwardingReader
 from lancejit.io.planner import range_array
-from lancejit.io.scheduler import FileScheduler
+from lancejit.io.scheduler import FileScheduler, io_queue
 
 #: Bytes merged into one call when ``inner`` has no ``config.max_request_size``.
 DEFAULT_MERGE_BYTES = 8 << 20
@@ -189,46 +190,46 @@ class CoalescingReader(ForwardingReader):
     async def _pieces(self, items: list[tuple[Any, int, asyncio.Future]], arrs: list[np.ndarray],
                       block: int, piece: int) -> None:
         """Read the callers' ranges as pieces of merged runs (see the module docstring): one
-        ``inner.read_ranges`` call per piece of at least ``SOLO_BYTES``, the small pieces
-        together; each caller answered when its last piece arrives."""
+        call per piece of at least ``SOLO_BYTES``, the small pieces together; each caller
+        answered when its last range arrives (streamed pieces deliver ranges as their bytes
+        come in, see :meth:`_stream`)."""
         self.merged_calls += 1
         allr = np.concatenate(arrs)
         owner = np.repeat(np.arange(len(arrs)), [a.shape[0] for a in arrs])
         order = np.argsort(allr[:, 0], kind="stable")
-        calls = _piece_calls(allr[order], block, piece)
-        # per call: the global indices it reads; per caller: how many calls it still waits for
-        call_idx = [order[lo:hi] for lo, hi in calls]
-        waiting = np.zeros(len(items), dtype=np.int64)
-        call_owners = []
-        for idx in call_idx:
-            owners = np.unique(owner[idx])
-            waiting[owners] += 1
-            call_owners.append(owners.tolist())
-        starts = np.concatenate(([0], np.cumsum([a.shape[0] for a in arrs])))
+        call_idx = [order[lo:hi] for lo, hi in _piece_calls(allr[order], block, piece)]
+        starts = np.concatenate(([0], np.cumsum([a.shape[0] for a in arrs]))).tolist()
         out: list[Any] = [None] * allr.shape[0]
-        left = waiting.tolist()
+        left = np.bincount(owner, minlength=len(items)).tolist()  # ranges still missing per caller
+        owner_of = owner.tolist()
         failed: set[int] = set()
         waiters = [fut for _, _, fut in items]
         priority = min(p for _, p, _ in items)
+        can_stream = self._can_stream()
+        max_run = self._limit()
 
-        async def run(k: int) -> None:
-            idx = call_idx[k]
+        def deliver(g: int, buf: Any) -> None:
+            out[g] = buf
+            c = owner_of[g]
+            left[c] -= 1
+            if left[c] == 0 and c not in failed and not waiters[c].done():
+                waiters[c].set_result(out[starts[c]:starts[c + 1]])
+
+        async def run(idx: np.ndarray) -> None:
             try:
+                if can_stream and _one_run(allr[idx], block, SOLO_BYTES, max_run):
+                    await self._stream(allr[idx], idx, priority, deliver)
+                    return
                 bufs = await self.inner.read_ranges(allr[idx], priority=priority)
             except asyncio.CancelledError:
                 raise
             except BaseException:  # noqa: BLE001 - each caller re-reads alone below
-                failed.update(call_owners[k])
-                bufs = None
-            if bufs is not None:
-                for g, b in zip(idx.tolist(), bufs):
-                    out[g] = b
-            for c in call_owners[k]:
-                left[c] -= 1
-                if left[c] == 0 and c not in failed and not waiters[c].done():
-                    waiters[c].set_result(out[starts[c]:starts[c + 1]])
+                failed.update(owner[idx].tolist())
+                return
+            for g, b in zip(idx.tolist(), bufs):
+                deliver(g, b)
 
-        tasks = [asyncio.ensure_future(run(k)) for k in range(len(call_idx))]
+        tasks = [asyncio.ensure_future(run(idx)) for idx in call_idx]
 
         def cancel_if_abandoned(_f: asyncio.Future) -> None:
             if all(w.done() for w in waiters):
@@ -247,6 +248,49 @@ class CoalescingReader(ForwardingReader):
         if failed:
             await asyncio.gather(*(self._single(items[c][0], items[c][1], items[c][2])
                                    for c in sorted(failed) if not items[c][2].done()))
+
+    def _can_stream(self) -> bool:
+        """True when ``inner`` is a file scheduler over a store that streams a range's bytes
+        as they arrive (``store.read_streaming``)."""
+        if not isinstance(self.inner, FileScheduler):
+            return False
+        return callable(getattr(self.inner.store, "read_streaming", None))
+
+    async def _stream(self, ranges: np.ndarray, idx: np.ndarray, priority: int, deliver) -> None:
+        """One request for the run covering ``ranges`` (rows of the merged plan ``idx``),
+        under the store's budgets like a scheduler batch; each range is handed to
+        ``deliver(g, buffer)`` as soon as the bytes up to its end have arrived."""
+        inner = self.inner
+        store = inner.store
+        base, top = int(ranges[:, 0].min()), int(ranges[:, 1].max())
+        by_end = np.argsort(ranges[:, 1], kind="stable")
+        ends = (ranges[by_end, 1] - base).tolist()
+        begins = (ranges[by_end, 0] - base).tolist()
+        gs = idx[by_end].tolist()
+        done = 0
+
+        def progress(view: memoryview, filled: int) -> None:
+            nonlocal done
+            while done < len(ends) and ends[done] <= filled:
+                deliver(gs[done], view[begins[done]:ends[done]])
+                done += 1
+
+        nbytes = top - base
+        queue = io_queue(store)
+        prio = (inner.base_priority, priority)
+        await queue.bytes.acquire(prio, nbytes)
+        try:
+            await queue.iops.acquire(prio)
+            try:
+                t0 = time.perf_counter()
+                view = await store.read_streaming(inner.store_path, base, top, progress)
+            finally:
+                queue.iops.release()
+        finally:
+            queue.bytes.release(nbytes)
+        if inner.stats is not None:
+            inner.stats.record_read(nbytes, time.perf_counter() - t0, requests=1)
+        progress(view, nbytes)
 
     async def _single(self, ranges: Any, priority: int, fut: asyncio.Future) -> None:
         # Always the last step of a task of its own (``_issue``'s, or one of a gather's), so
@@ -275,6 +319,16 @@ class CoalescingReader(ForwardingReader):
 
 #: Pieces of at least this many bytes are read by a call of their own (smaller ones together).
 SOLO_BYTES = 1 << 20
+
+
+def _one_run(ranges: np.ndarray, block: int, least: int, most: int) -> bool:
+    """True when ``ranges`` (sorted by start) merge into one run of ``least`` to ``most``
+    bytes (gaps at most ``block``): one request that can be streamed."""
+    span = int(ranges[:, 1].max()) - int(ranges[0, 0])
+    if not least <= span <= most:
+        return False
+    cm = np.maximum.accumulate(ranges[:, 1])
+    return bool(np.all(ranges[1:, 0] <= cm[:-1] + block))
 
 
 def _piece_calls(sorted_ranges: np.ndarray, block: int, piece: int) -> list[tuple[int, int]]:

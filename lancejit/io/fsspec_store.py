@@ -240,11 +240,13 @@ class FsspecStore(ObjectStore):
             await asyncio.sleep(retry_delay(attempt))
 
     # ------------------------------------------------------------------------ reads
-    async def _read_one(self, path: str, key: str, start: int, end: int) -> memoryview:
+    async def _read_one(self, path: str, key: str, start: int, end: int, progress: Any = None) -> memoryview:
+        extra = (progress,) if progress is not None else ()
+
         async def op(fs: Any) -> memoryview:
             t0 = time.perf_counter()
             try:
-                data, total = await self._get(fs, key, f"bytes={start}-{end - 1}")
+                data, total = await self._get(fs, key, f"bytes={start}-{end - 1}", *extra)
             except Exception as exc:
                 if self._is_range_error(exc):
                     self.stats.record_read(0, time.perf_counter() - t0)

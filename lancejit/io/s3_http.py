@@ -72,10 +72,13 @@ RECV_INTO_BYTES = 1 << 20
 READ_BUFSIZE = 1 << 20
 
 
-async def _receive_into(resp: Any, length: int, url: str) -> memoryview:
+async def _receive_into(resp: Any, length: int, url: str, progress: Any = None) -> memoryview:
+    """The body of ``resp`` (``length`` bytes) in one buffer; ``progress(view, filled)`` (if
+    given) after each chunk, ``view`` the read-only whole buffer, ``filled`` its bytes so far."""
     import numpy as np
 
     out = np.empty(length, dtype=np.uint8)
+    view = memoryview(out).toreadonly()
     pos = 0
     async for chunk in resp.content.iter_any():
         n = len(chunk)
@@ -83,9 +86,11 @@ async def _receive_into(resp: Any, length: int, url: str) -> memoryview:
             raise IncompleteBody(f"{url}: body longer than its Content-Length {length}")
         out[pos:pos + n] = np.frombuffer(chunk, dtype=np.uint8)
         pos += n
+        if progress is not None:
+            progress(view, pos)
     if pos != length:  # aiohttp raises ClientPayloadError first on a short body; belt and braces
         raise IncompleteBody(f"{url}: body of {pos} bytes, Content-Length {length}")
-    return memoryview(out).toreadonly()
+    return view
 
 
 class S3HttpClient:
@@ -118,7 +123,8 @@ class S3HttpClient:
             trust_env=True,
         )
 
-    async def _request(self, method: str, key: str, range_header: str | None) -> tuple[int, Any, bytes]:
+    async def _request(self, method: str, key: str, range_header: str | None,
+                       progress: Any = None) -> tuple[int, Any, bytes]:
         path = quote_key(f"{self.prefix}/{self.bucket}/{key}")
         creds: Credentials | None = await self._credentials()
         headers = self.signer.headers(method, self.host, path, creds) if creds is not None else {}
@@ -132,12 +138,14 @@ class S3HttpClient:
                 if resp.status >= 300:
                     raise _error(resp.status, body, url)
                 return resp.status, resp.headers, body
-            return resp.status, resp.headers, await _receive_into(resp, length, url)
+            return resp.status, resp.headers, await _receive_into(
+                resp, length, url, progress if resp.status == 206 else None)
 
-    async def get(self, key: str, range_header: str | None) -> tuple[bytes, int | None]:
+    async def get(self, key: str, range_header: str | None, progress: Any = None) -> tuple[bytes, int | None]:
         """One GET (optionally ranged): ``(payload, object size or None)``.  A server that
-        ignores the range answers 200 with the whole object: the size is then its length."""
-        status, headers, body = await self._request("GET", key, range_header)
+        ignores the range answers 200 with the whole object: the size is then its length.
+        ``progress(view, filled)``: see :func:`_receive_into` (large partial answers only)."""
+        status, headers, body = await self._request("GET", key, range_header, progress)
         if status == 206 or not range_header:
             total = parse_content_range(headers.get("Content-Range"))
             return body, (len(body) if total is None and not range_header else total)

@@ -114,10 +114,17 @@ class S3Store(FsspecStore):
             cause = cause.__cause__
         return False
 
-    async def _get(self, fs: Any, key: str, range_header: str | None) -> tuple[bytes, int | None]:
+    async def read_streaming(self, path: str, start: int, end: int, progress: Any) -> memoryview:
+        """Bytes ``[start, end)`` of ``path`` in one GET, ``progress(view, filled)`` called as
+        they arrive (``view[:filled]`` holds the first ``filled`` bytes; a retried attempt
+        starts a new view).  Returns the whole range."""
+        return await self._read_one(path, self._key(path), start, end, progress)
+
+    async def _get(self, fs: Any, key: str, range_header: str | None, progress: Any = None
+                   ) -> tuple[bytes, int | None]:
         if self.direct_reads:
             try:
-                return await self._http(fs).get(key, range_header)
+                return await self._http(fs).get(key, range_header, progress)
             except Unsupported:
                 self.direct_reads = False
         kwargs = {"Range": range_header} if range_header else {}
