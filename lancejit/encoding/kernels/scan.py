@@ -18,9 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from lancejit.encoding.kernels.jit import njit
-from lancejit.encoding.kernels.bitpack import unpack_blocks
-from lancejit.encoding.kernels.take import (TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_BAD_WIDTH, TAKE_OK, _read_le,
-                                            _value_buffer)
+from lancejit.encoding.kernels.take import (TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_OK, _read_le, _value_buffer,
+                                            unpack_chunk)
 
 #: Error codes returned (negated) by :func:`plan_scan`.
 SCAN_BAD_ROW = 1
@@ -194,26 +193,15 @@ def runs_bitpacked(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, se
     """Inline bit-packed chunks (see :func:`~lancejit.encoding.kernels.take.take_bitpacked`):
     each run's chunk unpacked once into ``tmp``, its rows copied to ``out`` in order.  Returns
     an error code."""
-    t_bits = tmpw.itemsize * 8
-    ws = tmpw.itemsize
-    lanes = 1024 // t_bits
     last = np.int64(-1)
     o = 0
     for q in range(run_seg.shape[0]):
         g = run_seg[q]
         p = run_pos[q]
         if p != last:
-            vb, size = _value_buffer(data, p, seg_len[g], seg_szw[g], min(seg_def[g], 1))
-            if vb < 0 or size < ws or seg_count[g] > 1024:
-                return TAKE_BAD_CHUNK
-            width = _read_le(data, vb, ws)
-            if width > t_bits:
-                return TAKE_BAD_WIDTH
-            nbytes = (1 + lanes * width) * ws
-            if nbytes > size:
-                return TAKE_BAD_CHUNK
-            tmpb[:nbytes] = data[vb:vb + nbytes]
-            unpack_blocks(tmpw[1: 1 + lanes * width], width, 1, tmp)
+            err = unpack_chunk(data, p, seg_len[g], seg_szw[g], min(seg_def[g], 1), seg_count[g], tmpw, tmpb, tmp)
+            if err:
+                return err
             last = p
         r = run_in[q]
         n = run_len[q]

@@ -256,35 +256,42 @@ def take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, wid
     return TAKE_OK
 
 
-@njit(cache=True, nogil=True)
-def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def,
-                   tmpw, tmpb, tmp, out):  # pragma: no cover - compiled
-    """Inline bit-packed chunks: value ``item_in`` of each item's chunk into ``out[t]``.
-
-    ``tmpw`` (T-bit words, 1025 of them) and ``tmpb`` (its bytes) stage a chunk's value
-    buffer: one word holding the bit width W, then ``(1024 // T) * W`` packed words; ``tmp``
-    (1024 T-bit words) receives the unpacked chunk (reused while items stay in one chunk).
-    """
+@njit(cache=True, nogil=True, inline="always")
+def unpack_chunk(data, p, length, szw, hdef, count, tmpw, tmpb, tmp):  # pragma: no cover - compiled
+    """Unpack the inline bit-packed chunk at ``data[p:p+length]`` (``count`` values) into
+    ``tmp``: ``tmpw`` (T-bit words, 1025 of them) and ``tmpb`` (its bytes) stage its value
+    buffer, one word holding the bit width W, then ``(1024 // T) * W`` packed words.  Returns
+    an error code."""
     t_bits = tmpw.itemsize * 8
     ws = tmpw.itemsize
     lanes = 1024 // t_bits
+    vb, size = _value_buffer(data, p, length, szw, hdef)
+    if vb < 0 or size < ws or count > 1024:
+        return TAKE_BAD_CHUNK
+    width = _read_le(data, vb, ws)
+    if width > t_bits:
+        return TAKE_BAD_WIDTH
+    nbytes = (1 + lanes * width) * ws
+    if nbytes > size:
+        return TAKE_BAD_CHUNK
+    tmpb[:nbytes] = data[vb:vb + nbytes]
+    unpack_blocks(tmpw[1: 1 + lanes * width], width, 1, tmp)
+    return TAKE_OK
+
+
+@njit(cache=True, nogil=True)
+def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def,
+                   tmpw, tmpb, tmp, out):  # pragma: no cover - compiled
+    """Inline bit-packed chunks: value ``item_in`` of each item's chunk into ``out[t]``
+    (each chunk unpacked by :func:`unpack_chunk` into ``tmp``, reused while items stay in it)."""
     last = np.int64(-1)
     for t in range(item_pos.shape[0]):
         g = item_seg[t]
         p = item_pos[t]
         if p != last:
-            vb, size = _value_buffer(data, p, seg_len[g], seg_szw[g], min(seg_def[g], 1))
-            if vb < 0 or size < ws or seg_count[g] > 1024:
-                return TAKE_BAD_CHUNK
-            width = _read_le(data, vb, ws)
-            if width > t_bits:
-                return TAKE_BAD_WIDTH
-            nbytes = (1 + lanes * width) * ws
-            if nbytes > size:
-                return TAKE_BAD_CHUNK
-            for b in range(nbytes):
-                tmpb[b] = data[vb + b]
-            unpack_blocks(tmpw[1: 1 + lanes * width], width, 1, tmp)
+            err = unpack_chunk(data, p, seg_len[g], seg_szw[g], min(seg_def[g], 1), seg_count[g], tmpw, tmpb, tmp)
+            if err:
+                return err
             last = p
         r = item_in[t]
         if r >= seg_count[g]:
