@@ -146,7 +146,9 @@ def _exercise_multi_file_take() -> None:
 
 
 def _exercise_manifest_scan() -> None:
-    """The manifest wire-format kernels (opening a dataset in a process that loaded Numba)."""
+    """The manifest wire-format and fragment-index kernels (opening a dataset in a process that
+    loaded Numba)."""
+    from lancejit.encoding.kernels.frag_index import index_arrays
     from lancejit.pb import table_pb2
     from lancejit.table.manifest_scan import scan_manifest
 
@@ -154,7 +156,9 @@ def _exercise_manifest_scan() -> None:
     frag = m.fragments.add(id=0, physical_rows=10)
     frag.files.add(path="a.lance", fields=[0], column_indices=[0])
     frag.deletion_file.num_deleted_rows = 1
-    scan_manifest(m.SerializeToString(), force=True)
+    a = scan_manifest(m.SerializeToString(), force=True).arrays
+    index_arrays(a.ids, a.physical_rows, a.num_deleted, a.has_deletion, a.num_files, True, 1 << 32,
+                 np.empty((4, 1), dtype=np.int64), np.empty(2, dtype=np.int64))
 
 
 def _exercise_versions(rows: int, seed: int, root: str) -> None:
@@ -202,6 +206,26 @@ def _read(r: "LanceFileReader", rows: int, rng: np.random.Generator) -> None:
         r.take_rows(idx[:16], columns=[name])
     for _ in r.to_batches(batch_size=rows // 3 + 1):
         pass
+    _scan_files(r, rows)
+
+
+def _scan_files(r: "LanceFileReader", rows: int) -> None:
+    """The multi-file scan kernels (:mod:`lancejit.file.multi_decode`, what dataset scans of
+    small fragments use): each column alone and all of them, whole ranges and selected rows."""
+    from lancejit.file.multi_decode import file_scan, read_scans
+    from lancejit.io.sync import run_sync
+
+    inner = r.async_reader
+
+    async def scan() -> None:
+        names = list(r.schema.names)
+        for cols in [(n,) for n in names] + [tuple(names)]:
+            s = await file_scan(inner, cols)
+            if s is not None:
+                picked = np.arange(rows // 3, rows, 3, dtype=np.int64)
+                await read_scans([s, s], [0, rows // 3], [rows // 4, rows], [None, picked])
+
+    run_sync(scan(), store=inner.store)
 
 
 def _byte_compile() -> None:

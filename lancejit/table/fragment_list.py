@@ -37,6 +37,17 @@ class FragmentList(Sequence):
     def __len__(self) -> int:
         return len(self._items)
 
+    @property
+    def arrays(self) -> Any:
+        """The fragments' values as stored, read by the wire-format kernels (a
+        :class:`~.manifest_scan.FragmentArrays`), or None."""
+        return self._arrays
+
+    @property
+    def stats_trusted(self) -> bool:
+        """False when the manifest's statistics are not trusted (no writer version)."""
+        return self._trusted
+
     def _at(self, i: int) -> Any:
         item = self._items[i]
         if item is None:

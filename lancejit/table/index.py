@@ -61,7 +61,8 @@ class DatasetIndex:
 
     def __init__(self, ctx: "DatasetContext", fragments: "Sequence[Fragment]", physical_rows: np.ndarray,
                  live_rows: np.ndarray, fragment_ids: np.ndarray | None = None,
-                 has_deletions: np.ndarray | None = None, order: np.ndarray | None = None) -> None:
+                 has_deletions: np.ndarray | None = None, order: np.ndarray | None = None,
+                 live_starts: np.ndarray | None = None) -> None:
         n = len(fragments)
         self.ctx = ctx
         self.fragments = fragments
@@ -72,9 +73,10 @@ class DatasetIndex:
         self.fragment_ids = fragment_ids
         self.physical_rows = physical_rows
         self.live_rows = live_rows
-        starts = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(live_rows, out=starts[1:])
-        self.live_starts = starts
+        if live_starts is None:
+            live_starts = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(live_rows, out=live_starts[1:])
+        self.live_starts = starts = live_starts
         self.has_deletions = has_deletions
         self.total_rows = int(starts[-1])
         #: Id of a fragment without data files (None: every fragment has some).
@@ -163,17 +165,46 @@ def _id_order(ctx: "DatasetContext", ids: np.ndarray) -> np.ndarray:
     return order
 
 
+def _too_many_rows(ctx: "DatasetContext", fragment_id: int, rows: int) -> CorruptFileError:
+    return CorruptFileError(
+        f"{ctx.describe_where(ctx.manifest_path)}: fragment {fragment_id} records {rows} "
+        f"physical rows, more than a fragment can address ({MAX_FRAGMENT_ROWS})"
+    )
+
+
 def _checked_counts(ctx: "DatasetContext", fragments: "Sequence[Fragment]") -> tuple[np.ndarray, ...]:
     """``(ids, physical_rows, num_deleted, has_files, has_deletion_file, id order)`` (see
     :func:`_manifest_counts`), checked."""
     ids, physical, deleted, has_files, has_del = _manifest_counts(fragments)
     if len(physical) and physical.max() > MAX_FRAGMENT_ROWS:
         i = int(np.argmax(physical > MAX_FRAGMENT_ROWS))
-        raise CorruptFileError(
-            f"{ctx.describe_where(ctx.manifest_path)}: fragment {int(ids[i])} records {int(physical[i])} "
-            f"physical rows, more than a fragment can address ({MAX_FRAGMENT_ROWS})"
-        )
+        raise _too_many_rows(ctx, int(ids[i]), int(physical[i]))
     return ids, physical.astype(np.int64), deleted, has_files, has_del, _id_order(ctx, ids)
+
+
+def _index_from_arrays(ctx: "DatasetContext", fragments: FragmentList) -> DatasetIndex | None:
+    """:func:`index_now` for fragments the wire-format kernels read (one kernel pass over their
+    values, :mod:`lancejit.encoding.kernels.frag_index`; the same rules and checks as
+    :func:`_checked_counts` and :func:`_finish`)."""
+    from lancejit.encoding.kernels.frag_index import index_arrays
+
+    a = fragments.arrays
+    n = len(a.ids)
+    out = np.empty((4, n), dtype=np.int64)
+    starts = np.empty(n + 1, dtype=np.int64)
+    too_big, no_files, increasing, unknown = index_arrays(
+        a.ids, a.physical_rows, a.num_deleted, a.has_deletion, a.num_files, fragments.stats_trusted,
+        MAX_FRAGMENT_ROWS, out, starts)
+    if too_big >= 0:
+        raise _too_many_rows(ctx, int(out[0, too_big]), int(a.physical_rows[too_big]))
+    ids = out[0]
+    order = np.arange(n, dtype=np.int64) if increasing else _id_order(ctx, ids)
+    if unknown:
+        return None
+    index = DatasetIndex(ctx, fragments, out[1], out[3], ids, a.has_deletion, order, starts)
+    if no_files >= 0:
+        index.no_data_fragment = int(ids[no_files])
+    return index
 
 
 def _finish(ctx: "DatasetContext", fragments: "Sequence[Fragment]", ids: np.ndarray, physical: np.ndarray,
@@ -191,6 +222,9 @@ def index_now(ctx: "DatasetContext") -> DatasetIndex | None:
     index = ctx.index
     if index is None:
         fragments = ctx.manifest.fragments
+        if isinstance(fragments, FragmentList) and fragments.arrays is not None:
+            index = ctx.index = _index_from_arrays(ctx, fragments)
+            return index
         counts = _checked_counts(ctx, fragments)
         ids, physical, deleted, has_files, has_del, order = counts
         if (deleted < 0).any() or ((physical == 0) & has_files).any():  # UNKNOWN counts
