@@ -291,7 +291,10 @@ def columns_of(node: FastNode) -> set[str]:
 # ---------------------------------------------------------------------------------- evaluation
 def _validity(chunk: pa.Array) -> np.ndarray:
     """The chunk's validity bitmap bytes (read-only: one kernel specialization)."""
-    return _readonly(np.frombuffer(chunk.buffers()[0], dtype=np.uint8))
+    bits = np.frombuffer(chunk.buffers()[0], dtype=np.uint8)
+    if len(bits) * 8 < chunk.offset + len(chunk):
+        raise _Unsupported
+    return _readonly(bits)
 
 
 def _values(chunk: pa.Array, dtype: Any) -> np.ndarray:
@@ -330,6 +333,8 @@ def _run_leaf(leaf: Leaf, chunk: pa.Array, out: np.ndarray) -> None:
                                 offset=chunk.offset * np.dtype(otype).itemsize)
         offsets.setflags(write=False)
         data = _EMPTY if bufs[2] is None else _readonly(np.frombuffer(bufs[2], dtype=np.uint8))
+        if offsets[0] < 0 or offsets[-1] > len(data) or (len(offsets) > 1 and np.any(offsets[1:] < offsets[:-1])):
+            raise _Unsupported  # never read outside the buffer (Arrow validates the same way)
         words = np.ndarray(shape=(max(0, len(data) - 7),), dtype="<u8", buffer=data, strides=(1,))
         fk.prefix_match(offsets, words, data, leaf.members[1], leaf.members[2], leaf.members[0], neg, out)
     elif kind == "f64" or (kind == "sorted" and leaf.f64):
@@ -391,7 +396,7 @@ def fast_mask(node: FastNode, columns: dict[str, list[pa.Array]], num_rows: int)
     out = np.empty(num_rows, dtype=np.uint8)
     try:
         _eval(node, columns, out)
-    except _Unsupported:
+    except (_Unsupported, ValueError):  # ValueError: a buffer shorter than its array
         return None
     return out
 
