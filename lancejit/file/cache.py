@@ -143,7 +143,9 @@ class SearchCache:
         return self.get((key, _METADATA))
 
     def put_metadata(self, key: FileKey, metadata: Any) -> None:
-        self.put((key, _METADATA), metadata, estimate_nbytes(metadata))
+        size = getattr(metadata, "metadata_nbytes", None)
+        # (decoded protobufs and Python objects take several times their wire size)
+        self.put((key, _METADATA), metadata, 8 * size + 1024 if isinstance(size, int) else estimate_nbytes(metadata))
 
 
 class FileCache:

@@ -277,6 +277,25 @@ class AsyncLanceFileReader:
                 raise InvalidInputError(f"no column {col!r} in the file (columns: {names})")
         return out
 
+    def _shape(self, columns: Sequence[str] | None) -> tuple[list, pa.Schema]:
+        """``(resolved, result schema)`` of a projection: :meth:`_resolve` and
+        :meth:`_result_schema`, computed once per file schema and projection (the data files
+        of a dataset share one schema object)."""
+        key = _projection_key(columns)
+        schema = self.schema
+        if key is _NO_KEY:
+            resolved = self._resolve(columns)
+            return resolved, self._result_schema(resolved)
+        hit = _SHAPES.get((id(schema), key))
+        if hit is not None and hit[0] is schema:
+            return hit[1], hit[2]
+        resolved = self._resolve(columns)
+        shape = (schema, resolved, self._result_schema(resolved))
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        _SHAPES[(id(schema), key)] = shape
+        return resolved, shape[2]
+
     @staticmethod
     def _has_path(field: pa.Field, path: Sequence[str]) -> bool:
         t = field.type
@@ -391,11 +410,11 @@ class AsyncLanceFileReader:
             resolved, table, schema = projection
             arrays = await run_take(table, self._scheduler, np.ascontiguousarray(idx))
             return pa.Table.from_arrays(arrays, schema=schema)
-        resolved = self._resolve(columns)
+        resolved, schema = self._shape(columns)
         if idx.size == 0 or not resolved:
-            return self._result_schema(resolved).empty_table() if resolved else _empty_projection(int(idx.size))
+            return schema.empty_table() if resolved else _empty_projection(int(idx.size))
         if projection is None and self._metadata.version in TAKE_PLAN_VERSIONS:
-            projection = await self._take_projection(columns, resolved)
+            projection = await self._take_projection(columns, resolved, schema)
             if projection[1] is not None:
                 arrays = await run_take(projection[1], self._scheduler, np.ascontiguousarray(idx))
                 return pa.Table.from_arrays(arrays, schema=projection[2])
@@ -427,10 +446,10 @@ class AsyncLanceFileReader:
         if projection is None:
             if self._metadata.version not in TAKE_PLAN_VERSIONS:
                 return None
-            resolved = self._resolve(columns)
+            resolved, schema = self._shape(columns)
             if not resolved:
                 return None
-            projection = await self._take_projection(columns, resolved)
+            projection = await self._take_projection(columns, resolved, schema)
         return projection[1]
 
     @property
@@ -438,7 +457,7 @@ class AsyncLanceFileReader:
         """The ``RangeReader`` this file is read through (its scheduler)."""
         return self._scheduler
 
-    async def _take_projection(self, columns: Sequence[str] | None, resolved) -> tuple:
+    async def _take_projection(self, columns: Sequence[str] | None, resolved, schema: pa.Schema) -> tuple:
         """``(resolved, take table or None, result schema)`` of a projection, kept per reader:
         the table when every column is a whole top-level field with a take index."""
         key = _projection_key(columns)
@@ -451,7 +470,7 @@ class AsyncLanceFileReader:
                 decoders = await self._decoders_for(tops)
                 table = await take_table([decoders[t] for t in tops], self.num_rows, self._metadata.cache,
                                          self._scheduler)
-        projection = (resolved, table, self._result_schema(resolved))
+        projection = (resolved, table, schema)
         if key is not _NO_KEY and len(self._projections) < MAX_PROJECTIONS:
             self._projections[key] = projection
         return projection
@@ -528,6 +547,10 @@ class AsyncLanceFileReader:
 
 
 _NO_KEY = object()
+
+#: ``(id(file schema), projection key) -> (schema, resolved, result schema)``: see ``_shape``.
+_SHAPES: dict[tuple[int, Any], tuple[pa.Schema, list, pa.Schema]] = {}
+_SHAPES_MAX = 256
 
 
 def _projection_key(columns: Any) -> Any:

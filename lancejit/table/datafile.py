@@ -31,11 +31,7 @@ class DataFileHandle:
         self.reader = reader
         self.data_file = data_file
         self.path = path
-        self._name_of_id: dict[int, str] = {}
-        schema = reader.file_metadata.schema
-        for f in getattr(schema, "fields", ()):
-            self._name_of_id[f.id] = f.name
-        self._names = set(reader.schema.names)
+        self._name_of_id, self._names = _names_of(reader)
         #: field id -> (dataset schema, fields to conform by or None: used as read).
         self._conform: dict[int, tuple[Any, Any]] = {}
         #: top-level (id, name)s -> (file column names, the same without repeats).
@@ -108,6 +104,26 @@ class DataFileHandle:
         names, unique = self._columns(tops)
         table = await self.reader.take_rows(offsets, unique)
         return [_one(table.column(n)) for n in names]
+
+
+#: ``id(file schema) -> (schema, {field id: top-level name}, top-level names)``: the data files
+#: of a dataset share one decoded schema object.
+_NAMES: dict[int, tuple[Any, dict[int, str], frozenset[str]]] = {}
+
+
+def _names_of(reader: Any) -> tuple[dict[int, str], frozenset[str]]:
+    """``({field id: name}, names)`` of the top-level fields of ``reader``'s file (shared,
+    never modified)."""
+    schema = reader.file_metadata.schema
+    hit = _NAMES.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1], hit[2]
+    name_of_id = {f.id: f.name for f in getattr(schema, "fields", ())}
+    names = frozenset(reader.schema.names)
+    if len(_NAMES) >= 256:
+        _NAMES.clear()
+    _NAMES[id(schema)] = (schema, name_of_id, names)
+    return name_of_id, names
 
 
 def _one(col: pa.ChunkedArray) -> pa.Array:

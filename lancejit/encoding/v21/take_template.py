@@ -68,9 +68,10 @@ class PageTake:
     num_items: int
 
 
-#: ``id(layout message) -> (message, value type, PageTake or None)`` (the message is kept, so
-#: its id is not reused while the entry lives).
-_PAGES: dict[int, tuple[Any, pa.DataType, PageTake | None]] = {}
+#: ``(id(layout message), id(value type)) -> (message, value type, PageTake or None)`` (both
+#: objects are kept, so their ids are not reused while the entry lives; columns of one type
+#: often share one layout message).
+_PAGES: dict[tuple[int, int], tuple[Any, pa.DataType, PageTake | None]] = {}
 _PAGES_MAX = 4096
 
 
@@ -78,13 +79,14 @@ def page_take(layout: Any, value_type: pa.DataType) -> PageTake | None:
     """The :class:`PageTake` of pages with the ``PageLayout`` message ``layout`` holding values
     of ``value_type`` (a top-level leaf), or None when the array take path cannot read them
     from metadata alone."""
-    hit = _PAGES.get(id(layout))
-    if hit is not None and hit[0] is layout and (hit[1] is value_type or hit[1] == value_type):
+    key = (id(layout), id(value_type))
+    hit = _PAGES.get(key)
+    if hit is not None and hit[0] is layout and hit[1] is value_type:
         return hit[2]
     got = _page_take(layout, value_type)
     if len(_PAGES) >= _PAGES_MAX:
         _PAGES.clear()
-    _PAGES[id(layout)] = (layout, value_type, got)
+    _PAGES[key] = (layout, value_type, got)
     return got
 
 
@@ -115,28 +117,34 @@ def _page_take(layout: Any, value_type: pa.DataType) -> PageTake | None:
     return None
 
 
-#: ``id(arrow schema) -> (schema, {field name: its column index or -1}, columns it needs)``.
-_SCHEMAS: dict[int, tuple[pa.Schema, dict[str, int], int]] = {}
+#: ``id(arrow schema) -> (schema, {field name: (its column index or -1, field)}, columns it
+#: needs)``.
+_SCHEMAS: dict[int, tuple[pa.Schema, dict[str, tuple[int, pa.Field]], int]] = {}
 _SCHEMAS_MAX = 64
 
 
-def leaf_columns(schema: pa.Schema) -> tuple[dict[str, int], int]:
-    """``({top-level field name: its column}, columns the schema needs)`` of a 2.1/2.2 file:
-    the column of every field stored as one top-level leaf (-1 for other fields)."""
+def leaf_columns(schema: pa.Schema) -> tuple[dict[str, tuple[int, pa.Field]], int]:
+    """``({top-level field name: (its column, field)}, columns the schema needs)`` of a 2.1/2.2
+    file: the column of every field stored as one top-level leaf (-1 for other fields).  The
+    field objects are kept (pyarrow makes new ones on every lookup), so their types are stable
+    keys."""
     hit = _SCHEMAS.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1], hit[2]
-    out: dict[str, int] = {}
+    out: dict[str, tuple[int, pa.Field]] = {}
     col = 0
     for f in schema:
         paths = leaf_paths(f, col)
         if f.name not in out:
-            out[f.name] = col if len(paths) == 1 and len(paths[0].fields) == 1 else -1
+            out[f.name] = (col if len(paths) == 1 and len(paths[0].fields) == 1 else -1, f)
         col += len(paths)
     if len(_SCHEMAS) >= _SCHEMAS_MAX:
         _SCHEMAS.clear()
     _SCHEMAS[id(schema)] = (schema, out, col)
     return out, col
+
+
+_NO_COLUMN = (-1, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +167,9 @@ def plan_columns(metadata: Any, names: Sequence[str]) -> ColumnsPlan | None:
         return None
     cols, fields, takes = [], [], []
     for name in names:
-        c = cols_of.get(name, -1)
+        c, f = cols_of.get(name, _NO_COLUMN)
         if c < 0:
             return None
-        f = schema.field(name)
         t = f.type
         pages = columns[c].pages
         per = tuple(page_take(p.encoding, t) for p in pages)
