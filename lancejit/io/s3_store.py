@@ -127,6 +127,15 @@ class S3Store(FsspecStore):
                 return await self._http(fs).get(key, range_header, progress)
             except Unsupported:
                 self.direct_reads = False
+            except PermissionError:
+                # refused: if botocore's request is accepted, this endpoint wants something
+                # the direct client does not send; use botocore from now on
+                out = await self._boto_get(fs, key, range_header)
+                self.direct_reads = False
+                return out
+        return await self._boto_get(fs, key, range_header)
+
+    async def _boto_get(self, fs: Any, key: str, range_header: str | None) -> tuple[bytes, int | None]:
         kwargs = {"Range": range_header} if range_header else {}
         resp = await fs._call_s3("get_object", Bucket=self.bucket, Key=key, **kwargs)
         body = resp["Body"]
@@ -143,14 +152,21 @@ class S3Store(FsspecStore):
         key = self._key(path)
 
         async def op(fs: Any) -> int:
+            async def boto_head() -> int:
+                head = await fs._call_s3("head_object", Bucket=self.bucket, Key=key)
+                return int(head["ContentLength"])
+
             self.stats.record_meta()
             if self.direct_reads:
                 try:
                     return await self._http(fs).head(key)
                 except Unsupported:
                     self.direct_reads = False
-            head = await fs._call_s3("head_object", Bucket=self.bucket, Key=key)
-            return int(head["ContentLength"])
+                except PermissionError:  # as in _get: botocore decides
+                    size = await boto_head()
+                    self.direct_reads = False
+                    return size
+            return await boto_head()
 
         return await self._call(path, op)
 

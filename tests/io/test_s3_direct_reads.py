@@ -130,9 +130,10 @@ async def test_whole_object_answer_to_a_range_is_cut():
         await runner.cleanup()
 
 
-async def test_redirect_falls_back_to_botocore():
-    """An answer the direct client does not follow (here a 301 region redirect) sends the
-    store's reads back to botocore, which the server then serves."""
+@pytest.mark.parametrize("status", [403, 301])
+async def test_refused_direct_request_falls_back_to_botocore(status):
+    """An answer the direct client does not follow (a 301 region redirect) or a refusal
+    (403) that botocore's own request does not get sends the store's reads back to botocore."""
     from aiohttp import web
 
     seen = []
@@ -141,7 +142,9 @@ async def test_redirect_falls_back_to_botocore():
         boto = "botocore" in request.headers.get("User-Agent", "").lower()
         seen.append(boto)
         if not boto:
-            return web.Response(status=301, body=b"<Error><Code>PermanentRedirect</Code></Error>")
+            return web.Response(status=status, body=b"<Error><Code>Refused</Code></Error>")
+        if request.method == "HEAD":
+            return web.Response(headers={"Content-Length": str(len(OBJECT))})
         return _ranged(request, OBJECT)
 
     runner, url = await _fake_s3(handler)
@@ -153,6 +156,26 @@ async def test_redirect_falls_back_to_botocore():
         assert seen[0] is False and seen[-1] is True
         got = await store.read_ranges("a/b.bin", [(0, 3)])
         assert bytes(got[0]) == OBJECT[:3]
+        assert seen[-1] is True
+    finally:
+        await store.aclose()
+        await runner.cleanup()
+
+
+async def test_refusal_of_both_clients_is_a_permission_error():
+    from aiohttp import web
+
+    from lancejit.core.errors import StoreError
+
+    async def handler(request):
+        return web.Response(status=403, body=b"<Error><Code>AccessDenied</Code></Error>")
+
+    runner, url = await _fake_s3(handler)
+    store = S3Store("bkt", endpoint=url, region="us-east-1", key="k", secret="s", max_retries=0)
+    try:
+        with pytest.raises(StoreError):
+            await store.read_ranges("a/b.bin", [(0, 10)])
+        assert store.direct_reads  # botocore was refused too: nothing learned
     finally:
         await store.aclose()
         await runner.cleanup()
