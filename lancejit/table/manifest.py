@@ -311,7 +311,9 @@ def decode_manifest(section: bytes | memoryview, file_size: int, path: str) -> M
             f"manifest length prefix says {recorded} bytes but {actual} bytes precede the footer",
             path=path,
         )
-    body = section[4 : 4 + actual].tobytes()
+    body = section[4 : 4 + actual]
+    if not body.readonly:  # fragments decode from these bytes later: they must not change
+        body = body.tobytes()
     # the fragments as arrays from the bytes when the kernels vouch for them (None: protobuf
     # decodes everything, or raises)
     scanned = scan_manifest(body)

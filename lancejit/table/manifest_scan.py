@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError
 
 from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.kernels import jit as _jit
+from lancejit.encoding.kernels import readonly
 from lancejit.pb import table_pb2
 
 
@@ -45,7 +46,7 @@ class RawFragments(Sequence):
 
     __slots__ = ("_body", "_starts", "_ends")
 
-    def __init__(self, body: bytes, starts: np.ndarray, ends: np.ndarray) -> None:
+    def __init__(self, body: bytes | memoryview, starts: np.ndarray, ends: np.ndarray) -> None:
         self._body = body
         self._starts = starts
         self._ends = ends
@@ -82,7 +83,7 @@ def kernels_ready() -> bool:
     return getattr(_jit, "_NUMBA", None) is not None
 
 
-def scan_manifest(body: bytes, force: bool = False) -> ScannedManifest | None:
+def scan_manifest(body: bytes | memoryview, force: bool = False) -> ScannedManifest | None:
     """Split the ``Manifest`` message ``body``, or None when the caller must decode it with
     protobuf: Numba is not loaded (unless ``force``), or the kernels do not vouch for the bytes
     (malformed or unusual input: protobuf then decodes it or raises)."""
@@ -90,7 +91,9 @@ def scan_manifest(body: bytes, force: bool = False) -> ScannedManifest | None:
         return None
     from lancejit.encoding.kernels import pbwire
 
-    buf = np.frombuffer(body, dtype=np.uint8)  # bytes: read-only, one specialization
+    buf = np.frombuffer(body, dtype=np.uint8)
+    if buf.flags.writeable:  # kernels see read-only bytes only (one specialization)
+        buf = readonly(buf)
     n = pbwire.count_fragments(buf)
     if n < 0:
         return None

@@ -48,31 +48,32 @@ def manifest_name(version: int, scheme: NamingScheme) -> str:
 def detect_scheme(name: str) -> NamingScheme | None:
     """Scheme of a ``_versions/`` entry, or None when it is not a manifest name
     (temporary files, ``latest_version_hint.json``, staged ``N.manifest-uuid`` files...)."""
-    if not name.endswith(MANIFEST_SUFFIX):
-        return None
-    stem = name[: -len(MANIFEST_SUFFIX)]
-    if stem.startswith(DETACHED_PREFIX):
-        return NamingScheme.V2 if stem[1:].isdigit() else None
-    if not stem.isdigit() or not stem.isascii():
-        return None
-    return NamingScheme.V2 if len(stem) == _V2_STEM_LEN else NamingScheme.V1
+    parsed = parse_manifest_name(name)
+    return None if parsed is None else parsed[1]
 
 
 def parse_manifest_name(name: str) -> tuple[int, NamingScheme, bool] | None:
     """``(version, scheme, detached)`` for a manifest file name, None for other names."""
-    scheme = detect_scheme(name)
-    if scheme is None:
+    if not name.endswith(MANIFEST_SUFFIX):
         return None
     stem = name[: -len(MANIFEST_SUFFIX)]
-    if stem.startswith(DETACHED_PREFIX):
-        version = int(stem[1:])
-        return (version, scheme, True) if version <= U64_MAX else None
-    number = int(stem)
-    if number > U64_MAX:
+    if not stem.isascii():
         return None
-    if scheme is NamingScheme.V1:
-        return number, scheme, False
-    return U64_MAX - number, scheme, False
+    if stem.isdigit():
+        number = int(stem)
+        if number > U64_MAX:
+            return None
+        if len(stem) == _V2_STEM_LEN:
+            return U64_MAX - number, NamingScheme.V2, False
+        return number, NamingScheme.V1, False
+    if stem.startswith(DETACHED_PREFIX) and stem[1:].isdigit():
+        version = int(stem[1:])
+        return (version, NamingScheme.V2, True) if version <= U64_MAX else None
+    return None
+
+
+#: Message of the error for a ``_versions/`` directory that mixes the naming schemes.
+MIXED_SCHEMES = "found manifests in both naming schemes (V1 'N.manifest' and V2 20-digit inverted names)"
 
 
 def check_single_scheme(names: list[str], where: str) -> NamingScheme | None:
@@ -84,8 +85,5 @@ def check_single_scheme(names: list[str], where: str) -> NamingScheme | None:
         if parsed is not None and not parsed[2]:
             found.add(parsed[1])
     if len(found) > 1:
-        raise CorruptFileError(
-            "found manifests in both naming schemes (V1 'N.manifest' and V2 20-digit inverted names)",
-            path=where,
-        )
+        raise CorruptFileError(MIXED_SCHEMES, path=where)
     return found.pop() if found else None

@@ -12,6 +12,7 @@ import asyncio
 import datetime as _dt
 import json
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotFoundError
@@ -21,10 +22,10 @@ from lancejit.io.store import ObjectStore, join_path
 
 from .manifest import MANIFEST_PREFETCH_BYTES, Manifest, decode_manifest, manifest_position
 from .naming import (
+    MIXED_SCHEMES,
     VERSIONS_DIR,
     U64_MAX,
     NamingScheme,
-    check_single_scheme,
     manifest_name,
     parse_manifest_name,
 )
@@ -60,6 +61,9 @@ class ManifestLocation:
     detached: bool = False
 
 
+_VERSION_OF = attrgetter("version")
+
+
 @dataclass(frozen=True, slots=True)
 class Tag:
     """A named reference to a version (``_refs/tags/<name>.json``)."""
@@ -84,15 +88,14 @@ async def list_manifests(store: ObjectStore, root: str, stats: IOStats | None = 
     """
     vdir = join_path(root, VERSIONS_DIR)
     infos = await list_dir(store, vdir, stats)
-    names = [info.path.rsplit("/", 1)[-1] for info in infos]
-    check_single_scheme(names, store.uri(vdir))
     out = []
-    for info, name in zip(infos, names):
-        parsed = parse_manifest_name(name)
-        if parsed is None or parsed[2]:
-            continue
-        out.append(ManifestLocation(parsed[0], info.path, info.size, parsed[1]))
-    out.sort(key=lambda loc: loc.version)
+    for info in infos:
+        parsed = parse_manifest_name(info.path.rsplit("/", 1)[-1])
+        if parsed is not None and not parsed[2]:
+            out.append(ManifestLocation(parsed[0], info.path, info.size, parsed[1]))
+    if len(out) > 1 and any(loc.scheme is not out[0].scheme for loc in out):
+        raise CorruptFileError(MIXED_SCHEMES, path=store.uri(vdir))
+    out.sort(key=_VERSION_OF)
     return out
 
 
