@@ -30,11 +30,19 @@ SMALL_UNIT_ROWS = 4096
 OFFLOAD_SELECT_ROWS = 1 << 15
 
 
+#: Selections of fewer than one row in this many are made by ``take`` (else a boolean filter).
+SPARSE_TAKE_RATIO = 64
+
+
 def _select(arrays: list, positions: np.ndarray, n: int) -> list:
     """``arrays`` (``n`` rows each) at the sorted, unique ``positions`` (int64): a boolean
-    filter, which keeps chunking and is far cheaper than ``take`` on wide types."""
+    filter, which keeps chunking and is far cheaper than ``take`` on wide types, unless the
+    positions are few (``SPARSE_TAKE_RATIO``)."""
     if len(positions) == n:
         return list(arrays)
+    if len(positions) * SPARSE_TAKE_RATIO < n:  # a few rows: a take costs nothing, a mask costs n
+        idx = pa.array(positions, pa.int64())
+        return [a.take(idx) for a in arrays]
     mask = np.zeros(n, dtype=bool)
     mask[positions] = True
     keep = pa.array(mask)
@@ -58,7 +66,7 @@ async def _read_rows(
 
 
 async def _select_async(arrays: list, positions: np.ndarray, n: int) -> list:
-    if n >= OFFLOAD_SELECT_ROWS and len(positions) < n:
+    if n >= OFFLOAD_SELECT_ROWS and len(positions) < n and len(positions) * SPARSE_TAKE_RATIO >= n:
         return await asyncio.to_thread(_select, arrays, positions, n)
     return _select(arrays, positions, n)
 
