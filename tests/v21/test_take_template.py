@@ -155,3 +155,32 @@ def test_page_segments_match_numpy(case):
     assert err == want_err
     if not err:
         np.testing.assert_array_equal(out, want)
+
+
+def test_damaged_chunk_words_never_crash(tmp_path):
+    """Random bytes in the chunk metadata words a cold take parses: the take returns rows or
+    raises lancejit's errors (the metadata-only path falls back to the decoders, which report
+    the damage), never anything else."""
+    from lancejit.core.errors import LanceJitError
+    from lancejit.file.cache import SearchCache
+
+    rng = np.random.default_rng(8)
+    n = 4_000
+    path = write_lance(tmp_path / "t.lance", _table(rng, n), "2.2", max_page_bytes=16 * 1024)
+    good = path.read_bytes()
+    meta = LanceFileReader(str(path), cache=SearchCache()).file_metadata
+    words = [(p.buffer_offsets[0], p.buffer_sizes[0]) for c in meta.columns for p in c.pages
+             if p.encoding.WhichOneof("layout") == "mini_block_layout"]
+    bad_path = tmp_path / "bad.lance"
+    for trial in range(40):
+        data = bytearray(good)
+        for _ in range(int(rng.integers(1, 4))):
+            off, size = words[int(rng.integers(0, len(words)))]
+            if size:
+                data[off + int(rng.integers(0, size))] = int(rng.integers(0, 256))
+        bad_path.write_bytes(bytes(data))
+        idx = rng.integers(0, n, 5)
+        try:
+            LanceFileReader(str(bad_path), cache=SearchCache()).take_rows(idx, columns=TEMPLATE)
+        except LanceJitError:
+            pass
