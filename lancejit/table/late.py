@@ -170,7 +170,7 @@ async def _staged_matches(
     ``_stages``): each column is read only for the members with rows still passing; a member
     left without rows gets None for the columns it did not read.  None when a decoded chunk
     has a layout the kernels do not read (the caller evaluates the usual way)."""
-    from .filter_fast import fast_mask
+    from .filter_fast import fast_mask, positions
 
     n_lives = [(hi - lo) if live is None else len(live) for (_, lo, hi), live in zip(members, lives)]
     got: list[dict[str, Any]] = [{} for _ in members]
@@ -200,7 +200,7 @@ async def _staged_matches(
     arrays = [[g.get(t.name) for t in read] for g in got]
     empty = np.zeros(0, dtype=np.int64)
     survivors = set(alive)
-    matches = [np.flatnonzero(m.view(np.bool_)) if i in survivors else empty for i, m in enumerate(masks)]
+    matches = [positions(m) if i in survivors else empty for i, m in enumerate(masks)]
     return arrays, matches
 
 

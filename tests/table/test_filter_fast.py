@@ -186,3 +186,13 @@ def test_staged_and_scans_equal_reference(tmp_path, monkeypatch, staged):
         for cols in (None, ["s"], ["id", "k"]):
             assert ours.to_table(filter=text, columns=cols).equals(ref.to_table(filter=text, columns=cols)), text
         assert ours.count_rows(text) == ref.count_rows(text), text
+
+
+
+@settings(max_examples=50, deadline=None)
+@given(bits=st.lists(st.booleans(), max_size=300))
+def test_positions_kernel_matches_flatnonzero(bits):
+    from lancejit.table.filter_fast import positions
+
+    mask = np.array(bits, dtype=np.uint8)
+    np.testing.assert_array_equal(positions(mask), np.flatnonzero(mask))

@@ -145,3 +145,15 @@ def prefix_match(offsets, words, data, pwords, pmasks, prefix, negate, out):  # 
             for j in range(p):
                 r &= data[s + j] == prefix[j]
         out[i] = np.uint8(long_enough & r) ^ negate
+
+
+@njit(cache=True, nogil=True)
+def mask_positions(mask, out):  # pragma: no cover - compiled
+    """Fill ``out`` with the positions of the non-zero bytes of ``mask`` (0/1 values), in
+    order; ``out`` has room for their count plus one (the branch-free loop writes one past).
+    Returns the count."""
+    j = 0
+    for i in range(mask.shape[0]):
+        out[j] = i
+        j += mask[i]
+    return j
