@@ -17,7 +17,7 @@ from lancejit.core.errors import InvalidInputError, LanceJitError, RowIndexError
 from .context import DatasetContext, with_context
 from .deletion import physical_of_logical
 from .features import FLAG_STABLE_ROW_IDS
-from .fragment import ROWADDR, ROWID, FragmentReader
+from .fragment import ROWADDR, ROWID, FragmentReader, numpy_array
 from .index import DatasetIndex, dataset_index
 from .rowids import RowIdIndex, split_addresses
 from .scan import ScanSpec, assemble_batch, output_schema
@@ -98,7 +98,7 @@ def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | pa.Ta
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
     if len(positions) == batch.num_rows and (len(positions) < 2 or bool((positions[1:] > positions[:-1]).all())):
         return table  # sorted unique request: the batch is the answer
-    return table.take(pa.array(positions, pa.int64()))
+    return table.take(numpy_array(positions, pa.int64()))
 
 
 _I64 = np.dtype(np.int64)
@@ -142,7 +142,8 @@ def _groups_of(index: DatasetIndex, upos: np.ndarray, uoff: np.ndarray) -> list[
 
 async def _meta(ctx: DatasetContext, index: DatasetIndex, spec: ScanSpec, upos: np.ndarray,
                 uoff: np.ndarray) -> dict[str, pa.Array]:
-    """``_rowid`` / ``_rowaddr`` of rows (positions, physical offsets) when the spec asks."""
+    """``_rowid`` / ``_rowaddr`` of rows (positions, physical offsets, any order) when the spec
+    asks."""
     if not (spec.with_row_id or spec.with_row_address):
         return {}
     addrs = (index.fragment_ids[upos].astype(np.uint64) << np.uint64(32)) | uoff.astype(np.uint64)
@@ -151,21 +152,15 @@ async def _meta(ctx: DatasetContext, index: DatasetIndex, spec: ScanSpec, upos: 
         ids = addrs
         if ctx.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS:
             ids = addrs.copy()
-            for p, (a, b) in _runs(upos):
+            for p in np.unique(upos).tolist():
                 rid = await index.reader(p).row_ids()
                 if rid is not None:
-                    ids[a:b] = rid[uoff[a:b]]
-        out[ROWID] = pa.array(ids, pa.uint64())
+                    sel = upos == p
+                    ids[sel] = rid[uoff[sel]]
+        out[ROWID] = numpy_array(ids, pa.uint64())
     if spec.with_row_address:
-        out[ROWADDR] = pa.array(addrs, pa.uint64())
+        out[ROWADDR] = numpy_array(addrs, pa.uint64())
     return out
-
-
-def _runs(upos: np.ndarray) -> list[tuple[int, tuple[int, int]]]:
-    """``(position, (start, end))`` of each run of equal sorted positions."""
-    cuts = np.flatnonzero(upos[1:] != upos[:-1]) + 1
-    bounds = [0, *cuts.tolist(), len(upos)]
-    return [(int(upos[a]), (a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 async def _read(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, upos: np.ndarray,
@@ -178,17 +173,7 @@ async def _read(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, upos: 
     state = state_for(index, tops)
     slots, low = await slots_of(ctx, index, state, tops, upos)
     if low >= 0:  # every touched fragment served by the multi-file take
-        try:
-            arrays = await state.take(slots, uoff)
-        except LanceJitError as exc:
-            raise with_context(exc, ctx.describe_where()) from exc
-        meta = await _meta(ctx, index, spec, upos, uoff) if spec.with_row_id or spec.with_row_address else {}
-        plan = state.output(ctx, spec)
-        if plan is None:
-            return assemble_batch(ctx, spec, {t.name: a for t, a in zip(tops, arrays)}, meta, len(upos))
-        schema, sources = plan
-        cols = [arrays[i] if i >= 0 else meta[ROWID if i == -1 else ROWADDR] for i in sources]
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
+        return await _fast_batch(ctx, spec, index, state, slots, upos, uoff, True)
     fast = slots >= 0
     if not fast.any():
         return await _read_groups(ctx, spec, _groups_of(index, upos, uoff))
@@ -199,7 +184,44 @@ async def _read(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, upos: 
     order = np.empty(len(upos), dtype=np.int64)
     order[fast] = np.arange(len(part_fast))
     order[~fast] = len(part_fast) + np.arange(len(part_slow))
-    return both.take(pa.array(order, pa.int64()))
+    return both.take(numpy_array(order, pa.int64()))
+
+
+async def _fast_batch(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, state: Any, slots: np.ndarray,
+                      pos: np.ndarray, off: np.ndarray, grouped: bool) -> pa.RecordBatch:
+    """The rows (positions ``pos``, physical offsets ``off``, slots ``slots``) read by the
+    multi-file take, in that order (``grouped``: each slot's rows are contiguous)."""
+    try:
+        arrays = await state.take(slots, off, grouped)
+    except LanceJitError as exc:
+        raise with_context(exc, ctx.describe_where()) from exc
+    meta = await _meta(ctx, index, spec, pos, off) if spec.with_row_id or spec.with_row_address else {}
+    plan = state.output(ctx, spec)
+    if plan is None:
+        return assemble_batch(ctx, spec, {t.name: a for t, a in zip(spec.tops, arrays)}, meta, len(pos))
+    schema, sources = plan
+    cols = [arrays[i] if i >= 0 else meta[ROWID if i == -1 else ROWADDR] for i in sources]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+#: Takes of at most this many rows whose fragments the multi-file take serves with one decode
+#: call per column are decoded straight in request order (no sort, no dedup, no reordering
+#: take); larger ones sorted and deduplicated first (neighbouring rows share decoded chunks).
+DIRECT_ROWS = 8192
+
+
+async def _read_direct(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, pos: np.ndarray,
+                       off: np.ndarray) -> pa.Table | None:
+    """The rows at (positions, physical offsets) in request order when the multi-file take
+    decodes all of them with one call per column, else None."""
+    tops = spec.tops
+    if not tops or pos.size > DIRECT_ROWS:
+        return None
+    state = state_for(index, tops)
+    slots, low = await slots_of(ctx, index, state, tops, pos)
+    if low < 0 or not state.mergeable(slots):
+        return None
+    return pa.Table.from_batches([await _fast_batch(ctx, spec, index, state, slots, pos, off, False)])
 
 
 async def _physical(index: DatasetIndex, pos: np.ndarray, local: np.ndarray) -> np.ndarray:
@@ -241,6 +263,9 @@ async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.
         return _assemble(ctx, spec, None, idx)
     pos, local = index.locate(idx)
     physical = await _physical(index, pos, local)
+    direct = await _read_direct(ctx, spec, index, pos, physical)
+    if direct is not None:
+        return direct
     upos, uoff, positions = _unique(pos, physical)
     return _assemble(ctx, spec, await _read(ctx, spec, index, upos, uoff), positions)
 

@@ -89,6 +89,8 @@ class FileTakeState:
         self.colmerged: list[Any] = []
         self.colcol: list[int] = []  # per column signature id: its column
         self.rowcols: list[tuple[int, ...]] = []
+        #: Per row signature id: every column decodes across files with one call.
+        self.rowfull: list[bool] = []
         self._col_ids: dict[tuple, int] = {}
         self._row_ids: dict[tuple, int] = {}
         #: Coalescing gap (bytes): the smallest block size of the files' stores.
@@ -174,6 +176,7 @@ class FileTakeState:
         if rid is None:
             rid = self._row_ids[key] = len(self.rowcols)
             self.rowcols.append(key)
+            self.rowfull.append(all(self.colmerged[c] is not None for c in key))
         return rid
 
     async def admit(self, ctx: "DatasetContext", index: "DatasetIndex", tops: Sequence[TopField],
@@ -190,18 +193,26 @@ class FileTakeState:
                 self.slot_of_pos[p] = NOT_ELIGIBLE
         if not cands:
             return
-        handles = await _all(frag._handle(g.data_file) for _, frag, g in cands)
-        tables = await _all(_table_of(ctx, frag, g, got) for (_, frag, g), got in zip(cands, handles))
-        for (p, _, _), (handle, _, _), table in zip(cands, handles, tables):
+        got = await _all(_open_table(ctx, frag, g) for _, frag, g in cands)
+        for (p, _, _), (handle, table) in zip(cands, got):
             if table is None:
                 self.slot_of_pos[p] = NOT_ELIGIBLE
             else:
                 self._add(p, table, FileSource.of(handle.reader.range_reader))
 
     # ------------------------------------------------------------------------------ take
-    async def take(self, row_slot: np.ndarray, rows: np.ndarray) -> list[pa.Array]:
-        """Columns at rows ``rows`` (int64 physical offsets) of slots ``row_slot`` (each slot's
-        rows contiguous), in that order: one plan, one read, one decode per column."""
+    def mergeable(self, row_slot: np.ndarray) -> bool:
+        """True when every column of the slots ``row_slot`` decodes with one call across them
+        (then :meth:`take` serves rows in any order)."""
+        rs = self.rowsig[row_slot]
+        if rs.size > 1 and _MIN(rs) != _MAX(rs):
+            return False
+        return self.rowfull[rs[0]]
+
+    async def take(self, row_slot: np.ndarray, rows: np.ndarray, grouped: bool = True) -> list[pa.Array]:
+        """Columns at rows ``rows`` (int64 physical offsets) of slots ``row_slot``, in that order
+        (any order, duplicates allowed, when :meth:`mergeable`; else each slot's rows contiguous:
+        ``grouped``): one plan, one read, one decode per column."""
         from lancejit.encoding.kernels.take import plan_take_files
         from lancejit.encoding.v21.take_index import take_column
 
@@ -217,7 +228,7 @@ class FileTakeState:
         _, first, last, at = reads[nr - 1].tolist()
         data = await read_files(self.readers, reads[:nr], at + last - first, priority=int(rows[0]))
         data.flags.writeable = False  # the file take's decode kernels are compiled for read-only data
-        one_slot = k == 1 or row_slot[0] == row_slot[k - 1]  # each slot's rows are contiguous
+        one_slot = k == 1 or (grouped and row_slot[0] == row_slot[k - 1])  # a slot's rows are contiguous
         if one_slot or _MIN(self.rowsig[row_slot]) == _MAX(self.rowsig[row_slot]):
             cids = self.rowcols[self.rowsig[row_slot[0]]]
         else:
@@ -348,27 +359,40 @@ async def _all(aws: Any) -> list[Any]:
     return list(await asyncio.gather(*aws))
 
 
-async def _table_of(ctx: "DatasetContext", frag: Any, group: Any, got: tuple) -> Any:
-    """The take table of ``group``'s columns in the opened data file ``got`` when the file can be
-    served by the multi-file take (else None)."""
+async def _open_table(ctx: "DatasetContext", frag: Any, group: Any) -> tuple[Any, Any]:
+    """``(handle, take table)`` of ``group``'s data file (opened, cached), the table None when
+    the file cannot be served by the multi-file take."""
+    got = await frag._handle(group.data_file)
     handle, store, path = got
     if handle.num_rows != frag.physical_rows:
-        return None  # the per-fragment path reports it
+        return handle, None  # the per-fragment path reports it
     with ctx.errors(path, store):
         names, unique = handle._columns(group.tops)
         if names != unique:
-            return None
+            return handle, None
         table = await handle.reader.take_table(unique)
     if table is None or len(table.columns) != len(group.tops):
-        return None
+        return handle, None
     lschema = ctx.lance_schema
     for top, ix, ty in zip(group.tops, table.columns, group.types):
         if ix.arrow_type != ty:
-            return None
-        probe = pa.array([], type=ty)
-        if handle.conform(top, probe, lschema, ty) is not probe:
-            return None  # children matched by id: the per-fragment path conforms them
-    return table
+            return handle, None
+        probe = _probe(ty)
+        if probe is not None and handle.conform(top, probe, lschema, ty) is not probe:
+            return handle, None  # children matched by id: the per-fragment path conforms them
+    return handle, table
+
+
+_PROBES: dict[pa.DataType, Any] = {}
+
+
+def _probe(ty: pa.DataType) -> pa.Array | None:
+    """An empty array of nested type ``ty`` (conforming it tells whether a file's field needs
+    its children matched by id), None for types without children (read as they are)."""
+    got = _PROBES.get(ty, False)
+    if got is False:
+        got = _PROBES[ty] = pa.array([], type=ty) if pa.types.is_nested(ty) else None
+    return got
 
 
 def state_for(index: "DatasetIndex", tops: Sequence[TopField]) -> FileTakeState:

@@ -90,6 +90,11 @@ def test_take_equals_reference_and_per_fragment_path(datasets, name, monkeypatch
     expected_meta = full.take(pa.array(requests[2]))
     assert with_meta.select(["a", "s", "_rowid", "_rowaddr"]).equals(
         expected_meta.select(["a", "s", "_rowid", "_rowaddr"]))
+    from lancejit.table import take as take_mod
+
+    monkeypatch.setattr(take_mod, "DIRECT_ROWS", 0)  # sorted, deduplicated, then reordered
+    sorted_first = dataset(path)
+    assert [sorted_first.take(idx, columns=cols) for cols in COLUMN_SETS for idx in requests] == got
     _per_fragment(monkeypatch)
     slow = dataset(path)
     assert [slow.take(idx, columns=cols) for cols in COLUMN_SETS for idx in requests] == got
