@@ -11,9 +11,10 @@ ascending: no search, no sort), files held whole in memory (small data files, se
 ``read_ranges`` call each (adjacent segments merged into one range), and each column is decoded
 for all files by ONE kernel call (one copy per run) into ONE Arrow array.
 
-Columns qualify when every file has a take index for them of one value kind (fixed width,
-bit-packed, plain variable or FSST), with the same Arrow type, and stores no def levels;
-otherwise :func:`file_scan` returns None and the caller reads file by file.
+Columns qualify when every file has a take index for them (one leaf, no repetition; a nullable
+item's def levels out-of-line bit-packed) of a value kind decoded here (fixed width, bit-packed,
+plain variable or FSST); otherwise :func:`file_scan` returns None and the caller reads file by
+file.  Runs of files whose columns differ in kind or type are decoded one run after the other.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ async def file_scan(reader: Any, columns: tuple[str, ...]) -> FileScan | None:
         return None
     parts = []
     for ix in table.columns:
-        if ix.kind not in _KINDS or ix.nullable:
+        if ix.kind not in _KINDS:
             return None
         parts.append((ix.kind, ix.width, str(ix.arrow_type), ix.list_size, ix.large_offsets))
     sig = _SIGNATURES.setdefault(tuple(parts), len(_SIGNATURES))
@@ -239,6 +240,17 @@ def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int
     from lancejit.encoding.kernels import scan as ks
 
     t = ix.arrow_type
+    validity = None
+    nulls = 0
+    if ix.nullable and ix.kind != "fsst":  # (the take kernels read FSST columns' levels)
+        words = np.empty(2048, dtype=np.uint16)  # staging block, unpacked block
+        valid = np.empty(k, dtype=np.uint8)
+        nulls = ks.runs_valid(data, *runs, seg_szw, seg_len, seg_count, seg_def, words[:1024],
+                              words[:1024].view(np.uint8), words[1024:], valid)
+        if nulls < 0:
+            _corrupt(ix, "malformed definition levels")
+        if nulls:
+            validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
     if ix.kind == "fixed":
         w = ix.width
         out = np.empty(k * w, dtype=np.uint8)
@@ -246,8 +258,8 @@ def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int
             _corrupt(ix, "a chunk shorter than its values")
         if ix.list_size:
             child = pa.Array.from_buffers(t.value_type, k * ix.list_size, [None, pa.py_buffer(out)])
-            return pa.Array.from_buffers(t, k, [None], children=[child])
-        return pa.Array.from_buffers(t, k, [None, pa.py_buffer(out)])
+            return pa.Array.from_buffers(t, k, [validity], children=[child], null_count=nulls)
+        return pa.Array.from_buffers(t, k, [validity, pa.py_buffer(out)], null_count=nulls)
     if ix.kind == "bitpacked":
         word = np.dtype(f"u{ix.width // 8}")
         buf = np.empty(2049 + k, dtype=word)  # staging words, unpacked chunk, output
@@ -256,7 +268,7 @@ def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int
                                 buf[1025:2049], buf[2049:])
         if err:
             _corrupt(ix, "a malformed bit-packed chunk")
-        return pa.Array.from_buffers(t, k, [None, pa.py_buffer(buf[2049:])])
+        return pa.Array.from_buffers(t, k, [validity, pa.py_buffer(buf[2049:])], null_count=nulls)
     if ix.kind != "variable":
         from lancejit.encoding.v21.take_index import take_column
 
@@ -275,7 +287,7 @@ def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int
         if nbytes > _INT32_MAX:
             raise CorruptFileError("scanned values exceed 2 GiB for a 32-bit-offset type", path=ix.path)
         offsets = offsets.astype(np.int32)
-    return pa.Array.from_buffers(t, k, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+    return pa.Array.from_buffers(t, k, [validity, pa.py_buffer(offsets), pa.py_buffer(values)], null_count=nulls)
 
 
 def _corrupt(ix: Any, what: str) -> None:
@@ -286,6 +298,8 @@ def _group_index(tables: list[TakeTable], j: int, seg_base: np.ndarray) -> Any:
     """Column ``j``'s take index standing for all files (FSST: every file's symbol tables,
     indexed by global segment)."""
     ix = tables[0].columns[j]
+    if not ix.nullable and any(t.columns[j].nullable for t in tables):
+        ix = replace(ix, nullable=True)  # files with def levels and files without
     if ix.kind != "fsst":
         return ix
     from lancejit.encoding.v21.take_index import FsstTables

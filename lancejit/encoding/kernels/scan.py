@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lancejit.encoding.kernels.bitpack import unpack_blocks
 from lancejit.encoding.kernels.jit import njit
 from lancejit.encoding.kernels.take import (TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_OK, _read_le, _value_buffer,
                                             unpack_chunk)
@@ -212,4 +213,64 @@ def runs_bitpacked(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, se
     return TAKE_OK
 
 
-__all__ = ["SCAN_BAD_ROW", "plan_runs", "runs_bitpacked", "runs_copy", "runs_fixed", "runs_offsets"]
+@njit(cache=True, nogil=True)
+def runs_valid(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_count, seg_def, tmpw, tmpb, tmp,
+               out):  # pragma: no cover - compiled
+    """Validity of every run's rows (``out`` 1 = valid, in order) from their chunks' def levels
+    (see :func:`~lancejit.encoding.kernels.take.take_valid`: out-of-line bit-packed u16 levels
+    of width ``seg_def[g]``, 0 = none stored; whole 1024-level blocks, then a tail packed as a
+    block or stored raw; level 0 = valid), each needed block unpacked once.  Returns the number
+    of nulls, or -1 for a malformed chunk."""
+    nulls = 0
+    o = 0
+    last_p = np.int64(-1)
+    last_b = np.int64(-1)
+    for q in range(run_seg.shape[0]):
+        g = run_seg[q]
+        n = run_len[q]
+        width = seg_def[g]
+        if width == 0:
+            out[o:o + n] = 1
+            o += n
+            continue
+        p = run_pos[q]
+        szw = seg_szw[g]
+        head = (2 + 2 + szw + 7) // 8 * 8
+        if seg_len[g] < head or p + seg_len[g] > data.shape[0] or width > 16:
+            return -1
+        dsize = _read_le(data, p + 2, 2)
+        db = p + head
+        if head + dsize > seg_len[g]:
+            return -1
+        c = seg_count[g]
+        if run_in[q] + n > c:
+            return -1
+        wpb = 64 * width
+        full = c // 1024
+        tail = c - full * 1024
+        total_words = dsize // 2
+        tail_raw = tail > 0 and total_words == full * wpb + tail
+        for r in range(run_in[q], run_in[q] + n):
+            b = r // 1024
+            if tail_raw and b == full:
+                level = _read_le(data, db + 2 * (full * wpb + r - full * 1024), 2)
+            else:
+                if p != last_p or b != last_b:
+                    if (b + 1) * wpb > total_words:
+                        return -1
+                    src = db + 2 * b * wpb
+                    tmpb[:2 * wpb] = data[src:src + 2 * wpb]
+                    unpack_blocks(tmpw[:wpb], width, 1, tmp)
+                    last_p = p
+                    last_b = b
+                level = tmp[r - b * 1024]
+            if level == 0:
+                out[o] = 1
+            else:
+                out[o] = 0
+                nulls += 1
+            o += 1
+    return nulls
+
+
+__all__ = ["SCAN_BAD_ROW", "runs_valid", "plan_runs", "runs_bitpacked", "runs_copy", "runs_fixed", "runs_offsets"]
