@@ -30,6 +30,8 @@ from .filter_floats import key_set, total_keys
 
 #: Most leaves of a kernel-evaluated filter (one pass over a column each).
 MAX_LEAVES = 32
+#: ``IN`` lists of at most this many strings become ORs of equality leaves.
+MAX_STRING_IN = 8
 #: ``IN`` lists on integers whose values span at most this many are tested with a bitmap.
 BITMAP_SPAN = 1 << 26
 
@@ -52,7 +54,8 @@ _EMPTY.setflags(write=False)
 class Leaf:
     """One kernel pass over ``column``.  ``kind``: "int" / "f64" (``lo <= key <= hi``),
     "dbl" (``flo <(=) double <(=) fhi``), "mod" (``lo <= col % k <= hi``), "bitmap" / "sorted"
-    (set membership: ``members``, ``base``), "prefix" (``prefix`` bytes), "null"."""
+    (set membership: ``members``, ``base``), "prefix" / "streq" (strings starting with / equal
+    to the bytes in ``members``), "null"."""
 
     column: str
     kind: str
@@ -95,6 +98,12 @@ def _int_range(op: str, c: int) -> tuple[int, int, bool]:
 
 def _f64_key(value: float) -> int:
     return int(total_keys(np.array([float(value)]), True)[0])
+
+
+def _is_literal(node: exp.Expression) -> bool:
+    while isinstance(node, (exp.Neg, exp.Paren)):
+        node = node.this
+    return isinstance(node, exp.Literal)
 
 
 def _number(node: exp.Expression) -> int | float:
@@ -157,6 +166,9 @@ class _Planner:
         if isinstance(col, exp.Mod):
             return self.mod(op, col, lit, negate)
         name, t = self.column(col)
+        if t.id in _STRING_TYPES and isinstance(lit, exp.Literal) and lit.is_string and op in ("eq", "ne"):
+            words = _prefix_words(lit.this.encode("utf-8"))
+            return self.leaf(Leaf(name, "streq", negate ^ (op == "ne"), members=words))
         value = _number(lit)
         if t.id in _FLOAT_TYPES:
             lo, hi, neg = _int_range(op, _f64_key(value))
@@ -182,7 +194,7 @@ class _Planner:
         lo, hi, neg = _int_range(op, value)
         return self.leaf(Leaf(name, "mod", negate ^ neg, lo, hi, k=k))
 
-    def in_list(self, node: exp.In, negate: bool) -> Leaf:
+    def in_list(self, node: exp.In, negate: bool) -> FastNode:
         items = node.expressions
         if len(items) != 1 or not isinstance(items[0], exp.Column) or items[0].name not in self.in_lists:
             raise _Unsupported
@@ -190,6 +202,10 @@ class _Planner:
         name, t = self.column(node.this)
         if values.has_null and negate:
             raise _Unsupported
+        if t.id in _STRING_TYPES and values.kind == "str" and len(values.values) <= MAX_STRING_IN:
+            leaves = tuple(self.leaf(Leaf(name, "streq", negate, members=_prefix_words(v.encode("utf-8"))))
+                           for v in values.values)
+            return leaves[0] if len(leaves) == 1 else Junction("and" if negate else "or", leaves)
         if t.id in _FLOAT_TYPES:
             keys = key_set(self.comp.value_set(values, t, node)).to_numpy()
             return self.leaf(Leaf(name, "sorted", negate, members=np.unique(keys), f64=True))
@@ -238,9 +254,7 @@ class _Planner:
         op = _OPS.get(type(node))
         if op is not None:
             left, right = node.this, node.expression
-            try:
-                _number(right)
-            except _Unsupported:
+            if _is_literal(left) and not _is_literal(right):
                 left, right, op = right, left, _FLIP[op]
             return self.compare(op, left, right, negate)
         if isinstance(node, exp.Between):
@@ -324,7 +338,7 @@ def _run_leaf(leaf: Leaf, chunk: pa.Array, out: np.ndarray) -> None:
         else:
             out[:] = neg
         return
-    if kind == "prefix":
+    if kind in ("prefix", "streq"):
         otype = _STRING_TYPES.get(t)
         if otype is None:
             raise _Unsupported
@@ -336,7 +350,8 @@ def _run_leaf(leaf: Leaf, chunk: pa.Array, out: np.ndarray) -> None:
         if offsets[0] < 0 or offsets[-1] > len(data) or (len(offsets) > 1 and np.any(offsets[1:] < offsets[:-1])):
             raise _Unsupported  # never read outside the buffer (Arrow validates the same way)
         words = np.ndarray(shape=(max(0, len(data) - 7),), dtype="<u8", buffer=data, strides=(1,))
-        fk.prefix_match(offsets, words, data, leaf.members[1], leaf.members[2], leaf.members[0], neg, out)
+        fk.prefix_match(offsets, words, data, leaf.members[1], leaf.members[2], leaf.members[0],
+                         kind == "streq", neg, out)
     elif kind == "f64" or (kind == "sorted" and leaf.f64):
         dt = _FLOAT_TYPES.get(t)
         if dt is None:
@@ -443,7 +458,7 @@ def warm() -> None:
     })
     for text in ("i > 3 AND n <= 7 AND b = 1", "x >= 0.5 OR y < -1", "i < 2.5", "n % 7 = 3",
                  "i IN (1, 5, 9)", "i IN (1, 9223372036854775807)", "x IN (0.5, 1)", "s LIKE 'w1%'",
-                 "l LIKE 'w12345678%'", "n IS NULL", "x IS NOT NULL"):
+                 "l LIKE 'w12345678%'", "n IS NULL", "x IS NOT NULL", "s = 'w1' OR l IN ('w2', 'w3')"):
         compiled = compile_filter(text, table.schema)
         assert compiled.fast is not None, text
         fast_positions(compiled.fast, table)

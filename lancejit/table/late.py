@@ -123,7 +123,7 @@ async def _group_matches(
 #: An AND of predicates on several columns is evaluated column by column (see ``_stages``):
 #: a unit none of whose rows passes the first columns' predicates skips the other columns.
 STAGED_AND = True
-_STAGE_ORDER = {"int": 0, "f64": 1, "dbl": 0, "mod": 0, "bitmap": 0, "sorted": 1, "null": 2, "prefix": 3}
+_STAGE_ORDER = {"int": 0, "f64": 1, "dbl": 0, "mod": 0, "bitmap": 0, "sorted": 1, "null": 2, "prefix": 3, "streq": 3}
 
 
 def _stages(compiled: "CompiledFilter", ftops: list[TopField]) -> list[tuple[TopField, Any]] | None:

@@ -125,8 +125,9 @@ def in_sorted(values, is_f64, members, negate, out):  # pragma: no cover - compi
 
 
 @njit(cache=True, nogil=True)
-def prefix_match(offsets, words, data, pwords, pmasks, prefix, negate, out):  # pragma: no cover - compiled
-    """String ``i`` (bytes ``data[offsets[i]:offsets[i + 1]]``) starts with ``prefix``.
+def prefix_match(offsets, words, data, pwords, pmasks, prefix, exact, negate, out):  # pragma: no cover - compiled
+    """String ``i`` (bytes ``data[offsets[i]:offsets[i + 1]]``) starts with ``prefix``
+    (``exact``: equals it).
 
     ``words[j]``: the 8 bytes ``data[j:j + 8]`` as a little-endian uint64 (a view of ``data``
     with a one-byte stride); ``pwords``/``pmasks``: the prefix as such words and the masks of
@@ -136,7 +137,8 @@ def prefix_match(offsets, words, data, pwords, pmasks, prefix, negate, out):  # 
     last = words.shape[0] - 8 * (q - 1)  # rows starting before this compare word by word
     for i in range(offsets.shape[0] - 1):
         s = offsets[i]
-        long_enough = offsets[i + 1] - s >= p
+        size = offsets[i + 1] - s
+        long_enough = (size == p) if exact else (size >= p)
         r = True
         if s < last:
             for w in range(q):
