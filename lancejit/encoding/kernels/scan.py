@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lancejit.encoding.kernels.bitpack import unpack_blocks
 from lancejit.encoding.kernels.jit import njit
 from lancejit.encoding.kernels.take import (TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_OK, _read_le, _value_buffer,
-                                            unpack_chunk)
+                                            def_header, def_level, unpack_chunk)
 
 #: Error codes returned (negated) by :func:`plan_scan`.
 SCAN_BAD_ROW = 1
@@ -224,7 +223,7 @@ def runs_valid(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_co
     nulls = 0
     o = 0
     last_p = np.int64(-1)
-    last_b = np.int64(-1)
+    loaded = np.int64(-1)
     for q in range(run_seg.shape[0]):
         g = run_seg[q]
         n = run_len[q]
@@ -234,36 +233,17 @@ def runs_valid(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_co
             o += n
             continue
         p = run_pos[q]
-        szw = seg_szw[g]
-        head = (2 + 2 + szw + 7) // 8 * 8
-        if seg_len[g] < head or p + seg_len[g] > data.shape[0] or width > 16:
-            return -1
-        dsize = _read_le(data, p + 2, 2)
-        db = p + head
-        if head + dsize > seg_len[g]:
-            return -1
+        db, words = def_header(data, p, seg_len[g], seg_szw[g], width)
         c = seg_count[g]
-        if run_in[q] + n > c:
+        if db < 0 or run_in[q] + n > c:
             return -1
-        wpb = 64 * width
-        full = c // 1024
-        tail = c - full * 1024
-        total_words = dsize // 2
-        tail_raw = tail > 0 and total_words == full * wpb + tail
+        if p != last_p:
+            loaded = np.int64(-1)
+            last_p = p
         for r in range(run_in[q], run_in[q] + n):
-            b = r // 1024
-            if tail_raw and b == full:
-                level = _read_le(data, db + 2 * (full * wpb + r - full * 1024), 2)
-            else:
-                if p != last_p or b != last_b:
-                    if (b + 1) * wpb > total_words:
-                        return -1
-                    src = db + 2 * b * wpb
-                    tmpb[:2 * wpb] = data[src:src + 2 * wpb]
-                    unpack_blocks(tmpw[:wpb], width, 1, tmp)
-                    last_p = p
-                    last_b = b
-                level = tmp[r - b * 1024]
+            level, loaded = def_level(data, db, words, width, c, r, tmpw, tmpb, tmp, loaded)
+            if level < 0:
+                return -1
             if level == 0:
                 out[o] = 1
             else:

@@ -177,14 +177,50 @@ def _value_buffer(data, p, length, szw, hdef):  # pragma: no cover - compiled
     return p + voff, size
 
 
+@njit(cache=True, nogil=True, inline="always")
+def def_header(data, p, length, szw, width):  # pragma: no cover - compiled
+    """``(start, u16 words)`` of the out-of-line def levels of the chunk at ``data[p:p+length]``
+    (``szw``: its buffer-size width; ``width``: the levels' bit width), or ``(-1, 0)`` when the
+    chunk is malformed."""
+    head = (2 + 2 + szw + 7) // 8 * 8
+    if length < head or p + length > data.shape[0] or width > 16:
+        return np.int64(-1), np.int64(0)
+    dsize = _read_le(data, p + 2, 2)
+    if head + dsize > length:
+        return np.int64(-1), np.int64(0)
+    return p + head, dsize // 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def def_level(data, db, words, width, count, r, tmpw, tmpb, tmp, loaded):  # pragma: no cover - compiled
+    """``(def level of value r, block now in tmp)`` of a chunk of ``count`` values whose levels
+    (bit width ``width``) start at ``db`` (``words`` u16 words): whole 1024-level blocks, then a
+    tail packed as a block or stored raw; ``loaded``: the block ``tmp`` holds (-1: none).
+    ``tmpw`` (u16 words, ``64 * 16``) and ``tmpb`` (its bytes) stage a block.  The level is -1
+    when the levels are too short."""
+    wpb = 64 * width
+    full = count // 1024
+    tail = count - full * 1024
+    b = r // 1024
+    if tail > 0 and words == full * wpb + tail and b == full:
+        return _read_le(data, db + 2 * (full * wpb + r - full * 1024), 2), loaded
+    if b != loaded:
+        if (b + 1) * wpb > words:
+            return np.int64(-1), loaded
+        src = db + 2 * b * wpb
+        tmpb[:2 * wpb] = data[src:src + 2 * wpb]
+        unpack_blocks(tmpw[:wpb], width, 1, tmp)
+    return np.int64(tmp[r - b * 1024]), b
+
+
 @njit(cache=True, nogil=True)
 def take_valid(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, tmpw, tmpb, tmp,
                out):  # pragma: no cover - compiled
     """Validity of every item (``out[t]`` 1 = valid) from its chunk's def levels: out-of-line
-    bit-packed u16 levels of width ``seg_def[g]`` (0 = the chunk stores none: valid), whole
-    1024-level blocks then a tail packed as a block or stored raw; level 0 is a valid item.
-    ``tmpw`` (u16 words, ``64 * 16``) and ``tmpb`` (its bytes) stage one block, ``tmp`` (1024
-    u16) receives it.  Returns the number of nulls, or -1 for a malformed chunk."""
+    bit-packed u16 levels of width ``seg_def[g]`` (0 = the chunk stores none: valid; read by
+    :func:`def_header` / :func:`def_level`); level 0 is a valid item.  ``tmpw`` (u16 words,
+    ``64 * 16``) and ``tmpb`` (its bytes) stage one block, ``tmp`` (1024 u16) receives it.
+    Returns the number of nulls, or -1 for a malformed chunk."""
     nulls = 0
     for t in range(item_pos.shape[0]):
         g = item_seg[t]
@@ -192,35 +228,13 @@ def take_valid(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, s
         if width == 0:
             out[t] = 1
             continue
-        p = item_pos[t]
-        szw = seg_szw[g]
-        head = (2 + 2 + szw + 7) // 8 * 8
-        if seg_len[g] < head or p + seg_len[g] > data.shape[0] or width > 16:
-            return -1
-        dsize = _read_le(data, p + 2, 2)
-        db = p + head
-        if head + dsize > seg_len[g]:
-            return -1
-        n = seg_count[g]
+        db, words = def_header(data, item_pos[t], seg_len[g], seg_szw[g], width)
         r = item_in[t]
-        if r >= n:
+        if db < 0 or r >= seg_count[g]:
             return -1
-        wpb = 64 * width
-        whole = n // 1024
-        tail = n - whole * 1024
-        total_words = dsize // 2
-        tail_raw = tail > 0 and total_words == whole * wpb + tail
-        b = r // 1024
-        if tail_raw and b == whole:
-            level = _read_le(data, db + 2 * (whole * wpb + r - whole * 1024), 2)
-        else:
-            if (b + 1) * wpb > total_words:
-                return -1
-            src = db + 2 * b * wpb
-            for i in range(2 * wpb):
-                tmpb[i] = data[src + i]
-            unpack_blocks(tmpw[:wpb], width, 1, tmp)
-            level = tmp[r - b * 1024]
+        level, _ = def_level(data, db, words, width, seg_count[g], r, tmpw, tmpb, tmp, -1)
+        if level < 0:
+            return -1
         if level == 0:
             out[t] = 1
         else:
