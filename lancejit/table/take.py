@@ -328,5 +328,10 @@ async def take_rows(ctx: DatasetContext, row_ids: Any, spec: ScanSpec, stable: b
         pos, offsets = pos[keep], offsets[keep]
     if len(pos) == 0:
         return _assemble(ctx, spec, None, pos)
+    if offsets.dtype != _I64:
+        offsets = offsets.astype(np.int64)
+    direct = await _read_direct(ctx, spec, index, pos, offsets)
+    if direct is not None:
+        return direct
     upos, uoff, positions = _unique(pos, offsets)
     return _assemble(ctx, spec, await _read(ctx, spec, index, upos, uoff), positions)
