@@ -9,7 +9,9 @@ built-in call made in the calling thread (sync calls on local files run there, s
 
 * ``LanceFileReader.take_rows`` (sync) and ``AsyncLanceFileReader.take_rows`` awaited on the
   caller's own loop: the file layer (take plan, one read, one decode kernel per column);
-* ``Dataset.take`` (sync) and ``await Dataset.take_async``: the whole take, table layer included.
+* ``Dataset.take`` (sync) and ``await Dataset.take_async``: the whole take, table layer included;
+* on ``perf/data/frag_2000`` (2,000 fragments), a 100-row ``Dataset.take`` with every data file
+  open, and its calls per touched fragment (the multi-file take's per-fragment control plane).
 """
 
 from __future__ import annotations
@@ -110,10 +112,20 @@ def main() -> None:
                                                     mods if args.by_module else None)),
         ("dataset: Dataset.take_async (own loop)", async_calls(lambda i: ds.take_async(i, columns=COLUMNS), idxs)),
     ]
-    print("| 1-row take, columns id,x,s | Python calls per take |")
+    many = os.path.join(HERE, "data", "frag_2000")
+    if os.path.exists(many):  # the multi-file take: calls per touched fragment (every file open)
+        dm = lancejit.dataset(many)
+        dm.take(np.arange(0, 1_000_000, 500), columns=COLUMNS)
+        big = [rng.integers(0, 1_000_000, 100) for _ in range(40)]
+        touched = float(np.mean([len(np.unique(i // 500)) for i in big[20:]]))
+        calls = sync_calls(lambda i: dm.take(i, columns=COLUMNS), big)
+        rows.append((f"dataset frag_2000: Dataset.take of 100 rows (warm; per take / per touched fragment "
+                     f"of {touched:.0f})", calls))
+        rows.append(("  ... per touched fragment", calls / touched))
+    print("| take, columns id,x,s (1 row unless said) | Python calls per take |")
     print("|---|---|")
     for name, calls in rows:
-        print(f"| {name} | {calls:.0f} |")
+        print(f"| {name} | {calls:.1f} |" if calls < 20 else f"| {name} | {calls:.0f} |")
     if args.by_module:
         print("\nDataset.take (sync) by module:")
         for mod, calls in mods.most_common(25):
