@@ -99,7 +99,10 @@ async def _group_matches(
     lives = await asyncio.gather(*(_live(r, lo, hi) for r, lo, hi in members))
     ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
     read = ftops + [t for t in extra if t.name not in compiled.columns]
-    stages = _stages(compiled, ftops) if STAGED_AND and not extra else None
+    # column by column only for big units: for small ones another read per column costs
+    # more than the decoding it may save
+    big = any(hi - lo > SMALL_UNIT_ROWS for _, lo, hi in members)
+    stages = _stages(compiled, ftops) if STAGED_AND and big and not extra else None
     if stages is not None:
         staged = await _staged_matches(stages, members, list(lives), read)
         if staged is not None:
