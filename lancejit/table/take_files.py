@@ -53,6 +53,10 @@ _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 #: dictionary columns decode per file: an index is checked against its own file's dictionary).
 _MERGEABLE = frozenset({"fixed", "bitpacked", "variable", "fsst"})
 
+#: An arena holding more segments than this (56 bytes each) is dropped after the take that grew
+#: it past the bound; later takes build a new one from the files' cached take tables.
+MAX_ARENA_SEGMENTS = 1 << 20
+
 _SEG_ROWS = 7  # seg arena rows: key, b0, stride, len, szw, count, def
 _SLOT_ROWS = 3  # slot rows: lo, hi, span
 
@@ -424,6 +428,9 @@ async def slots_of(ctx: "DatasetContext", index: "DatasetIndex", state: FileTake
         await state.admit(ctx, index, tops, new)
         slots = state.slot_of_pos[upos]
         low = int(_MIN(slots))
+        if state.nseg > MAX_ARENA_SEGMENTS:  # this take uses it; the next ones start afresh
+            for key in [k for k, v in index.take_state.items() if v is state]:
+                index.take_state.pop(key, None)
     return slots, low
 
 

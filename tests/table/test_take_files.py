@@ -335,3 +335,23 @@ def test_object_store_take_equals_reference(datasets, s3_endpoint):
     ours.io_stats()  # (counts since the previous call)
     ours.take(idx, columns=["a", "s", "c", "v"])
     assert 0 < ours.io_stats().read_iops <= 3 * 4  # at most one read per column per file
+
+
+def test_arena_bounded(datasets, monkeypatch):
+    """An arena grown past MAX_ARENA_SEGMENTS is replaced by a fresh one; results stay equal."""
+    monkeypatch.setattr(take_files, "MAX_ARENA_SEGMENTS", 20)
+    path = datasets["many"]
+    ref, ours = lance.dataset(path), dataset(path)
+    n = ref.count_rows()
+    made = []
+    init = take_files.FileTakeState.__init__
+
+    def counting(self, *args):
+        made.append(1)
+        init(self, *args)
+
+    monkeypatch.setattr(take_files.FileTakeState, "__init__", counting)
+    for seed in range(4):
+        idx = np.random.default_rng(seed).integers(0, n, 40)
+        assert ours.take(idx, columns=["a", "s"]).equals(ref.take(idx, columns=["a", "s"]))
+    assert len(made) == 4
