@@ -355,3 +355,18 @@ def test_arena_bounded(datasets, monkeypatch):
         idx = np.random.default_rng(seed).integers(0, n, 40)
         assert ours.take(idx, columns=["a", "s"]).equals(ref.take(idx, columns=["a", "s"]))
     assert len(made) == 4
+
+
+def test_threads_share_one_dataset(datasets):
+    """Sync takes from several threads on one dataset object (each on its own thread's loop)
+    admit fragments into one arena concurrently: every result equals pylance's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = datasets["many"]
+    ref, ours = lance.dataset(path), dataset(path)
+    n = ref.count_rows()
+    requests = [np.random.default_rng(s).integers(0, n, 25) for s in range(24)]
+    expected = [ref.take(i, columns=["a", "s", "c"]) for i in requests]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda i: ours.take(i, columns=["a", "s", "c"]), requests))
+    assert all(g.equals(e) for g, e in zip(got, expected))
