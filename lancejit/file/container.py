@@ -22,7 +22,8 @@ import asyncio
 import importlib
 import struct
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
@@ -105,7 +106,8 @@ class FileMetadata:
     ``schema``: :class:`lancejit.core.schema.LanceSchema` (Lance field tree with ids).
     ``arrow_schema``: the same as a ``pyarrow.Schema`` (with field and schema metadata).
     ``schema_metadata``: the schema-level metadata map (``str -> bytes``).
-    ``columns``: one :class:`ColumnInfo` per physical column, in column order (empty for 0.1).
+    ``columns``: one :class:`ColumnInfo` per physical column, in column order (empty for 0.1): a
+    tuple, or for files opened with ``lazy_columns`` a :class:`LazyColumns` sequence.
     Page ``encoding`` is the decoded ``lance.encodings.ArrayEncoding`` (2.0) or
     ``lance.encodings21.PageLayout`` (2.1/2.2); column ``encoding`` the decoded
     ``lance.encodings.ColumnEncoding`` (or ``None``).
@@ -129,7 +131,7 @@ class FileMetadata:
     num_rows: int
     schema: Any
     arrow_schema: "pa.Schema"
-    columns: tuple[ColumnInfo, ...]
+    columns: "Sequence[ColumnInfo]"
     global_buffers: tuple[tuple[int, int], ...]
     schema_metadata: Mapping[str, bytes]
     legacy: Any = None
@@ -177,13 +179,15 @@ async def open_file_metadata(reader: RangeReader) -> FileMetadata:
 
 
 async def parse_file_metadata(
-    reader: RangeReader, file_size: int, tail: bytes | memoryview, *, cache: "FileCache | None" = None
+    reader: RangeReader, file_size: int, tail: bytes | memoryview, *, cache: "FileCache | None" = None,
+    lazy_columns: bool = False,
 ) -> FileMetadata:
     """Parse a file's metadata given its size and its last ``len(tail)`` bytes.
 
     Reads more of the file through ``reader`` only when the metadata lies before the tail.
     Every inconsistency raises :class:`CorruptFileError` naming the file.  ``cache``: the
-    result's :attr:`FileMetadata.cache`.
+    result's :attr:`FileMetadata.cache`.  ``lazy_columns``: a 2.1/2.2 file's columns are a
+    :class:`LazyColumns` (each column's metadata decoded, and checked, on first access).
     """
     path = _name_of(reader)
     tail = memoryview(tail)
@@ -208,7 +212,7 @@ async def parse_file_metadata(
         legacy = await _open_legacy(reader, file_size, tail, major, minor)
         return legacy if cache is None else replace(legacy, cache=cache)
     try:
-        return await _parse_v2(reader, file_size, tail, major, minor, version, cache)
+        return await _parse_v2(reader, file_size, tail, major, minor, version, cache, lazy_columns)
     except LanceJitError:
         raise
     except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
@@ -273,6 +277,7 @@ def _read_pairs(buf: memoryview, count: int) -> list[tuple[int, int]]:
 async def _parse_v2(
     reader: RangeReader, file_size: int, tail: memoryview, major: int, minor: int, version: str,
     cache: "FileCache | None" = None,
+    lazy: bool = False,
 ) -> FileMetadata:
     path = _name_of(reader)
     if len(tail) < FOOTER_LEN:
@@ -323,7 +328,7 @@ async def _parse_v2(
             raise CorruptFileError("short read of the file metadata", path=path)
         region = MetadataRegion(need_start, memoryview(bytes(extra) + bytes(region.data)), path)
 
-    args = (region, footer, gbo, file_size, major, minor, version, path, need_start, cache)
+    args = (region, footer, gbo, file_size, major, minor, version, path, need_start, cache, lazy)
     if len(region.data) >= PARSE_IN_THREAD_BYTES:
         # Large metadata: decode off the event loop so other readers' I/O keeps flowing.
         return await asyncio.to_thread(_decode_v2, *args)
@@ -341,11 +346,12 @@ def _decode_v2(
     path: str,
     need_start: int,
     cache: "FileCache | None" = None,
+    lazy: bool = False,
 ) -> FileMetadata:
     """Decode schema and column metadata from ``region`` (pure CPU, no I/O)."""
     try:
         return _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, path, need_start,
-                                    cache)
+                                    cache, lazy)
     except LanceJitError:
         raise
     except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
@@ -353,19 +359,16 @@ def _decode_v2(
 
 
 def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, path, need_start,
-                         cache=None) -> FileMetadata:
+                         cache=None, lazy=False) -> FileMetadata:
     cm_start, cmo_pos, gbo_pos = footer.column_meta_start, footer.cmo_table_position, footer.gbo_table_position
     ncol = footer.num_columns
     schema_pos, schema_size = gbo[0]
     # Schema (global buffer 0 = FileDescriptor)
-    from lancejit.pb import file2_pb2
-
     schema, arrow_schema, schema_metadata, num_rows = _decode_descriptor(
         region.slice(schema_pos, schema_pos + schema_size, "schema"), path)
 
     # Column metadata
     cmo = _read_pairs(region.slice(cmo_pos, cmo_pos + 16 * ncol, "column metadata offset table"), ncol)
-    columns = []
     for index, (pos, size) in enumerate(cmo):
         if pos < cm_start or pos + size > cmo_pos:
             raise CorruptFileError(
@@ -373,17 +376,12 @@ def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, 
                 f"section [{cm_start}, {cmo_pos})",
                 path=path,
             )
-        pb = file2_pb2.ColumnMetadata()
-        # inside [cm_start, cmo_pos), which the region holds
-        _parse_message(pb, region.get(pos, pos + size), path, f"column {index} metadata")
-        info, rows = _column_info(index, pb, version, file_size, path)
-        # 2.0 list children count items; 2.2 columns under a fixed-size list of structs count
-        # rows x dimension: elsewhere a column's pages hold exactly the file's rows.
-        if version != "2.0" and rows != num_rows and (num_rows == 0 or rows % num_rows != 0):
-            raise CorruptFileError(
-                f"column {index} pages hold {rows} rows but the file has {num_rows}", path=path
-            )
-        columns.append(info)
+    section = region.get(cm_start, cmo_pos)  # holds every column's metadata (checked above)
+    if lazy and version != "2.0":
+        columns: Any = LazyColumns(bytes(section), cm_start, cmo, version, file_size, path, num_rows)
+    else:
+        columns = tuple(_decode_column(i, section[pos - cm_start:pos - cm_start + size], version, file_size, path,
+                                       num_rows) for i, (pos, size) in enumerate(cmo))
 
     num_gb_bytes = sum(size for _, size in gbo)
     return FileMetadata(
@@ -395,7 +393,7 @@ def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, 
         num_rows=num_rows,
         schema=schema,
         arrow_schema=arrow_schema,
-        columns=tuple(columns),
+        columns=columns,
         global_buffers=tuple(gbo),
         schema_metadata=schema_metadata,
         legacy=None,
@@ -405,6 +403,80 @@ def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, 
         metadata_nbytes=file_size - need_start,
         cache=cache,
     )
+
+
+def _decode_column(index: int, data: memoryview, version: str, file_size: int, path: str,
+                   num_rows: int) -> ColumnInfo:
+    """The :class:`ColumnInfo` of column ``index`` from its ``ColumnMetadata`` bytes ``data``."""
+    from lancejit.pb import file2_pb2
+
+    pb = file2_pb2.ColumnMetadata()
+    _parse_message(pb, data, path, f"column {index} metadata")
+    info, rows = _column_info(index, pb, version, file_size, path)
+    # 2.0 list children count items; 2.2 columns under a fixed-size list of structs count
+    # rows x dimension: elsewhere a column's pages hold exactly the file's rows.
+    if version != "2.0" and rows != num_rows and (num_rows == 0 or rows % num_rows != 0):
+        raise CorruptFileError(f"column {index} pages hold {rows} rows but the file has {num_rows}", path=path)
+    return info
+
+
+class LazyColumns(Sequence):
+    """:attr:`FileMetadata.columns` of a 2.1/2.2 file opened with ``lazy_columns``: a sequence
+    of :class:`ColumnInfo` whose items are decoded from the column metadata bytes on first
+    access (a take or scan decodes only the columns it reads).  Damaged metadata raises
+    :class:`CorruptFileError` naming the file when its column is first accessed.  Equal to the
+    tuple of its items; thread-safe (a column decoded twice at once gives equal items)."""
+
+    __slots__ = ("_data", "_base", "_spans", "_items", "_version", "_file_size", "_path", "_num_rows")
+
+    def __init__(self, data: bytes, base: int, spans: list[tuple[int, int]], version: str, file_size: int,
+                 path: str, num_rows: int) -> None:
+        self._data = data
+        self._base = base
+        self._spans = spans
+        self._items: list[ColumnInfo | None] = [None] * len(spans)
+        self._version = version
+        self._file_size = file_size
+        self._path = path
+        self._num_rows = num_rows
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self._items))))
+        item = self._items[i]
+        return item if item is not None else self._load(i)
+
+    def _load(self, i: int) -> ColumnInfo:
+        j = i + len(self._items) if i < 0 else i
+        pos, size = self._spans[j]
+        start = pos - self._base
+        try:
+            info = _decode_column(j, memoryview(self._data)[start:start + size], self._version, self._file_size,
+                                  self._path, self._num_rows)
+        except LanceJitError:
+            raise
+        except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
+            raise CorruptFileError(f"unparsable metadata ({type(exc).__name__}: {exc})", path=self._path) from exc
+        self._items[j] = info
+        return info
+
+    def __iter__(self) -> Iterator[ColumnInfo]:
+        for i in range(len(self._items)):
+            yield self[i]
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, (LazyColumns, tuple, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"LazyColumns({len(self._items)} columns)"
 
 
 def _parse_message(msg: Message, data: memoryview, path: str, what: str) -> None:
@@ -604,6 +676,7 @@ __all__ = [
     "FOOTER_LEN",
     "FileMetadata",
     "Footer",
+    "LazyColumns",
     "MAGIC",
     "open_file_metadata",
     "parse_file_metadata",

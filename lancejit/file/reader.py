@@ -188,7 +188,8 @@ class AsyncLanceFileReader:
         ``store`` defaults to ``reader.store``; ``stats`` (what :meth:`io_stats` reports) to
         ``reader.stats`` or the store's.  ``immutable``: the file is never rewritten in place
         (a dataset's data file), so its search-cache key digests less of the tail
-        (:func:`~lancejit.file.cache.file_key`).
+        (:func:`~lancejit.file.cache.file_key`), and its columns' metadata is decoded when a
+        column is first used (:class:`~lancejit.file.container.LazyColumns`).
         """
         store = store if store is not None else getattr(reader, "store", None)
         if stats is None:
@@ -210,7 +211,8 @@ class AsyncLanceFileReader:
         key = file_key(str(getattr(reader, "uri", None) or name), file_size, tail, immutable=immutable)
         metadata = cache.get_metadata(key)
         if metadata is None:
-            metadata = await parse_file_metadata(reader, file_size, tail, cache=cache.file(key))
+            metadata = await parse_file_metadata(reader, file_size, tail, cache=cache.file(key),
+                                                 lazy_columns=immutable)
             cache.put_metadata(key, metadata)
         return cls(name, store, getattr(reader, "path", name), reader, metadata, stats)
 

@@ -150,10 +150,12 @@ _NO_COLUMN = (-1, None)
 @dataclass(frozen=True, slots=True)
 class ColumnsPlan:
     """The qualifying columns of a projection: ``columns`` (column indexes, output order),
-    ``fields`` (their Arrow fields), ``takes`` (one :class:`PageTake` per page of each)."""
+    ``fields`` (their Arrow fields), ``pages`` (their ``PageInfo``s), ``takes`` (one
+    :class:`PageTake` per page of each)."""
 
     columns: tuple[int, ...]
     fields: tuple[pa.Field, ...]
+    pages: tuple[tuple[Any, ...], ...]
     takes: tuple[tuple[PageTake, ...], ...]
 
 
@@ -165,7 +167,7 @@ def plan_columns(metadata: Any, names: Sequence[str]) -> ColumnsPlan | None:
     columns = metadata.columns
     if ncols != len(columns):
         return None
-    cols, fields, takes = [], [], []
+    cols, fields, takes, pages_of = [], [], [], []
     for name in names:
         c, f = cols_of.get(name, _NO_COLUMN)
         if c < 0:
@@ -181,18 +183,18 @@ def plan_columns(metadata: Any, names: Sequence[str]) -> ColumnsPlan | None:
                 return None
         cols.append(c)
         fields.append(f)
+        pages_of.append(pages)
         takes.append(per)
-    return ColumnsPlan(tuple(cols), tuple(fields), tuple(takes))
+    return ColumnsPlan(tuple(cols), tuple(fields), tuple(pages_of), tuple(takes))
 
 
 def chunk_ranges(metadata: Any, plan: ColumnsPlan) -> list[tuple[int, int]] | None:
     """Absolute byte ranges of the chunk metadata words of every mini-block page of the plan's
     columns (column order, then page order), or None when a page lacks its buffers."""
     out = []
-    columns = metadata.columns
-    for c, per in zip(plan.columns, plan.takes):
+    for pages, per in zip(plan.pages, plan.takes):
         if per[0].wsize:
-            for p in columns[c].pages:
+            for p in pages:
                 off, size = p.buffer_offsets, p.buffer_sizes
                 if len(off) < 2:
                     return None
@@ -206,17 +208,16 @@ def build_table(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> tuple 
     :class:`~lancejit.file.take_plan.TakeTable`: ``(indexes, col_base, seg0, seg_key, seg_b0,
     seg_stride, seg_len, seg_szw, seg_count, seg_def)`` (each index's arrays are views of the
     table's); None when a check fails.  One kernel call (:func:`page_segments`) for all pages."""
-    columns = metadata.columns
     num_rows = int(metadata.num_rows)
     span = num_rows + 1
     rows = []  # the kernel's page table (see page_segments)
     firsts = [0]  # first segment of every column, and the total
     pfirst = [0]  # first page of every column, and the total
     nseg = raw_pos = bi = 0
-    for j, (c, per) in enumerate(zip(plan.columns, plan.takes)):
+    for j, (pages, per) in enumerate(zip(plan.pages, plan.takes)):
         r0 = j * span
         maxcount = 1024 if per[0].kind == BITPACKED else MAX_CHUNK_VALUES
-        for p, q in zip(columns[c].pages, per):
+        for p, q in zip(pages, per):
             n = p.num_rows
             if n <= 0:
                 return None
