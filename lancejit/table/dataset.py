@@ -71,7 +71,7 @@ async def _load_manifest(
     if version is None:
         loc = await latest_location(store, root, stats)
         try:
-            manifest, _, _ = await read_manifest_at(store, loc.path, stats)
+            manifest, _, _ = await read_manifest_at(store, loc.path, stats, loc.size)
         except LanceJitError as exc:
             raise with_context(exc, f"dataset {uri} version {loc.version} file {store.uri(loc.path)}") from exc
         return manifest, loc.path
@@ -294,7 +294,7 @@ class Dataset:
 
         async def one(loc: ManifestLocation) -> dict[str, Any]:
             try:
-                m, _, _ = await read_manifest_at(c.store, loc.path, c.stats)
+                m, _, _ = await read_manifest_at(c.store, loc.path, c.stats, loc.size)
             except LanceJitError as exc:
                 raise with_context(exc, f"dataset {c.uri} version {loc.version} file {c.store.uri(loc.path)}") from exc
             return {

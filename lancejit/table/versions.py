@@ -116,15 +116,23 @@ async def latest_location(store: ObjectStore, root: str, stats: IOStats | None =
     return locs[-1]
 
 
+#: A manifest file of at most this many bytes whose size is known (from a listing) is read
+#: whole in one request (else its last 64 KiB first, then the rest of the manifest if needed).
+WHOLE_MANIFEST_BYTES = 1 << 20
+
+
 async def read_manifest_at(
-    store: ObjectStore, path: str, stats: IOStats | None = None
+    store: ObjectStore, path: str, stats: IOStats | None = None, size: int | None = None
 ) -> tuple[Manifest, memoryview, int]:
-    """Read and decode the manifest at ``path``: one 64 KiB tail request, at most one more.
+    """Read and decode the manifest at ``path``: one request when its ``size`` (bytes) is known
+    and at most :data:`WHOLE_MANIFEST_BYTES`, else a 64 KiB tail request and at most one more.
 
     Returns ``(manifest, tail_bytes, file_size)``.
     """
     reader = FileScheduler(store, path, stats=stats)
-    size, tail = await reader.read_tail(MANIFEST_PREFETCH_BYTES)
+    first = size if size is not None and MANIFEST_PREFETCH_BYTES < size <= WHOLE_MANIFEST_BYTES \
+        else MANIFEST_PREFETCH_BYTES
+    size, tail = await reader.read_tail(first)
     uri = store.uri(path)
     pos = manifest_position(tail, size, uri)
     tail_start = size - len(tail)

@@ -80,3 +80,33 @@ def test_schema_converted_once_per_schema(make_dataset, monkeypatch):
         by_key[key] = ds.schema
     assert 1 < len(by_key) < len(lance.dataset(path).versions())
     assert len(dataset_mod._SCHEMAS) == len(by_key)
+
+
+@pytest.fixture(scope="module")
+def big_manifest(tmp_path_factory):
+    """A dataset whose latest manifest file is over 64 KiB (1,000 one-row fragments)."""
+    import lance
+    import pyarrow as pa
+
+    path = str(tmp_path_factory.mktemp("bigmf") / "ds")
+    lance.write_dataset(pa.table({"a": np.arange(1000)}), path, max_rows_per_file=1, data_storage_version="2.1")
+    return path
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+def test_open_reads_a_listed_manifest_in_one_request(big_manifest, kernels, monkeypatch):
+    """The latest manifest's size comes from the listing: opening lists once and reads once, even
+    when the manifest is larger than the 64 KiB first read of a manifest of unknown size."""
+    import lance
+
+    monkeypatch.setattr(manifest_scan, "kernels_ready", lambda: kernels)
+    assert os.path.getsize(_manifest_files(big_manifest)[-1]) > 64 * 1024
+    ds = lancejit.dataset(big_manifest)
+    stats = ds.io_stats()
+    assert (stats.list_iops, stats.read_iops) == (1, 1)
+    assert ds.count_rows() == lance.dataset(big_manifest).count_rows()
+    assert ds.io_stats().read_iops == 0
+    # a version opened by number (size unknown): the 64 KiB tail, then the rest of the manifest
+    again = lancejit.dataset(big_manifest, version=ds.version)
+    assert again.io_stats().read_iops == 2
+    assert again.count_rows() == ds.count_rows()
