@@ -101,6 +101,55 @@ async def take_table(decoders: Sequence[Any], num_rows: int, cache: Any, reader:
     return table
 
 
+@dataclass(frozen=True, slots=True)
+class TableRequest:
+    """What building a file's take table from its metadata still needs (:func:`table_request`):
+    the bytes of ``ranges`` (absolute half-open byte ranges of the chunk metadata words, read
+    in ONE call, possibly batched with other files' requests), then :func:`table_from`."""
+
+    metadata: Any
+    plan: Any
+    ranges: list
+
+
+def table_request(metadata: Any, names: Sequence[str]) -> TakeTable | TableRequest | None:
+    """Phase one of :func:`file_take_table` (no I/O): the cached take table of top-level fields
+    ``names`` of a 2.1/2.2 file, or the :class:`TableRequest` building it, or None when a field
+    does not qualify for the metadata-only path (then use :func:`take_table`)."""
+    from lancejit.encoding.v21.take_template import chunk_ranges, plan_columns
+
+    plan = plan_columns(metadata, names)
+    if plan is None:
+        return None
+    cache = metadata.cache
+    if cache is not None:
+        hit = cache.get(("take-table", plan.columns))
+        if hit is not None:
+            return hit
+    ranges = chunk_ranges(metadata, plan)
+    if ranges is None or (ranges and sum(e - s for s, e in ranges) > PREFETCH_META_BYTES):
+        return None
+    return TableRequest(metadata, plan, ranges)
+
+
+def table_from(request: TableRequest, bufs: Sequence[Any]) -> TakeTable | None:
+    """Phase two of :func:`file_take_table` (no I/O): the take table from the bytes of
+    ``request.ranges`` (one buffer per range, in order), cached with the file; None when a
+    check fails (then use :func:`take_table`, which reports the damage)."""
+    from lancejit.encoding.v21.take_template import build_table
+
+    if len(bufs) != len(request.ranges):
+        return None
+    parts = build_table(request.metadata, request.plan, bufs)
+    if parts is None:
+        return None
+    table = TakeTable(*parts)
+    cache = request.metadata.cache
+    if cache is not None:
+        cache.put(("take-table", request.plan.columns), table, table.nbytes())
+    return table
+
+
 async def file_take_table(metadata: Any, names: Sequence[str], reader: Any) -> TakeTable | None:
     """The take table of top-level fields ``names`` of a 2.1/2.2 file straight from its
     metadata (no field decoders, page readers or chunk tables: see
@@ -108,31 +157,13 @@ async def file_take_table(metadata: Any, names: Sequence[str], reader: Any) -> T
     field does not qualify or a check fails (the caller then uses :func:`take_table`).
 
     Costs at most one ``read_ranges`` call on ``reader`` (the chunk metadata words of every
-    mini-block page of the fields) when the table is not cached."""
-    from lancejit.encoding.v21.take_template import build_table, chunk_ranges, plan_columns
-
-    plan = plan_columns(metadata, names)
-    if plan is None:
-        return None
-    cache = metadata.cache
-    key = ("take-table", plan.columns)
-    if cache is not None:
-        hit = cache.get(key)
-        if hit is not None:
-            return hit
-    ranges = chunk_ranges(metadata, plan)
-    if ranges is None or (ranges and sum(e - s for s, e in ranges) > PREFETCH_META_BYTES):
-        return None
-    bufs = await reader.read_ranges(ranges, priority=0) if ranges else []
-    if len(bufs) != len(ranges):
-        return None
-    parts = build_table(metadata, plan, bufs)
-    if parts is None:
-        return None
-    table = TakeTable(*parts)
-    if cache is not None:
-        cache.put(key, table, table.nbytes())
-    return table
+    mini-block page of the fields) when the table is not cached.  :func:`table_request` and
+    :func:`table_from` are its two halves, for callers batching the reads of many files."""
+    got = table_request(metadata, names)
+    if not isinstance(got, TableRequest):
+        return got
+    bufs = await reader.read_ranges(got.ranges, priority=0) if got.ranges else []
+    return table_from(got, bufs)
 
 
 #: At most this many bytes of chunk metadata are read and parsed at once by
@@ -230,4 +261,5 @@ def _as_ranges(reader: Any, ranges: np.ndarray) -> Any:
     return [tuple(p) for p in ranges.tolist()]
 
 
-__all__ = ["TAKE_PLAN_VERSIONS", "TakeTable", "combine", "file_take_table", "run_take", "take_table"]
+__all__ = ["TAKE_PLAN_VERSIONS", "TableRequest", "TakeTable", "combine", "file_take_table", "run_take", "table_from",
+           "table_request", "take_table"]

@@ -184,3 +184,35 @@ def test_damaged_chunk_words_never_crash(tmp_path):
             LanceFileReader(str(bad_path), cache=SearchCache()).take_rows(idx, columns=TEMPLATE)
         except LanceJitError:
             pass
+
+
+def test_two_phase_request_matches_one_call(tmp_path):
+    """table_request + one read + table_from (what a multi-file caller batches) builds the same
+    table as file_take_table, and a second request returns the cached table."""
+    from lancejit.file.cache import SearchCache
+    from lancejit.file.take_plan import TableRequest, table_from, table_request
+
+    COLS = ["f64", "s", "vec", "i64"]
+    rng = np.random.default_rng(12)
+    path = write_lance(tmp_path / "t.lance", _table(rng, 5_000), "2.2", max_page_bytes=16 * 1024)
+    data = path.read_bytes()
+
+    async def run():
+        reader = BytesReader(data, str(path))
+        meta = await open_file_metadata(reader)
+        meta = type(meta)(**{f: getattr(meta, f) for f in meta.__dataclass_fields__ if f != "cache"},
+                          cache=SearchCache().file(("k", 1, b"")))
+        req = table_request(meta, COLS)
+        assert isinstance(req, TableRequest) and req.ranges
+        calls = reader.calls
+        bufs = await reader.read_ranges(req.ranges)
+        table = table_from(req, bufs)
+        assert reader.calls == calls + 1 and table is not None
+        assert table_request(meta, COLS) is table  # cached with the file
+        assert table_from(req, bufs[:-1]) is None  # wrong number of buffers
+        return table
+
+    table = asyncio.run(run())
+    quick, _ = _tables(path, COLS)
+    for a in _ARRAYS:
+        np.testing.assert_array_equal(getattr(table, a), getattr(quick, a))
