@@ -351,6 +351,21 @@ class LocalStore(ObjectStore):
                 return self._run_inline(prefix, lambda c: work(c, small))
         return await self._run(prefix, work)
 
+    async def list_names(self, prefix: str) -> list[str]:
+        """Names of the entries directly inside directory ``prefix`` (``[]`` when it is missing),
+        unsorted, without the per-entry ``stat`` of :meth:`list` (finding the latest manifest
+        needs names only: a dataset of many versions has many).  One listing in the stats."""
+        root = self.to_os_path(prefix)
+
+        def work(cancel: threading.Event | None) -> list[str]:
+            self.stats.record_list()
+            try:
+                return os.listdir(root)
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+
+        return self._run_inline(prefix, work)
+
     # ------------------------------------------------------------------------------- writes
     async def put(self, path: str, data: Buffer) -> None:
         def work(cancel: threading.Event) -> None:

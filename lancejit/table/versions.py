@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
+import re
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotFoundError
 from lancejit.io.scheduler import FileScheduler
 from lancejit.io.stats import IOStats
+from lancejit.io.sync import runs_inline
 from lancejit.io.store import ObjectStore, join_path
 
 from .manifest import MANIFEST_PREFETCH_BYTES, Manifest, decode_manifest, manifest_position
@@ -110,28 +112,74 @@ async def latest_location(store: ObjectStore, root: str, stats: IOStats | None =
         loc = await resolve_latest(store, root)
         if loc is not None:
             return loc
-    locs = await list_manifests(store, root, stats)
-    if not locs:
+    list_names = getattr(store, "list_names", None)  # local stores: names without sizes
+    if list_names is not None:
+        vdir = join_path(root, VERSIONS_DIR)
+        names = await list_names(vdir)
+        if stats is not None:
+            stats.record_list()
+        loc = latest_of_names(names, vdir, store)
+    else:
+        locs = await list_manifests(store, root, stats)
+        loc = locs[-1] if locs else None
+    if loc is None:
         raise NotFoundError(f"dataset {store.uri(root)} not found: no manifests in {VERSIONS_DIR}/")
-    return locs[-1]
+    return loc
 
 
-#: A manifest file of at most this many bytes whose size is known (from a listing) is read
-#: whole in one request (else its last 64 KiB first, then the rest of the manifest if needed).
+def latest_of_names(names: list[str], vdir: str, store: ObjectStore) -> ManifestLocation | None:
+    """The newest attached version among the entry ``names`` of ``vdir`` (size unknown), None
+    when there is none; :class:`CorruptFileError` when V1 and V2 names are mixed.  The names
+    are matched by one regular expression per scheme over all of them ("/" never occurs in a
+    name); only the newest is parsed (V2 names sort newest first)."""
+    text = "/".join(names)
+    # names of numbers above u64 name no version (ignored, as by parse_manifest_name)
+    v2 = _V2_NAMES.findall(text)
+    newest_v2 = min(v2) if v2 else None
+    if newest_v2 is not None and newest_v2 > _MAX_V2_STEM:
+        newest_v2 = None
+    v1 = _V1_NAMES.findall(text)
+    if v1 and int(max(v1, key=int)) > U64_MAX:
+        v1 = [x for x in v1 if int(x) <= U64_MAX]
+    newest_v1 = max(v1, key=int) if v1 else None  # (the name as written: "007" is version 7)
+    if newest_v2 is not None:
+        if newest_v1 is not None:
+            raise CorruptFileError(MIXED_SCHEMES, path=store.uri(vdir))
+        return ManifestLocation(U64_MAX - int(newest_v2), join_path(vdir, f"{newest_v2}.manifest"), None,
+                                NamingScheme.V2)
+    if newest_v1 is not None:
+        return ManifestLocation(int(newest_v1), join_path(vdir, f"{newest_v1}.manifest"), None, NamingScheme.V1)
+    return None
+
+
+_V2_NAMES = re.compile(r"(?:^|/)([0-9]{20})\.manifest(?=/|$)")
+_V1_NAMES = re.compile(r"(?:^|/)([0-9]{1,19}|[0-9]{21,})\.manifest(?=/|$)")
+#: The largest V2 manifest number (version 0).
+_MAX_V2_STEM = f"{U64_MAX:020d}"
+
+
+#: A manifest file of at most this many bytes is read whole in one request when its size is
+#: known (from a listing) or the store reads locally (else its last 64 KiB first, then the rest
+#: of the manifest if needed).
 WHOLE_MANIFEST_BYTES = 1 << 20
 
 
 async def read_manifest_at(
     store: ObjectStore, path: str, stats: IOStats | None = None, size: int | None = None
 ) -> tuple[Manifest, memoryview, int]:
-    """Read and decode the manifest at ``path``: one request when its ``size`` (bytes) is known
-    and at most :data:`WHOLE_MANIFEST_BYTES`, else a 64 KiB tail request and at most one more.
+    """Read and decode the manifest at ``path``: one request when it is at most
+    :data:`WHOLE_MANIFEST_BYTES` and its ``size`` (bytes) is known or the store reads locally,
+    else a 64 KiB tail request and at most one more.
 
     Returns ``(manifest, tail_bytes, file_size)``.
     """
     reader = FileScheduler(store, path, stats=stats)
-    first = size if size is not None and MANIFEST_PREFETCH_BYTES < size <= WHOLE_MANIFEST_BYTES \
-        else MANIFEST_PREFETCH_BYTES
+    if size is None and runs_inline(store):  # local disk, memory: the whole file up to 1 MiB
+        first = WHOLE_MANIFEST_BYTES
+    elif size is not None and MANIFEST_PREFETCH_BYTES < size <= WHOLE_MANIFEST_BYTES:
+        first = size
+    else:
+        first = MANIFEST_PREFETCH_BYTES
     size, tail = await reader.read_tail(first)
     uri = store.uri(path)
     pos = manifest_position(tail, size, uri)

@@ -15,6 +15,7 @@ from lancejit.pb import table_pb2
 from lancejit.table import dataset, describe
 from lancejit.table.manifest import decode_inline_transaction, decode_manifest_file, manifest_position
 from lancejit.table.naming import NamingScheme, manifest_name
+from lancejit.table.versions import WHOLE_MANIFEST_BYTES
 
 lance = pytest.importorskip("lance")
 
@@ -111,10 +112,12 @@ def test_large_manifest_needs_a_second_read(make_dataset, tmp_path):
     path = _copy(make_dataset("evolving", "2.1"), tmp_path)
     latest = lance.dataset(path).version
     mf = os.path.join(path, "_versions", manifest_name(latest, NamingScheme.V2))
-    big = os.urandom(100_000).hex().encode()  # 200 KB of schema metadata: manifest > 64 KiB
+    # 1.2 MB of schema metadata: a manifest over the 64 KiB first read of object stores and
+    # over the 1 MiB local stores read at once
+    big = os.urandom(600_000).hex().encode()
 
     _rewrite(mf, lambda pb: pb.schema_metadata.__setitem__("big", big))
-    assert os.path.getsize(mf) > 64 * 1024
+    assert os.path.getsize(mf) > WHOLE_MANIFEST_BYTES
     ds = dataset(path)
     assert ds.schema.metadata[b"big"] == big
     assert ds.manifest.file_size == os.path.getsize(mf)
