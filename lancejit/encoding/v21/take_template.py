@@ -117,26 +117,39 @@ def _page_take(layout: Any, value_type: pa.DataType) -> PageTake | None:
     return None
 
 
-#: ``id(arrow schema) -> (schema, {field name: (its column index or -1, field)}, columns it
-#: needs)``.
-_SCHEMAS: dict[int, tuple[pa.Schema, dict[str, tuple[int, pa.Field]], int]] = {}
+@dataclass(frozen=True, slots=True)
+class LeafField:
+    """A top-level field of a 2.1/2.2 schema stored as one leaf column: ``column`` (its index),
+    ``field`` (kept: pyarrow makes new field objects on every lookup, so ``field.type`` is a
+    stable key), ``list_size`` (items per row of a fixed-size list, else 0), ``large_offsets``
+    (large string/binary)."""
+
+    column: int
+    field: pa.Field
+    list_size: int
+    large_offsets: bool
+
+
+#: ``id(arrow schema) -> (schema, {field name: LeafField or None}, columns it needs)``.
+_SCHEMAS: dict[int, tuple[pa.Schema, dict[str, LeafField | None], int]] = {}
 _SCHEMAS_MAX = 64
 
 
-def leaf_columns(schema: pa.Schema) -> tuple[dict[str, tuple[int, pa.Field]], int]:
-    """``({top-level field name: (its column, field)}, columns the schema needs)`` of a 2.1/2.2
-    file: the column of every field stored as one top-level leaf (-1 for other fields).  The
-    field objects are kept (pyarrow makes new ones on every lookup), so their types are stable
-    keys."""
+def leaf_columns(schema: pa.Schema) -> tuple[dict[str, LeafField | None], int]:
+    """``({top-level field name: its LeafField, or None when not one leaf column}, columns the
+    schema needs)`` of a 2.1/2.2 file (computed once per schema object)."""
     hit = _SCHEMAS.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1], hit[2]
-    out: dict[str, tuple[int, pa.Field]] = {}
+    out: dict[str, LeafField | None] = {}
     col = 0
     for f in schema:
         paths = leaf_paths(f, col)
         if f.name not in out:
-            out[f.name] = (col if len(paths) == 1 and len(paths[0].fields) == 1 else -1, f)
+            t = f.type
+            out[f.name] = LeafField(col, f, t.list_size if pa.types.is_fixed_size_list(t) else 0,
+                                    pa.types.is_large_string(t) or pa.types.is_large_binary(t)) if (
+                len(paths) == 1 and len(paths[0].fields) == 1) else None
         col += len(paths)
     if len(_SCHEMAS) >= _SCHEMAS_MAX:
         _SCHEMAS.clear()
@@ -144,17 +157,14 @@ def leaf_columns(schema: pa.Schema) -> tuple[dict[str, tuple[int, pa.Field]], in
     return out, col
 
 
-_NO_COLUMN = (-1, None)
-
-
 @dataclass(frozen=True, slots=True)
 class ColumnsPlan:
     """The qualifying columns of a projection: ``columns`` (column indexes, output order),
-    ``fields`` (their Arrow fields), ``pages`` (their ``PageInfo``s), ``takes`` (one
+    ``fields`` (their :class:`LeafField`), ``pages`` (their ``PageInfo``s), ``takes`` (one
     :class:`PageTake` per page of each)."""
 
     columns: tuple[int, ...]
-    fields: tuple[pa.Field, ...]
+    fields: tuple[LeafField, ...]
     pages: tuple[tuple[Any, ...], ...]
     takes: tuple[tuple[PageTake, ...], ...]
 
@@ -162,30 +172,34 @@ class ColumnsPlan:
 def plan_columns(metadata: Any, names: Sequence[str]) -> ColumnsPlan | None:
     """The :class:`ColumnsPlan` of top-level fields ``names`` of a 2.1/2.2 file (``metadata``:
     a ``FileMetadata``), or None unless every one qualifies."""
-    schema = metadata.arrow_schema
-    cols_of, ncols = leaf_columns(schema)
+    cols_of, ncols = leaf_columns(metadata.arrow_schema)
     columns = metadata.columns
     if ncols != len(columns):
         return None
-    cols, fields, takes, pages_of = [], [], [], []
+    out = []
     for name in names:
-        c, f = cols_of.get(name, _NO_COLUMN)
-        if c < 0:
+        leaf = cols_of.get(name)
+        if leaf is None:
             return None
-        t = f.type
-        pages = columns[c].pages
-        per = tuple(page_take(p.encoding, t) for p in pages)
-        if not per or None in per:
-            return None
-        first = per[0]
-        for q in per:
-            if q.kind != first.kind or q.width != first.width or (q.wsize == 0) != (first.wsize == 0):
+        t = leaf.field.type
+        pages = columns[leaf.column].pages
+        if len(pages) == 1:  # (the usual small data file: no per-page loop)
+            q = page_take(pages[0].encoding, t)
+            if q is None:
                 return None
-        cols.append(c)
-        fields.append(f)
-        pages_of.append(pages)
-        takes.append(per)
-    return ColumnsPlan(tuple(cols), tuple(fields), tuple(pages_of), tuple(takes))
+            per: tuple = (q,)
+        else:
+            per = tuple(page_take(p.encoding, t) for p in pages)
+            if not per:
+                return None
+            first = per[0]
+            for q in per:
+                if q is None or q.kind != first.kind or q.width != first.width or (
+                        (q.wsize == 0) != (first.wsize == 0)):
+                    return None
+        out.append((leaf.column, leaf, pages, per))
+    cols, fields, pages_of, takes = zip(*out) if out else ((), (), (), ())
+    return ColumnsPlan(cols, fields, pages_of, takes)
 
 
 def chunk_ranges(metadata: Any, plan: ColumnsPlan) -> list[tuple[int, int]] | None:
@@ -257,12 +271,10 @@ def build_table(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> tuple 
         if q.kind == FSST:
             pages = np.array([r[2] for r in rows[pfirst[j]:pfirst[j + 1]]], dtype=np.int64)
             fsst = _fsst_tables([(q.kind, q.width, q.fsst) for q in per], pages, path)
-        t = f.type
         indexes.append(ColumnTakeIndex(c, num_rows, key[lo:hi] - j * span if j else key[lo:hi], b0[lo:hi],
                                        stride[lo:hi], length[lo:hi], szw[lo:hi], count[lo:hi], q.kind, q.width,
-                                       fsst, t, path, t.list_size if pa.types.is_fixed_size_list(t) else 0,
-                                       pa.types.is_large_string(t) or pa.types.is_large_binary(t), defw[lo:hi],
-                                       any(x.defw for x in per), None, None))
+                                       fsst, f.field.type, path, f.list_size, f.large_offsets, defw[lo:hi],
+                                       q.defw > 0 if len(per) == 1 else any(x.defw for x in per), None, None))
     col_base = np.arange(len(indexes), dtype=np.int64) * span
     return (tuple(indexes), col_base, tuple(firsts[:-1]), key, b0, stride, length, szw, count, defw)
 
