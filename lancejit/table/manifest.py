@@ -245,37 +245,40 @@ def _fragment(pb: Any, stats_trusted: bool = True) -> Fragment:
 def manifest_from_pb(pb: Any, file_size: int = 0, scanned: ScannedManifest | None = None) -> Manifest:
     """Convert a decoded ``lance.table.Manifest`` message (with ``scanned``: the message
     without its fragments, which ``scanned`` holds)."""
-    txn = _opt(pb, "transaction_section")
-    if txn is None:
-        txn = _opt(pb, "transaction_section_deprecated")
-    ts = pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos
+    has = pb.HasField
+    txn = pb.transaction_section if has("transaction_section") else (
+        pb.transaction_section_deprecated if has("transaction_section_deprecated") else None)
+    ts = pb.timestamp
+    writer = pb.writer_version
+    data_format = pb.data_format
+    metadata = pb.schema_metadata
+    bases = pb.base_paths
     return Manifest(
         version=pb.version,
         fields=tuple(pb.fields),
-        schema_metadata={k: bytes(v) for k, v in pb.schema_metadata.items()},
+        schema_metadata={k: bytes(v) for k, v in metadata.items()} if len(metadata) else {},
         # converted on first access (opening a dataset of many fragments builds none)
-        fragments=FragmentList(pb.fragments, pb.HasField("writer_version"), _fragment) if scanned is None
-        else FragmentList(scanned.fragments, pb.HasField("writer_version"), _fragment, scanned.arrays),
-        timestamp_ns=ts,
+        fragments=FragmentList(pb.fragments, has("writer_version"), _fragment) if scanned is None
+        else FragmentList(scanned.fragments, has("writer_version"), _fragment, scanned.arrays),
+        timestamp_ns=ts.seconds * 1_000_000_000 + ts.nanos,
         tag=pb.tag,
         reader_feature_flags=pb.reader_feature_flags,
         writer_feature_flags=pb.writer_feature_flags,
-        max_fragment_id=_opt(pb, "max_fragment_id"),
+        max_fragment_id=pb.max_fragment_id if has("max_fragment_id") else None,
         transaction_file=pb.transaction_file,
         transaction_section=txn,
-        index_section=_opt(pb, "index_section"),
-        writer_library=pb.writer_version.library,
-        writer_version=pb.writer_version.version,
+        index_section=pb.index_section if has("index_section") else None,
+        writer_library=writer.library,
+        writer_version=writer.version,
         next_row_id=pb.next_row_id,
-        data_storage_format=pb.data_format.file_format or "lance",
-        data_storage_version=pb.data_format.version or "0.1",
+        data_storage_format=data_format.file_format or "lance",
+        data_storage_version=data_format.version or "0.1",
         config=dict(pb.config),
         table_metadata=dict(pb.table_metadata),
         base_paths=tuple(
-            BasePath(b.id, b.name if b.HasField("name") else None, b.is_dataset_root, b.path)
-            for b in pb.base_paths
-        ),
-        branch=_opt(pb, "branch"),
+            BasePath(b.id, b.name if b.HasField("name") else None, b.is_dataset_root, b.path) for b in bases
+        ) if len(bases) else (),
+        branch=pb.branch if has("branch") else None,
         file_size=file_size,
         schema_key=None if scanned is None else scanned.schema,
     )
