@@ -71,8 +71,7 @@ async def file_scan(reader: Any, columns: tuple[str, ...]) -> FileScan | None:
     sig = _SIGNATURES.setdefault(tuple(parts), len(_SIGNATURES))
     whole = getattr(reader.range_reader, "whole", None)
     if whole is not None:
-        span = np.append(table.seg_key[1:], 0) - table.seg_key  # rows of full-zip segments
-        nbytes = int(np.where(table.seg_stride > 0, table.seg_stride * np.maximum(span, 0), table.seg_len).sum())
+        nbytes = int(table.seg_len.sum())  # (full-zip pages count one row: read as ranges then)
         if nbytes * 2 < len(whole):  # a few of the file's columns: read their ranges only
             return FileScan(reader, table, sig, None, reader.num_rows, whole)
     return FileScan(reader, table, sig, whole, reader.num_rows)
@@ -90,11 +89,6 @@ class _Layout:
     blk_kbase: np.ndarray
     any_stride: bool
     indexes: tuple[Any, ...]
-    #: Per file: rows, whether its whole buffer is used, its size and place in the data buffer.
-    nums: np.ndarray
-    whole: np.ndarray
-    wbase: np.ndarray
-    wbytes: int
 
 
 #: Runs of files whose concatenated segment tables are kept (repeated scans of one version).
@@ -129,11 +123,8 @@ def _layout(scans: Sequence[FileScan]) -> _Layout:
     blk_g1[:, -1] = seg_base[1:]
     kbase = np.concatenate([t.col_base for t in tables]) if nfiles > 1 else tables[0].col_base
     indexes = tuple(_group_index(tables, j, seg_base) for j in range(ncols))
-    wsize = np.array([0 if s.whole is None else len(s.whole) for s in scans], dtype=np.int64)
     got = _Layout(tables, seg, seg_base, blk_g0.reshape(-1), blk_g1.reshape(-1),
-                  np.ascontiguousarray(kbase, dtype=np.int64), bool((seg[2] > 0).any()), indexes,
-                  np.array([s.num_rows for s in scans], dtype=np.int64), wsize > 0, np.cumsum(wsize) - wsize,
-                  int(wsize.sum()))
+                  np.ascontiguousarray(kbase, dtype=np.int64), bool((seg[2] > 0).any()), indexes)
     if len(_LAYOUTS) >= MAX_LAYOUTS:
         _LAYOUTS.pop(next(iter(_LAYOUTS)))
     _LAYOUTS[key] = got
@@ -163,7 +154,7 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
     nfiles = len(scans)
     los = np.array(lo, dtype=np.int64)
     his = np.array(hi, dtype=np.int64)
-    bad = (los < 0) | (his > lay.nums) | (his < los)
+    bad = (los < 0) | (his > np.array([s.num_rows for s in scans], dtype=np.int64)) | (his < los)
     if bool(bad.any()):
         f = int(np.flatnonzero(bad)[0])
         raise RowIndexError(f"rows [{lo[f]}, {hi[f]}) are outside the file's {scans[f].num_rows} rows")
@@ -182,7 +173,10 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
                 if int(r[0]) < lo[f] or int(r[-1]) >= hi[f]:
                     raise RowIndexError(f"rows outside [{lo[f]}, {hi[f]}) selected")
                 rows[rows_off[f]:rows_off[f + 1]] = r
-    whole, wbase, w_at = lay.whole, lay.wbase, lay.wbytes
+    # (per call: a take table, cached with its file, may serve a reader holding the file whole
+    # and another reading ranges)
+    wsize = np.array([0 if s.whole is None else len(s.whole) for s in scans], dtype=np.int64)
+    whole, wbase, w_at = wsize > 0, np.cumsum(wsize) - wsize, int(wsize.sum())
     wholes = [s.whole for s in scans if s.whole is not None]
     seg_key, seg_b0, seg_stride, seg_len, seg_szw, seg_count, seg_def = lay.seg
     items = ncols * k_all

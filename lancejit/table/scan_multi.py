@@ -12,6 +12,7 @@ read unit by unit then).
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -34,7 +35,18 @@ Member = tuple[FragmentReader, int, int]
 _SCANS: "weakref.WeakKeyDictionary[FragmentReader, dict]" = weakref.WeakKeyDictionary()
 
 
+_UNKNOWN = object()
+
+
+def _known_scan(frag: FragmentReader, key: tuple[str, ...]) -> Any:
+    """The cached answer of :func:`_file_scan` (``_UNKNOWN`` when not made yet)."""
+    per = _SCANS.get(frag)
+    return _UNKNOWN if per is None else per.get(key, _UNKNOWN)
+
+
 async def _file_scan(frag: FragmentReader, tops: Sequence[TopField]) -> Any:
+    """The ``FileScan`` of the data file of ``frag`` holding all of ``tops`` (opened on first
+    use), or None when they do not qualify; kept per fragment reader and column set."""
     per = _SCANS.get(frag)
     if per is None:
         per = _SCANS[frag] = {}
@@ -66,12 +78,19 @@ async def read_members(
     members do not qualify (nothing was read then)."""
     if not tops or not members:
         return None
-    scans = []
-    for frag, lo, hi in members:
-        scan = await _file_scan(frag, tops)
+    key = tuple(t.name for t in tops)
+    scans = [_known_scan(frag, key) for frag, _, _ in members]
+    missing = [i for i, s in enumerate(scans) if s is _UNKNOWN]
+    if missing:  # files not opened yet: one tail read each, concurrent on object stores
+        if len(missing) == 1 or getattr(ctx.store, "serial_batches", False):  # read in this thread
+            got = [await _file_scan(members[i][0], tops) for i in missing]
+        else:
+            got = await asyncio.gather(*(_file_scan(members[i][0], tops) for i in missing))
+        for i, s in zip(missing, got):
+            scans[i] = s
+    for scan, (frag, _, hi) in zip(scans, members):
         if scan is None or hi > frag.physical_rows:
             return None
-        scans.append(scan)
     with ctx.errors():
         return await read_scans(scans, [m[1] for m in members], [m[2] for m in members], lives)
 

@@ -119,6 +119,21 @@ def test_nullable_columns(tmp_path, spy, version, frags):
     assert spy
 
 
+def test_same_files_held_whole_and_read_by_ranges(dataset, monkeypatch, spy):
+    """A file's take table is cached with the file: a second dataset object whose readers read
+    ranges (not whole small files) decodes with the same tables."""
+    import lancejit.table.datafile as datafile
+
+    ref = lance.dataset(dataset)
+    cols = ["id", "s", "long"]
+    expected = ref.to_table(columns=cols)
+    assert lt.dataset(dataset).to_table(columns=cols).equals(expected)
+    monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
+    assert lt.dataset(dataset).to_table(columns=cols).equals(expected)
+    assert lt.dataset(dataset).count_rows("id > 10") == ref.count_rows("id > 10")
+    assert spy
+
+
 def test_fragment_subset_in_given_order(dataset):
     ref, ours = lance.dataset(dataset), lt.dataset(dataset)
     frags = ref.get_fragments()
