@@ -162,8 +162,40 @@ async def file_take_table(metadata: Any, names: Sequence[str], reader: Any) -> T
     got = table_request(metadata, names)
     if not isinstance(got, TableRequest):
         return got
-    bufs = await reader.read_ranges(got.ranges, priority=0) if got.ranges else []
+    bufs = await _read_small(reader, got.ranges) if got.ranges else []
     return table_from(got, bufs)
+
+
+async def _read_small(reader: Any, ranges: list) -> list:
+    """The bytes of a few small byte ranges of one file (one buffer per range, in order): on a
+    store that reads in the caller's thread, through :func:`lancejit.io.multi_read.read_files`
+    (ranges merged like the scheduler merges them: same requests, no planning or queueing
+    work), else one ``read_ranges`` call on ``reader``."""
+    store = getattr(reader, "store", None)
+    if getattr(store, "read_files_into", None) is None or getattr(reader, "store_path", None) is None:
+        return await reader.read_ranges(ranges, priority=0)
+    from lancejit.io.multi_read import FileSource, read_files
+
+    gap = int(getattr(getattr(reader, "config", None), "block_size", 4096))
+    reads: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if reads and a - reads[-1][2] <= gap:
+            if b > reads[-1][2]:
+                reads[-1][2] = b
+        else:
+            reads.append([0, a, b, 0])
+    pos = 0
+    for r in reads:
+        r[3] = pos
+        pos += r[2] - r[1]
+    data = memoryview(await read_files([FileSource.of(reader)], np.array(reads, dtype=np.int64), pos))
+    out = []
+    for a, b in ranges:
+        for _, s, e, p in reads:
+            if s <= a and b <= e:
+                out.append(data[p + a - s:p + b - s])
+                break
+    return out
 
 
 #: At most this many bytes of chunk metadata are read and parsed at once by
