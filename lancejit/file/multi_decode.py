@@ -236,7 +236,7 @@ def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int
     t = ix.arrow_type
     validity = None
     nulls = 0
-    if ix.nullable and ix.kind != "fsst":  # (the take kernels read FSST columns' levels)
+    if ix.nullable:
         words = np.empty(2048, dtype=np.uint16)  # staging block, unpacked block
         valid = np.empty(k, dtype=np.uint8)
         nulls = ks.runs_valid(data, *runs, seg_szw, seg_len, seg_count, seg_def, words[:1024],
@@ -263,20 +263,22 @@ def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int
         if err:
             _corrupt(ix, "a malformed bit-packed chunk")
         return pa.Array.from_buffers(t, k, [validity, pa.py_buffer(buf[2049:])], null_count=nulls)
-    if ix.kind != "variable":
-        from lancejit.encoding.v21.take_index import take_column
-
-        run_seg, run_in, run_len, run_pos = runs
-        starts = np.cumsum(run_len) - run_len
-        item_in = np.arange(k, dtype=np.int64) - np.repeat(starts - run_in, run_len)
-        return take_column(ix, data, np.repeat(run_pos, run_len), item_in, np.repeat(run_seg, run_len), seg_szw,
-                           seg_len, seg_count, seg_def, 0)
     offsets = np.empty(k + 1, dtype=np.int64)
     nbytes = ks.runs_offsets(data, *runs, seg_szw, seg_len, seg_count, seg_def, ix.width, offsets)
     if nbytes < 0:
         _corrupt(ix, "value offsets out of order or out of bounds")
-    values = np.empty(nbytes, dtype=np.uint8)
-    ks.runs_copy(data, *runs, seg_szw, seg_len, seg_def, ix.width, offsets, values)
+    if ix.kind == "fsst":  # the offsets measured the compressed values: decode them
+        tabs = ix.fsst
+        values = np.empty(8 * nbytes + 8, dtype=np.uint8)
+        offsets = np.empty(k + 1, dtype=np.uint64)
+        nbytes, bad = ks.runs_fsst(data, *runs, seg_szw, seg_len, seg_def, ix.width, tabs.seg_tab, tabs.words,
+                                   tabs.lens, tabs.enabled, offsets, values)
+        if bad >= 0:
+            _corrupt(ix, f"FSST value {bad} uses an unknown code or ends in an escape")
+        offsets = offsets.view(np.int64)
+    else:
+        values = np.empty(nbytes, dtype=np.uint8)
+        ks.runs_copy(data, *runs, seg_szw, seg_len, seg_def, ix.width, offsets, values)
     if not ix.large_offsets:
         if nbytes > _INT32_MAX:
             raise CorruptFileError("scanned values exceed 2 GiB for a 32-bit-offset type", path=ix.path)

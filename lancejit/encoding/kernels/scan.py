@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lancejit.encoding.kernels.jit import njit
+from lancejit.encoding.kernels.fsst import _decode_value
+from lancejit.encoding.kernels.jit import njit, uint64
 from lancejit.encoding.kernels.take import (TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_OK, _read_le, _value_buffer,
                                             def_header, def_level, unpack_chunk)
 
@@ -253,4 +254,42 @@ def runs_valid(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_co
     return nulls
 
 
-__all__ = ["SCAN_BAD_ROW", "runs_valid", "plan_runs", "runs_bitpacked", "runs_copy", "runs_fixed", "runs_offsets"]
+@njit(cache=True, nogil=True)
+def runs_fsst(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def, owidth, seg_tab, words, lens,
+              enabled, out_offsets, out_data):  # pragma: no cover - compiled
+    """FSST-decode the values of every run (each chunk's value buffer: ``count + 1`` offsets of
+    ``owidth`` bytes, then the compressed values, checked by :func:`runs_offsets` first) with
+    the symbol table of the run's segment (``seg_tab[g]``; ``words``/``lens``: ``(tables, 256)``
+    symbol words and lengths, 0 = escape/invalid; a table not ``enabled`` stores raw bytes).
+    ``out_data`` holds ``8 * compressed bytes + 8``.  Returns ``(bytes written, -1)`` or
+    ``(0, t)`` for the first malformed value ``t``."""
+    o = uint64(0)
+    out_offsets[0] = 0
+    t = 0
+    for q in range(run_seg.shape[0]):
+        g = run_seg[q]
+        tab = seg_tab[g]
+        vb, _ = _value_buffer(data, run_pos[q], seg_len[g], seg_szw[g], min(seg_def[g], 1))
+        r = run_in[q]
+        a = _read_le(data, vb + r * owidth, owidth)
+        for _ in range(run_len[q]):
+            r += 1
+            b = _read_le(data, vb + r * owidth, owidth)
+            s = uint64(vb + a)
+            e = uint64(vb + b)
+            if enabled[tab]:
+                o, ok = _decode_value(data, s, e, words[tab], lens[tab], out_data, o)
+                if not ok:
+                    return np.int64(0), np.int64(t)
+            else:
+                while s < e:
+                    out_data[o] = data[s]
+                    o += uint64(1)
+                    s += uint64(1)
+            t += 1
+            out_offsets[t] = o
+            a = b
+    return np.int64(o), np.int64(-1)
+
+
+__all__ = ["SCAN_BAD_ROW", "runs_fsst", "runs_valid", "plan_runs", "runs_bitpacked", "runs_copy", "runs_fixed", "runs_offsets"]
