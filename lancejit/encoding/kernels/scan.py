@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lancejit.encoding.kernels.fsst import _decode_value
 from lancejit.encoding.kernels.jit import njit, uint64
 from lancejit.encoding.kernels.take import (TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_OK, _read_le, _value_buffer,
-                                            def_header, def_level, unpack_chunk)
+                                            def_header, def_level, fsst_value, unpack_chunk)
 
 #: Error codes returned (negated) by :func:`plan_scan`.
 SCAN_BAD_ROW = 1
@@ -275,17 +274,9 @@ def runs_fsst(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def
         for _ in range(run_len[q]):
             r += 1
             b = _read_le(data, vb + r * owidth, owidth)
-            s = uint64(vb + a)
-            e = uint64(vb + b)
-            if enabled[tab]:
-                o, ok = _decode_value(data, s, e, words[tab], lens[tab], out_data, o)
-                if not ok:
-                    return np.int64(0), np.int64(t)
-            else:
-                while s < e:
-                    out_data[o] = data[s]
-                    o += uint64(1)
-                    s += uint64(1)
+            o, ok = fsst_value(data, uint64(vb + a), uint64(vb + b), words[tab], lens[tab], enabled[tab], out_data, o)
+            if not ok:
+                return np.int64(0), np.int64(t)
             t += 1
             out_offsets[t] = o
             a = b

@@ -355,6 +355,19 @@ def copy_spans(data, starts, ends, out_offsets, out_data):  # pragma: no cover -
     return o
 
 
+@njit(cache=True, nogil=True, inline="always")
+def fsst_value(data, s, e, words, lens, enabled, out_data, o):  # pragma: no cover - compiled
+    """Decode ``data[s:e]`` (uint64 positions) at ``out_data[o]`` with one symbol table
+    (copied raw when the table is not ``enabled``): ``(new output position, well formed)``."""
+    if enabled:
+        return _decode_value(data, s, e, words, lens, out_data, o)
+    while s < e:
+        out_data[o] = data[s]
+        o += np.uint64(1)
+        s += np.uint64(1)
+    return o, True
+
+
 @njit(cache=True, nogil=True)
 def fsst_take(data, starts, ends, item_seg, seg0, seg_tab, words, lens, enabled, out_offsets,
               out_data):  # pragma: no cover - compiled
@@ -367,17 +380,10 @@ def fsst_take(data, starts, ends, item_seg, seg0, seg_tab, words, lens, enabled,
     out_offsets[0] = 0
     for t in range(starts.shape[0]):
         tab = seg_tab[item_seg[t] - seg0]
-        s = np.uint64(starts[t])
-        e = np.uint64(ends[t])
-        if enabled[tab]:
-            o, ok = _decode_value(data, s, e, words[tab], lens[tab], out_data, o)
-            if not ok:
-                return np.int64(0), np.int64(t)
-        else:
-            while s < e:
-                out_data[o] = data[s]
-                o += np.uint64(1)
-                s += np.uint64(1)
+        o, ok = fsst_value(data, np.uint64(starts[t]), np.uint64(ends[t]), words[tab], lens[tab], enabled[tab],
+                           out_data, o)
+        if not ok:
+            return np.int64(0), np.int64(t)
         out_offsets[t + 1] = o
     return np.int64(o), np.int64(-1)
 
