@@ -208,7 +208,11 @@ def _plans(draw):
                     seg_b0.append(at), seg_stride.append(0), seg_len.append(ln)
                     at += ln + draw(st.sampled_from([0, 0, 5]))
             blocks.append((g0, len(seg_key), j * span))
-        sel = sorted(draw(st.sets(st.integers(0, nrows - 1), max_size=nrows)))
+        if draw(st.booleans()):  # a row range (planned a segment at a time)
+            a = draw(st.integers(0, nrows - 1))
+            sel = list(range(a, draw(st.integers(a, nrows))))
+        else:
+            sel = sorted(draw(st.sets(st.integers(0, nrows - 1), max_size=nrows)))
         rows.extend(sel)
         offs.append(offs[-1] + len(sel))
         whole.append(draw(st.booleans()))
@@ -229,7 +233,7 @@ def _expand(run_seg, run_in, run_len, run_pos, nrun, k_all, ncols):
     return np.array(segs, np.int64), np.array(ins, np.int64), np.array(poss, np.int64)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(_plans())
 def test_plan_runs_matches_numpy(plan):
     seg_key, seg_b0, seg_stride, seg_len, blocks, rows_off, rows, ncols, whole = plan

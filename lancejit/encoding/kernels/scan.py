@@ -51,6 +51,7 @@ def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
         r0 = rows_off[f]
         r1 = rows_off[f + 1]
         wf = whole[f]
+        dense = r1 > r0 and rows[r1 - 1] - rows[r0] == r1 - r0 - 1  # a row range: runs per segment
         last_s = np.int64(-1)
         last_e = np.int64(-1)
         last_pos = np.int64(0)
@@ -66,32 +67,40 @@ def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
             q = -1
             cur_g = -1
             prev_row = np.int64(-2)
-            for i in range(r0, r1):
+            i = r0
+            while i < r1:
                 row = rows[i]
                 key = kb + row
                 while g + 1 < g1 and seg_key[g + 1] <= key:
                     g += 1
                 if key < seg_key[g]:
                     return -SCAN_BAD_ROW
+                n = 1
+                if dense and g + 1 < g1:  # a row range: the rest of the segment at once
+                    n = min(r1 - i, seg_key[g + 1] - key)
+                elif dense:
+                    n = r1 - i
                 stride = seg_stride[g]
                 if g == cur_g and row == prev_row + 1:
-                    run_len[q] += 1
-                    prev_row = row
-                    if stride > 0 and not wf:  # full-zip rows: the range grows by one row
-                        ranges[nr - 1, 1] += stride
-                        cursor += stride
-                        last_e += stride
+                    run_len[q] += n
+                    prev_row = row + n - 1
+                    i += n
+                    if stride > 0 and not wf:  # full-zip rows: the range grows by n rows
+                        ranges[nr - 1, 1] += n * stride
+                        cursor += n * stride
+                        last_e += n * stride
                     continue
                 q = j * k_all + nrun[j]
                 nrun[j] += 1
                 r = key - seg_key[g]
                 run_seg[q] = g
                 run_in[q] = r
-                run_len[q] = 1
+                run_len[q] = n
                 cur_g = g
-                prev_row = row
+                prev_row = row + n - 1
+                i += n
                 s = seg_b0[g] + r * stride
-                e = s + seg_len[g]
+                e = s + seg_len[g] + (n - 1) * stride
                 if wf:
                     run_pos[q] = wbase[f] + s
                     continue
