@@ -105,7 +105,8 @@ def bench_frags2000(root: str, version: str, repeat: int) -> list[dict]:
     cols = ["id", "x", "s"]
     _same(ours.to_table(columns=cols), ref.to_table(columns=cols), "frags2000 scan")
     assert ours.count_rows("x > 0.5") == ref.count_rows("x > 0.5")
-    out = [dict(work="2,000 fragments x 500 rows: scan id,x,s",
+    calls = python_calls(lambda: ours.to_table(columns=cols)) / 2000
+    out = [dict(work=f"2,000 fragments x 500 rows: scan id,x,s ({calls:.0f} Python calls per fragment)",
                 **alternate(lambda: ref.to_table(columns=cols), lambda: ours.to_table(columns=cols), repeat)),
            dict(work='2,000 fragments x 500 rows: count_rows("x > 0.5")',
                 **alternate(lambda: ref.count_rows("x > 0.5"), lambda: ours.count_rows("x > 0.5"), repeat))]
@@ -188,6 +189,18 @@ def bench_s3(root: str, version: str, repeat: int) -> list[dict]:
     return out
 
 
+def python_calls(fn) -> int:
+    """Python calls (cProfile ``total_calls``) of one ``fn()`` (machine-independent)."""
+    import cProfile
+    import pstats
+
+    pr = cProfile.Profile()
+    pr.enable()
+    fn()
+    pr.disable()
+    return pstats.Stats(pr).total_calls
+
+
 def bench_scale(root: str, version: str, repeat: int) -> list[dict]:
     import lance
 
@@ -201,6 +214,7 @@ def bench_scale(root: str, version: str, repeat: int) -> list[dict]:
         res = alternate(lambda: ref.to_table(), lambda: ours.to_table(), repeat)
         res["lancejit_ns_per_row"] = res["lancejit_s"] / SCALE_ROWS * 1e9
         res["reference_ns_per_row"] = res["reference_s"] / SCALE_ROWS * 1e9
+        res["python_calls_per_fragment"] = python_calls(ours.to_table) / n
         out.append(dict(work=f"{SCALE_ROWS:,} rows as {n:,} fragments: full scan", fragments=n, **res))
     return out
 
@@ -258,7 +272,8 @@ def main() -> None:
     for r in rows:
         extra = ""
         if "lancejit_ns_per_row" in r:
-            extra = f" ({r['lancejit_ns_per_row']:.0f} vs {r['reference_ns_per_row']:.0f} ns/row)"
+            extra = (f" ({r['lancejit_ns_per_row']:.0f} vs {r['reference_ns_per_row']:.0f} ns/row, "
+                     f"{r['python_calls_per_fragment']:.0f} Python calls per fragment)")
         if "requests" in r:
             q = r["requests"]
             extra = (f" (GETs/bytes: lancejit {q['lancejit']['get']} / {q['lancejit']['bytes']:,}, "
