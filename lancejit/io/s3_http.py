@@ -1,10 +1,10 @@
-"""S3 reads (GET, HEAD) straight over one aiohttp session, signed with :mod:`.sigv4`.
+"""S3 reads (GET, HEAD, ListObjectsV2) straight over one aiohttp session, signed with :mod:`.sigv4`.
 
 botocore's request pipeline (model serialization, event hooks, response parsing, chunked body
 reads) costs ~2 ms of Python per GET and ~6 ms per 8 MiB body; a plain aiohttp request signed
 here costs ~0.6 ms whatever the size.  Requests are path-style (``{endpoint}/{bucket}/{key}``),
 as the reference's object store sends them by default.  :class:`S3Store` uses this client for
-every read and keeps botocore for listings, writes and deletes.
+every read and listing and keeps botocore for writes and deletes.
 
 Answers map to the exceptions :mod:`.fsspec_store` already classifies: 404 ->
 ``FileNotFoundError``, 403 -> ``PermissionError``, 416 -> :class:`RangeNotSatisfiable`, other
@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lancejit.io.fsspec_store import parse_content_range
-from lancejit.io.sigv4 import Credentials, Signer, quote_key
+from lancejit.io.sigv4 import Credentials, Signer, canonical_query, quote_key
 
 #: Answers that make the store fall back to botocore (which follows region redirects).
 _UNSUPPORTED_STATUS = frozenset({301, 302, 307, 308, 400})
@@ -93,6 +93,30 @@ async def _receive_into(resp: Any, length: int, url: str, progress: Any = None) 
     return view
 
 
+def parse_list_page(body: bytes) -> tuple[list[tuple[str, int, float | None, str | None]], str | None]:
+    """The objects of a ListObjectsV2 answer (``encoding-type=url``) and its next token."""
+    from datetime import datetime
+    from urllib.parse import unquote_plus
+    from xml.etree import ElementTree
+
+    root = ElementTree.fromstring(body)
+    items = []
+    truncated, token = False, None
+    for el in root:
+        tag = el.tag.rsplit("}", 1)[-1]
+        if tag == "Contents":
+            fields = {c.tag.rsplit("}", 1)[-1]: (c.text or "") for c in el}
+            modified = fields.get("LastModified")
+            when = datetime.fromisoformat(modified.replace("Z", "+00:00")).timestamp() if modified else None
+            items.append((unquote_plus(fields["Key"]), int(fields["Size"]), when,
+                          fields.get("ETag", "").strip('"') or None))
+        elif tag == "IsTruncated":
+            truncated = (el.text or "").strip().lower() == "true"
+        elif tag == "NextContinuationToken":
+            token = el.text or None
+    return items, (token if truncated else None)
+
+
 class S3HttpClient:
     """GET and HEAD of objects in one bucket over one aiohttp session (bound to the event loop
     that created it).
@@ -124,14 +148,17 @@ class S3HttpClient:
         )
 
     async def _request(self, method: str, key: str, range_header: str | None,
-                       progress: Any = None) -> tuple[int, Any, bytes]:
-        path = quote_key(f"{self.prefix}/{self.bucket}/{key}")
+                       progress: Any = None, query: str = "") -> tuple[int, Any, bytes]:
+        from yarl import URL
+
+        path = quote_key(f"{self.prefix}/{self.bucket}/{key}" if key else f"{self.prefix}/{self.bucket}")
         creds: Credentials | None = await self._credentials()
-        headers = self.signer.headers(method, self.host, path, creds) if creds is not None else {}
+        headers = self.signer.headers(method, self.host, path, creds, query=query) if creds is not None else {}
         if range_header:
             headers["Range"] = range_header
-        url = self.base + path
-        async with self._session.request(method, url, headers=headers, allow_redirects=False) as resp:
+        url = self.base + path + (f"?{query}" if query else "")
+        async with self._session.request(method, URL(url, encoded=True), headers=headers,
+                                         allow_redirects=False) as resp:
             length = resp.content_length
             if resp.status >= 300 or method == "HEAD" or length is None or length < RECV_INTO_BYTES:
                 body = await resp.read()
@@ -160,6 +187,18 @@ class S3HttpClient:
         """The object's size in bytes (one HEAD)."""
         _, headers, _ = await self._request("HEAD", key, None)
         return int(headers["Content-Length"])
+
+    async def list_page(self, prefix: str, delimiter: str | None, max_keys: int, token: str | None
+                        ) -> tuple[list[tuple[str, int, float | None, str | None]], str | None]:
+        """One ListObjectsV2 page: ``([(key, size, modified epoch seconds, etag)], next
+        continuation token or None)``; keys URL-encoded on the wire (``encoding-type=url``)."""
+        params = {"list-type": "2", "prefix": prefix, "max-keys": str(max_keys), "encoding-type": "url"}
+        if delimiter:
+            params["delimiter"] = delimiter
+        if token:
+            params["continuation-token"] = token
+        _, _, body = await self._request("GET", "", None, query=canonical_query(params))
+        return parse_list_page(bytes(body))
 
     async def close(self) -> None:
         await self._session.close()

@@ -174,11 +174,30 @@ class S3Store(FsspecStore):
         base = prefix.strip("/")
         base = base + "/" if base else ""
 
+        async def direct(fs: Any) -> list[ObjectInfo]:
+            http = self._http(fs)
+            out: list[ObjectInfo] = []
+            token = None
+            while True:
+                self.stats.record_list()
+                items, token = await http.list_page(base, None if recursive else "/",
+                                                    fsspec_store.LIST_PAGE_SIZE, token)
+                out.extend(ObjectInfo(*item) for item in items)
+                if token is None:
+                    break
+            out.sort(key=lambda info: info.path)
+            return out
+
         async def op(fs: Any) -> list[ObjectInfo]:
             out: list[ObjectInfo] = []
             kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": base, "MaxKeys": fsspec_store.LIST_PAGE_SIZE}
             if not recursive:
                 kwargs["Delimiter"] = "/"
+            if self.direct_reads:
+                try:
+                    return await direct(fs)
+                except Unsupported:
+                    self.direct_reads = False
             while True:
                 self.stats.record_list()
                 page = await fs._call_s3("list_objects_v2", **kwargs)

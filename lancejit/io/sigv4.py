@@ -39,6 +39,12 @@ def quote_key(path: str) -> str:
     return quote(path, safe=_SAFE)
 
 
+def canonical_query(params: dict[str, str]) -> str:
+    """``params`` as a query string in SigV4's canonical form (sorted, every byte but the
+    unreserved ones escaped), which is also what the request sends."""
+    return "&".join(f"{quote(k, safe='-._~')}={quote(v, safe='-._~')}" for k, v in sorted(params.items()))
+
+
 def _hmac(key: bytes, msg: str) -> bytes:
     return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).digest()
 
@@ -65,10 +71,11 @@ class Signer:
         return self._key
 
     def headers(self, method: str, host: str, quoted_path: str, creds: Credentials,
-                now: float | None = None) -> dict[str, str]:
+                now: float | None = None, query: str = "") -> dict[str, str]:
         """The headers that authenticate ``method`` of ``quoted_path`` (already escaped with
-        :func:`quote_key`, no query string) on ``host`` (``name[:port]`` as sent in ``Host``)
-        at time ``now`` (seconds since the epoch; default: the clock)."""
+        :func:`quote_key`) with the canonical query string ``query`` (see :func:`canonical_query`;
+        sent as is) on ``host`` (``name[:port]`` as sent in ``Host``) at time ``now`` (seconds
+        since the epoch; default: the clock)."""
         t = time.gmtime(time.time() if now is None else now)
         amz_date = time.strftime("%Y%m%dT%H%M%SZ", t)
         day = amz_date[:8]
@@ -79,7 +86,7 @@ class Signer:
         else:
             canonical_headers = f"host:{host}\nx-amz-content-sha256:{EMPTY_SHA256}\nx-amz-date:{amz_date}\n"
             signed = "host;x-amz-content-sha256;x-amz-date"
-        canonical = f"{method}\n{quoted_path}\n\n{canonical_headers}\n{signed}\n{EMPTY_SHA256}"
+        canonical = f"{method}\n{quoted_path}\n{query}\n{canonical_headers}\n{signed}\n{EMPTY_SHA256}"
         scope = f"{day}/{self.region}/{self.service}/aws4_request"
         to_sign = f"{_ALGORITHM}\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
         signature = hmac.new(self._signing_key(creds.secret_key, day), to_sign.encode("utf-8"),
@@ -95,4 +102,4 @@ class Signer:
         return out
 
 
-__all__ = ["Credentials", "EMPTY_SHA256", "Signer", "quote_key"]
+__all__ = ["Credentials", "EMPTY_SHA256", "Signer", "canonical_query", "quote_key"]
