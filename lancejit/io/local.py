@@ -24,6 +24,7 @@ import numpy as np
 
 from lancejit.core.config import LOCAL_IO, IOConfig
 from lancejit.core.errors import AlreadyExistsError, CorruptFileError, InvalidInputError
+from lancejit.io.fd_cache import FdCache, tail_slice
 from lancejit.io.stats import IOStats
 from lancejit.io.store import (
     AsyncWriter,
@@ -122,6 +123,9 @@ class LocalStore(ObjectStore):
         self.inline_read_bytes = INLINE_READ_BYTES
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        #: Open descriptors (and footer tails) of files read lately: reads after a file's tail
+        #: read reuse its descriptor and serve ranges inside the tail from memory (no request).
+        self._fds = FdCache()
 
     # ---------------------------------------------------------------------------- plumbing
     @property
@@ -187,6 +191,16 @@ class LocalStore(ObjectStore):
             return _absolute_uri(path)
         return "file://" + quote(self.to_os_path(path) if path else "/")
 
+    def hold_files(self) -> None:
+        """Keep the descriptors (and footer tails) of the files read from now until the matching
+        :meth:`release_files` (nested holds counted; the last release closes them).  The
+        multi-file take holds across its cold opens and its read."""
+        self._fds.hold()
+
+    def release_files(self) -> None:
+        """End one :meth:`hold_files`."""
+        self._fds.unhold()
+
     # -------------------------------------------------------------------------------- reads
     async def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         ranges = check_ranges(ranges)
@@ -200,7 +214,8 @@ class LocalStore(ObjectStore):
         def work(cancel: threading.Event | None) -> list[memoryview]:
             buf = memoryview(np.empty(total, dtype=np.uint8))  # no zero fill: preadv fills it
             out: list[memoryview] = []
-            fd = os.open(path, os.O_RDONLY)
+            entry = self._fds.acquire(path)
+            fd = entry.fd
             t0 = time.perf_counter()
             done = nreq = 0  # bytes and requests completed (counted once per batch)
             try:
@@ -223,7 +238,7 @@ class LocalStore(ObjectStore):
                     done += n
                     nreq += 1
             finally:
-                os.close(fd)
+                self._fds.release(entry)
                 if nreq:
                     stats.record_read(done, time.perf_counter() - t0, requests=nreq)
             return out
@@ -232,24 +247,31 @@ class LocalStore(ObjectStore):
             return self._run_inline(path, work)
         return await self._run(path, work)
 
-    def read_files_into(self, files: Sequence[tuple[str, list[list[int]]]], out: np.ndarray) -> int:
+    def read_files_into(self, files: Sequence[tuple[str, list[list[int]]]], out: np.ndarray) -> tuple[int, int]:
         """Read in the calling thread, for every ``(path, reads)``, each ``[source, start, end, position]``
         of ``reads`` (half-open byte range ``[start, end)``, already coalesced) into
-        ``out[position:position + end - start]``: one ``preadv`` per read, one open per file.
-        Returns the requests made (counted in the store's stats as one batch).  Used by the
-        multi-file take for batches up to :attr:`inline_read_bytes` (the caller checks)."""
+        ``out[position:position + end - start]``: one ``preadv`` per read (none for a read inside
+        the file's kept tail), the file's cached descriptor (opened when absent).  Returns the
+        requests made and the bytes they read (counted in the store's stats as one batch; bytes
+        served from kept tails are in neither).  Used by the multi-file take for batches up to
+        :attr:`inline_read_bytes` (the caller checks)."""
         view = memoryview(out)
         t0 = time.perf_counter()
         done = nreq = 0
         try:
             for path, reads in files:
                 try:
-                    fd = os.open(path, os.O_RDONLY)
+                    entry = self._fds.acquire(path)
                 except OSError as exc:
                     raise translate_error(exc, path) from exc
+                fd = entry.fd
                 try:
                     for _, start, end, at in reads:
                         n = end - start
+                        held = tail_slice(entry, start, end)
+                        if held is not None:  # inside the kept tail: no request
+                            out[at:at + n] = held
+                            continue
                         got = 0
                         while got < n:
                             k = os.preadv(fd, [view[at + got:at + n]], start + got)
@@ -261,11 +283,11 @@ class LocalStore(ObjectStore):
                 except OSError as exc:
                     raise translate_error(exc, path) from exc
                 finally:
-                    os.close(fd)
+                    self._fds.release(entry)
         finally:
             if nreq:
                 self.stats.record_read(done, time.perf_counter() - t0, requests=nreq)
-        return nreq
+        return nreq, done
 
     async def read_tail(self, path: str, nbytes: int) -> tuple[int, memoryview]:
         if nbytes < 0:
@@ -274,7 +296,8 @@ class LocalStore(ObjectStore):
 
         def work(cancel: threading.Event | None) -> tuple[int, memoryview]:
             t0 = time.perf_counter()
-            fd = os.open(path, os.O_RDONLY)
+            entry = self._fds.fresh(path)  # a new reader: open the current file
+            fd = entry.fd
             try:
                 size = os.fstat(fd).st_size
                 n = min(nbytes, size)
@@ -286,10 +309,12 @@ class LocalStore(ObjectStore):
                     if k == 0:
                         raise CorruptFileError(f"object shrank while reading (size {size})", path=path)
                     got += k
+                tail = view.toreadonly()
+                self._fds.keep_tail(path, entry, size - n, tail)
             finally:
-                os.close(fd)
+                self._fds.release(entry)
             stats.record_read(n, time.perf_counter() - t0)
-            return size, view.toreadonly()
+            return size, tail
 
         if nbytes <= self.inline_read_bytes:  # footer reads (64 KiB): no worker hand-off
             return self._run_inline(path, work)
@@ -376,6 +401,7 @@ class LocalStore(ObjectStore):
             except BaseException:
                 _unlink_quietly(tmp)
                 raise
+            self._fds.discard(path)
             self.stats.record_write(len(memoryview(data).cast("B")), time.perf_counter() - t0)
 
         await self._run(path, work)
@@ -403,6 +429,7 @@ class LocalStore(ObjectStore):
     async def delete(self, path: str) -> None:
         def work(cancel: threading.Event) -> None:
             self.stats.record_meta()
+            self._fds.discard(path)
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -416,6 +443,7 @@ class LocalStore(ObjectStore):
         def work(cancel: threading.Event) -> None:
             for p in paths:
                 self.stats.record_meta()
+                self._fds.discard(p)
                 try:
                     os.unlink(p)
                 except FileNotFoundError:
@@ -433,6 +461,7 @@ class LocalStore(ObjectStore):
         return LocalWriter(self, path, tmp, fd)
 
     async def aclose(self) -> None:
+        self._fds.close()
         with self._executor_lock:
             executor, self._executor = self._executor, None
         if executor is not None:
@@ -510,6 +539,7 @@ class LocalWriter(AsyncWriter):
             def work(cancel: threading.Event) -> None:
                 os.close(fd)
                 os.replace(tmp, path)
+                self.store._fds.discard(path)
 
             self._fd = None
             await self.store._run(self.path, work)

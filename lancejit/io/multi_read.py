@@ -7,7 +7,8 @@ half-open byte ranges) and returns their bytes concatenated, in order, as ONE ``
   its open) are copied from memory, no request;
 * on a store that reads in the caller's thread (local files up to ``inline_read_bytes`` per
   batch, memory), every other read is one inline loop over the files (``store.read_files_into``:
-  one open and one ``preadv`` per read locally) when the store's budgets are free;
+  one ``preadv`` per read locally, on the file's cached descriptor; none for a range inside the
+  footer tail its open read, see :mod:`lancejit.io.fd_cache`) when the store's budgets are free;
 * otherwise (object stores, large or contended batches) each file's reads go through its own
   scheduler (``reader.read_ranges``: the store's budgets, concurrency, retries), all files at
   once, and are copied into place.
@@ -87,10 +88,12 @@ async def read_files(sources: Sequence[FileSource], reads: np.ndarray, nbytes: i
         if queue.try_take(inline_bytes):
             try:
                 t0 = time.perf_counter()
-                nreq = inline([(src.path, part) for src, part in pending], out)
+                got = inline([(src.path, part) for src, part in pending], out)
             finally:
                 queue.give_back(inline_bytes)
-            _count(pending, inline_bytes, nreq, time.perf_counter() - t0)
+            # requests, or (requests, bytes read) when some ranges were served from memory
+            nreq, nread = got if isinstance(got, tuple) else (got, inline_bytes)
+            _count(pending, nread, nreq, time.perf_counter() - t0)
             return out
     await gather_all(_through_scheduler(src, part, out, priority) for src, part in pending)
     return out
@@ -103,7 +106,7 @@ def _count(pending: list[tuple[FileSource, list[list[int]]]], nbytes: int, nreq:
         if src.stats is not first:
             break
     else:
-        if first is not None:
+        if first is not None and nreq:
             first.record_read(nbytes, seconds, requests=nreq)
         return
     for src, part in pending:  # pragma: no cover - files of one take counted in several places

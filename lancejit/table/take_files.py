@@ -77,6 +77,8 @@ class FileTakeState:
     def __init__(self, nfrags: int, ncols: int) -> None:
         self.ncols = ncols
         self.slot_of_pos = np.full(nfrags, UNKNOWN, dtype=np.int64)
+        #: Stores held by :meth:`admit` (``LocalStore.hold_files``) until the next :meth:`take` read.
+        self._holds: list[Any] = []
         self.segs = np.zeros((_SEG_ROWS, 256), dtype=np.int64)
         self.nseg = 0
         self.slots = np.zeros((_SLOT_ROWS, 64), dtype=np.int64)
@@ -197,12 +199,29 @@ class FileTakeState:
                 self.slot_of_pos[p] = NOT_ELIGIBLE
         if not cands:
             return
-        got = await _all(_open_table(ctx, frag, g) for _, frag, g in cands)
+        hold = getattr(ctx.store, "hold_files", None)
+        if hold is not None:  # new files' descriptors and tails kept until this take's read ends
+            hold()
+            self._holds.append(ctx.store)
+        try:
+            got = await _all(_open_table(ctx, frag, g) for _, frag, g in cands)
+        except BaseException:
+            self._release_one()
+            raise
+        added = False
         for (p, _, _), (handle, table) in zip(cands, got):
             if table is None:
                 self.slot_of_pos[p] = NOT_ELIGIBLE
             else:
                 self._add(p, table, FileSource.of(handle.reader.range_reader))
+                added = True
+        if not added:  # no take read follows for these files
+            self._release_one()
+
+    def _release_one(self) -> None:
+        """End one hold of :meth:`admit` (if any is open)."""
+        if self._holds:
+            self._holds.pop().release_files()
 
     # ------------------------------------------------------------------------------ take
     def mergeable(self, row_slot: np.ndarray) -> bool:
@@ -230,7 +249,10 @@ class FileTakeState:
         nr = plan_take_files(segs[0], segs[1], segs[2], segs[3], slots[0], slots[1], slots[2], row_slot, rows,
                              ncols, self.block, item_seg, item_in, item_pos, reads)
         _, first, last, at = reads[nr - 1].tolist()
-        data = await read_files(self.readers, reads[:nr], at + last - first, priority=int(rows[0]))
+        try:
+            data = await read_files(self.readers, reads[:nr], at + last - first, priority=int(rows[0]))
+        finally:
+            self._release_one()
         data.flags.writeable = False  # the file take's decode kernels are compiled for read-only data
         one_slot = k == 1 or (grouped and row_slot[0] == row_slot[k - 1])  # a slot's rows are contiguous
         if one_slot or _MIN(self.rowsig[row_slot]) == _MAX(self.rowsig[row_slot]):
