@@ -149,6 +149,10 @@ class _SmallFileReader:
         self.expected_size = expected_size
         self._whole: memoryview | None = None
         self._seen_tail = False
+        # the scheduler's fixed attributes read per take admission, copied (no __getattr__)
+        self.store, self.config, self.stats = inner.store, inner.config, inner.stats
+        self.store_path: str = inner.store_path
+        self.uri: str = inner.uri
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
