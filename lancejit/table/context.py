@@ -37,35 +37,23 @@ class AsyncLRU:
         self._loading: dict[tuple[int, Hashable], asyncio.Future] = {}
 
     async def get(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
-        """The value of ``key``, loading it with ``load()`` on a miss.  The first caller awaits
-        the load in its own coroutine (no task per miss: one coroutine opening many keys costs
-        no scheduling); concurrent callers of the same key on the same loop await its result."""
-        items = self._items
-        if key in items:
-            items.move_to_end(key)
-            return items[key]
-        loop = asyncio.get_running_loop()
-        slot = (id(loop), key)
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        slot = (id(asyncio.get_running_loop()), key)
         fut = self._loading.get(slot)
-        if fut is not None:
-            return await asyncio.shield(fut)
-        fut = self._loading[slot] = loop.create_future()
-        try:
-            value = await load()
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError):
-                fut.cancel()
-            else:
-                fut.set_exception(exc)
-                fut.exception()  # waiters re-raise it; no "never retrieved" warning without them
-            raise
-        finally:
-            self._loading.pop(slot, None)
-        fut.set_result(value)
-        items[key] = value
-        while len(items) > self.capacity:
-            items.popitem(last=False)
-        return value
+        if fut is None:
+            fut = asyncio.ensure_future(load())
+            self._loading[slot] = fut
+            try:
+                value = await fut
+            finally:
+                self._loading.pop(slot, None)
+            self._items[key] = value
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+            return value
+        return await asyncio.shield(fut)
 
 
 @dataclass(slots=True)

