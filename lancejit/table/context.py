@@ -57,6 +57,24 @@ class AsyncLRU:
 
 
 @dataclass(slots=True)
+class WholeFileBudget:
+    """How many bytes of small data files the open handles of one dataset may hold in memory.
+
+    Spent once per file held (never returned when a handle leaves the cache: a conservative
+    bound); once spent, further small files are read through the scheduler like any other."""
+
+    limit: int = 256 * 1024 * 1024
+    used: int = 0
+
+    def take(self, nbytes: int) -> bool:
+        """Reserve ``nbytes``; False (nothing reserved) when that would pass ``limit``."""
+        if self.used + nbytes > self.limit:
+            return False
+        self.used += nbytes
+        return True
+
+
+@dataclass(slots=True)
 class SharedCaches:
     """Caches valid across versions of one dataset (keys are immutable files)."""
 
@@ -65,6 +83,9 @@ class SharedCaches:
     #: Opened data files (footer + page tables; files of at most 64 KiB whole).  Sized for
     #: datasets of many small fragments: a take must not reopen files it touched recently.
     files: AsyncLRU = field(default_factory=lambda: AsyncLRU(16384))
+    #: Bytes of small data files held whole by the handles in ``files`` (bounded: see
+    #: :class:`WholeFileBudget`).
+    whole_files: "WholeFileBudget" = field(default_factory=lambda: WholeFileBudget())
     row_id_index: AsyncLRU = field(default_factory=lambda: AsyncLRU(8))
     #: Per-version :class:`~.index.DatasetIndex` by manifest path.
     indexes: AsyncLRU = field(default_factory=lambda: AsyncLRU(8))

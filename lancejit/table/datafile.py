@@ -143,8 +143,10 @@ class _SmallFileReader:
     most ``WHOLE_FILE_BYTES``), every later read is served from that buffer (no request).
     Other attributes (``stats``, ``store``, ``config``...) are the scheduler's."""
 
-    def __init__(self, inner: Any, expected_size: int | None = None) -> None:
+    def __init__(self, inner: Any, expected_size: int | None = None, budget: Any = None) -> None:
         self.inner = inner
+        #: A :class:`~lancejit.table.context.WholeFileBudget` bounding the bytes held whole.
+        self.budget = budget
         #: The size the manifest records (bytes), checked on the first tail read.
         self.expected_size = expected_size
         self._whole: memoryview | None = None
@@ -182,7 +184,9 @@ class _SmallFileReader:
                 raise CorruptFileError(
                     f"data file has {size} bytes but the manifest records {self.expected_size}", path=self.path
                 )
-            if len(data) == size and size <= WHOLE_FILE_BYTES:
+            if len(data) == size and size <= WHOLE_FILE_BYTES and (
+                self.budget is None or self.budget.take(size)
+            ):
                 self._whole = data
         return size, data
 
@@ -210,7 +214,7 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
         with ctx.errors(path, store):
             uri = store.uri(path)
             size = data_file.file_size_bytes or None
-            source = _SmallFileReader(ctx.reader(store, path, size), size)
+            source = _SmallFileReader(ctx.reader(store, path, size), size, ctx.caches.whole_files)
             try:
                 reader = await AsyncLanceFileReader.from_reader(source, uri=uri, store=store, stats=ctx.stats,
                                                                 immutable=True)
