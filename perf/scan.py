@@ -13,7 +13,11 @@ reference and cached under ``perf/data/scan-<version>/``:
 * ``s3``: ``one`` uploaded to a moto S3 server (``perf/s3_counter.py``): a full scan of cold data
   in a warm process (a fresh dataset object per repeat), GET requests and bytes counted
   server-side;
-* ``scale``: 200,000 rows as 10 / 100 / 1,000 / 10,000 fragments: full scan, time per row.
+* ``scale``: 200,000 rows as 10 / 100 / 1,000 / 10,000 fragments: full scan, time per row
+  (one dataset object per library, reused: warm metadata; lancejit also keeps data files of at
+  most 64 KiB in memory once opened);
+* ``cold``: the same datasets and ``frags2000``, opened anew for every scan (``dataset()`` +
+  full scan: every data file opened again by both libraries).
 
 Writes ``perf/out/scan.json`` (``--json``) and prints a Markdown table.
 """
@@ -219,6 +223,27 @@ def bench_scale(root: str, version: str, repeat: int) -> list[dict]:
     return out
 
 
+def bench_cold(root: str, version: str, repeat: int) -> list[dict]:
+    """Open + full scan with a new dataset object each time (nothing cached by either library
+    between scans, apart from lancejit's process-wide decoded-layout caches)."""
+    import lance
+
+    import lancejit.table as lt
+
+    out = []
+    paths = [(f"{n:,} fragments x {SCALE_ROWS // n:,} rows", os.path.join(root, f"scale{n}"), n)
+             for n in SCALE_FRAGMENTS]
+    paths.append(("2,000 fragments x 500 rows", os.path.join(root, "frags2000"), 2000))
+    for label, path, n in paths:
+        if not os.path.isdir(path):
+            continue  # built by the scale / frags2000 sections
+        _same(lt.dataset(path).to_table(), lance.dataset(path).to_table(), f"cold {label}")
+        res = alternate(lambda: lance.dataset(path).to_table(), lambda: lt.dataset(path).to_table(),
+                        max(3, repeat if n < 10_000 else repeat // 2))
+        out.append(dict(work=f"{label}: open + full scan (new dataset object each time)", fragments=n, **res))
+    return out
+
+
 def max_rss_streaming(root: str) -> dict:
     """Max RSS (MiB) of a child process streaming the 10,000-fragment dataset with to_batches."""
     import subprocess
@@ -246,14 +271,15 @@ def main() -> None:
     ap.add_argument("--data", default=os.path.join(HERE, "data"))
     ap.add_argument("--json", default=os.path.join(HERE, "out", "scan.json"))
     ap.add_argument("--only", nargs="*", default=None,
-                    help="subset of: frags2000 one late s3 scale rss")
+                    help="subset of: frags2000 one late s3 scale cold rss")
     args = ap.parse_args()
     root = os.path.join(args.data, f"scan-{args.version}")
     os.makedirs(root, exist_ok=True)
-    want = set(args.only or ["frags2000", "one", "late", "s3", "scale", "rss"])
+    want = set(args.only or ["frags2000", "one", "late", "s3", "scale", "cold", "rss"])
     rows: list[dict] = []
     result: dict = {"version": args.version, "repeat": args.repeat}
-    steps = [("frags2000", bench_frags2000), ("one", bench_one), ("s3", bench_s3), ("scale", bench_scale)]
+    steps = [("frags2000", bench_frags2000), ("one", bench_one), ("s3", bench_s3), ("scale", bench_scale),
+             ("cold", bench_cold)]
     for name, fn in steps:
         if name in want:
             got = fn(root, args.version, args.repeat)
