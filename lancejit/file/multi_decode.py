@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import os
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -32,10 +33,14 @@ from lancejit.file.take_plan import TakeTable, _as_ranges
 
 #: Value kinds decoded here (dictionary pages keep the per-file path).
 _INT32_MAX = (1 << 31) - 1
-#: Reads of at least this many rows decode their columns in worker threads (the kernels release
-#: the GIL).  Off: measured on 2 cores, a warm 2,000-fragment scan took 54 ms with decodes in
-#: threads (from 4K or 16K rows) against 31 ms without; 10 x 20,000 rows: 12.8-13.8 vs 13.5 ms.
-OFFLOAD_ROWS = 1 << 62
+#: Reads of at least this many rows, and of at least ``OFFLOAD_FILE_ROWS`` rows per file on
+#: average, decode their columns in a worker thread (the kernels release the GIL) while the
+#: event loop plans and reads the next group.  Measured on 2 cores (warm scans, medians of
+#: alternated runs): 10 files x 20,000 rows 10.0 -> 7.2 ms; groups of many small files
+#: (2,000 x 500, 1,000 x 200 rows) are slower in threads (the event loop's per-file Python
+#: work holds the GIL the worker needs between its kernels), so they decode inline.
+OFFLOAD_ROWS = 1 << 14
+OFFLOAD_FILE_ROWS = 8192
 _KINDS = frozenset({"fixed", "bitpacked", "variable", "fsst"})
 
 
@@ -55,6 +60,9 @@ class FileScan:
     whole: memoryview | None
     num_rows: int
     mem: memoryview | None = None
+    #: The file as a source of :func:`lancejit.io.multi_read.read_files` (None: a range reader
+    #: it does not know, read with ``read_ranges``).
+    source: Any = None
 
 
 async def file_scan(reader: Any, columns: tuple[str, ...]) -> FileScan | None:
@@ -71,12 +79,18 @@ async def file_scan(reader: Any, columns: tuple[str, ...]) -> FileScan | None:
             return None
         parts.append((ix.kind, ix.width, str(ix.arrow_type), ix.list_size, ix.large_offsets))
     sig = _SIGNATURES.setdefault(tuple(parts), len(_SIGNATURES))
-    whole = getattr(reader.range_reader, "whole", None)
+    rr = reader.range_reader
+    source = None
+    if hasattr(rr, "store") and hasattr(rr, "store_path"):
+        from lancejit.io.multi_read import FileSource
+
+        source = FileSource.of(rr)
+    whole = getattr(rr, "whole", None)
     if whole is not None:
         nbytes = int(table.seg_len.sum())  # (full-zip pages count one row: read as ranges then)
         if nbytes * 2 < len(whole):  # a few of the file's columns: read their ranges only
-            return FileScan(reader, table, sig, None, reader.num_rows, whole)
-    return FileScan(reader, table, sig, whole, reader.num_rows)
+            return FileScan(reader, table, sig, None, reader.num_rows, whole, source)
+    return FileScan(reader, table, sig, whole, reader.num_rows, source=source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,12 +208,95 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
                    ncols, whole, wbase, w_at, run_seg, run_in, run_len, run_pos, nrun, ranges, range_file)
     if nr < 0:
         raise CorruptFileError("a column's segments do not start at row 0", path=scans[0].reader.uri)
-    bufs = wholes
+    data = await _gather_bytes(scans, wholes, wsize, w_at, ranges, range_file, nr, int(lo[0]) if len(lo) else 0)
+    data.flags.writeable = False
+    jobs = []
+    for j in range(ncols):
+        a = j * k_all
+        b = a + int(nrun[j])
+        runs = (run_seg[a:b], run_in[a:b], run_len[a:b], run_pos[a:b])
+        jobs.append((lay.indexes[j], data, runs, k_all, seg_szw, seg_len, seg_count, seg_def))
+    if k_all < OFFLOAD_ROWS or k_all < OFFLOAD_FILE_ROWS * nfiles:
+        return [_decode_runs(*job) for job in jobs]
+    # the group's columns decode in a worker thread (the kernels release the GIL) while the
+    # event loop plans and reads the next group
+    pool = _decode_pool()
+    if OFFLOAD_MODE == "group":
+        return await asyncio.wrap_future(pool.submit(_decode_all, jobs))
+    return list(await asyncio.gather(*(asyncio.wrap_future(pool.submit(_decode_runs, *job)) for job in jobs)))
+
+
+#: Threads decoding groups (one job per group: its columns one after the other).
+OFFLOAD_THREADS = 2
+OFFLOAD_MODE = "group"
+_POOL: Any = None
+
+
+def _decode_pool() -> Any:
+    """The decode threads (made on first use, again in a forked child)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(OFFLOAD_THREADS, thread_name_prefix="lancejit-decode")
+    return _POOL
+
+
+def _forget_pool() -> None:  # in a forked child: the parent's threads are not there
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _decode_all(jobs: list) -> list[pa.Array]:
+    return [_decode_runs(*job) for job in jobs]
+
+
+async def _gather_bytes(scans: Sequence[FileScan], wholes: list, wsize: np.ndarray, w_at: int,
+                        ranges: np.ndarray, range_file: np.ndarray, nr: int, priority: int) -> np.ndarray:
+    """ONE buffer holding the whole files (in order, from ``wbase``) then the ``nr`` byte
+    ranges planned (``ranges``, half-open, file-major, of files ``range_file``): read with one
+    :func:`lancejit.io.multi_read.read_files` call into place (local files: one inline
+    ``preadv`` loop; files held in memory copied), no per-file read call and no join copy."""
+    sources = [s.source for s in scans]
+    if not nr or any(src is None for src in sources) or all(
+            s.whole is not None or s.mem is not None for s in scans):
+        # files held in memory (joined: cheaper than read_files' copies), or a range reader
+        # the multi-file read does not know
+        return await _gather_joined(scans, wholes, ranges, range_file, nr, priority)
+    from lancejit.io.multi_read import read_files
+
+    wf = np.flatnonzero(wsize)
+    reads = np.empty((wf.size + nr, 4), dtype=np.int64)
+    reads[:wf.size, 0] = wf
+    reads[:wf.size, 1] = 0
+    reads[:wf.size, 2] = wsize[wf]
+    reads[:wf.size, 3] = np.cumsum(wsize[wf]) - wsize[wf]
     if nr:
+        part = reads[wf.size:]
+        part[:, 0] = range_file[:nr]
+        part[:, 1:3] = ranges[:nr]
+        lens = ranges[:nr, 1] - ranges[:nr, 0]
+        part[:, 3] = np.cumsum(lens) - lens + w_at
+        total = w_at + int(lens.sum())
+    else:
+        total = w_at
+    # (files held in memory, "whole" or "mem", are copied from there: their source's whole)
+    return await read_files(sources, reads, total, priority=priority)
+
+
+async def _gather_joined(scans: Sequence[FileScan], wholes: list, ranges: np.ndarray, range_file: np.ndarray,
+                         nr: int, priority: int) -> np.ndarray:
+    """:func:`_gather_bytes` for range readers :func:`read_files` does not take: one
+    ``read_ranges`` call per file, the pieces joined."""
+    bufs = list(wholes)
+    if nr:
+        nfiles = len(scans)
         cuts = np.searchsorted(range_file[:nr], np.arange(nfiles + 1)).tolist()
         todo = [(f, cuts[f], cuts[f + 1]) for f in range(nfiles) if cuts[f + 1] > cuts[f]]
-
-        bufs = list(wholes)
         mems = [s.mem for s in scans]
         if all(mems[f] is not None for f, _, _ in todo):  # small files held in memory: sliced
             part = ranges[:nr]
@@ -208,24 +305,12 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
         else:
             async def one(f: int, a: int, b: int) -> list:
                 src = scans[f].reader.range_reader
-                return await src.read_ranges(_as_ranges(src, ranges[a:b]), priority=int(lo[f]))
+                return await src.read_ranges(_as_ranges(src, ranges[a:b]), priority=priority)
 
             got = [await one(*todo[0])] if len(todo) == 1 else await asyncio.gather(*(one(*x) for x in todo))
             for g in got:
                 bufs.extend(g)
-    data = np.frombuffer(bufs[0] if len(bufs) == 1 else b"".join(bufs), dtype=np.uint8)
-    data.flags.writeable = False
-    jobs = []
-    for j in range(ncols):
-        a = j * k_all
-        b = a + int(nrun[j])
-        runs = (run_seg[a:b], run_in[a:b], run_len[a:b], run_pos[a:b])
-        jobs.append((lay.indexes[j], data, runs, k_all, seg_szw, seg_len, seg_count, seg_def))
-    if k_all < OFFLOAD_ROWS:
-        return [_decode_runs(*job) for job in jobs]
-    # columns decode in worker threads (both cores) while the event loop plans and reads the
-    # next files
-    return list(await asyncio.gather(*(asyncio.to_thread(_decode_runs, *job) for job in jobs)))
+    return np.frombuffer(bufs[0] if len(bufs) == 1 else b"".join(bufs), dtype=np.uint8)
 
 
 def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int, seg_szw: np.ndarray,

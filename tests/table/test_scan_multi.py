@@ -135,10 +135,11 @@ def test_same_files_held_whole_and_read_by_ranges(dataset, monkeypatch, spy):
 
 
 def test_decode_in_worker_threads(dataset, monkeypatch, spy):
-    """Columns decoded in worker threads (``OFFLOAD_ROWS``, off by default) give the same rows."""
+    """Columns decoded in a worker thread (``OFFLOAD_ROWS``, ``OFFLOAD_FILE_ROWS``) give the same rows."""
     import lancejit.file.multi_decode as md
 
     monkeypatch.setattr(md, "OFFLOAD_ROWS", 1)
+    monkeypatch.setattr(md, "OFFLOAD_FILE_ROWS", 1)
     ref, ours = lance.dataset(dataset), lt.dataset(dataset)
     cols = ["id", "s", "long", "vec", "small"]
     assert ours.to_table(columns=cols).equals(ref.to_table(columns=cols))
