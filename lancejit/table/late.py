@@ -25,28 +25,20 @@ if TYPE_CHECKING:
 TAKE_FRACTION = 0.25
 #: Units of at most this many rows are read by take of their rows (see ``_read_rows``).
 SMALL_UNIT_ROWS = 4096
-#: Rows from which selecting the live rows of a unit runs in a worker thread (pyarrow's filter
-#: releases the GIL), so the event loop keeps issuing reads and decodes meanwhile.
+#: Selections of at least this many rows run in a worker thread (pyarrow's take releases the
+#: GIL), so the event loop keeps issuing reads and decodes meanwhile.
 OFFLOAD_SELECT_ROWS = 1 << 15
 
 
-#: Selections of fewer than one row in this many are made by ``take`` (else a boolean filter).
-SPARSE_TAKE_RATIO = 64
-
-
 def _select(arrays: list, positions: np.ndarray, n: int) -> list:
-    """``arrays`` (``n`` rows each) at the sorted, unique ``positions`` (int64): a boolean
-    filter, which keeps chunking and is far cheaper than ``take`` on wide types, unless the
-    positions are few (``SPARSE_TAKE_RATIO``)."""
+    """``arrays`` (``n`` rows each, plain or chunked) at the sorted, unique ``positions``
+    (int64): Arrow's ``take`` with one index array for all columns.  (Measured on 131,072-row
+    chunks, 10-90% selected: take is 2-5x cheaper than building a boolean mask and filtering, on
+    int64 / float64 / string / 64-float vector columns alike.)"""
     if len(positions) == n:
         return list(arrays)
-    if len(positions) * SPARSE_TAKE_RATIO < n:  # a few rows: a take costs nothing, a mask costs n
-        idx = pa.array(positions, pa.int64())
-        return [a.take(idx) for a in arrays]
-    mask = np.zeros(n, dtype=bool)
-    mask[positions] = True
-    keep = pa.array(mask)
-    return [a.filter(keep) for a in arrays]
+    idx = pa.Array.from_buffers(pa.int64(), len(positions), [None, pa.py_buffer(np.ascontiguousarray(positions))])
+    return [a.take(idx) for a in arrays]
 
 
 async def _read_rows(
@@ -54,19 +46,56 @@ async def _read_rows(
 ) -> list[pa.Array | pa.ChunkedArray]:
     """Fields at the live rows of ``[lo, hi)`` (``live``: their offsets, None = all).  Small
     units are read by take (the file reader's one-plan array path, which keeps its plan on the
-    opened file: cheapest when a scan visits many small files)."""
+    opened file: cheapest when a scan visits many small files); big ones by :func:`_read_at`."""
     if hi - lo <= SMALL_UNIT_ROWS:
         return await frag.read(tops, np.arange(lo, hi, dtype=np.int64) if live is None else live)
-    if live is None:
-        return await frag.read(tops, (lo, hi))
-    if len(live) < TAKE_FRACTION * (hi - lo):
-        return await frag.read(tops, live)
-    arrays = await frag.read(tops, (lo, hi))
-    return await _select_async(arrays, live - lo, hi - lo)
+    return await _read_at(frag, tops, lo, hi, live)
+
+
+def _is_var(ctx: DatasetContext, top: TopField) -> bool:
+    t = ctx.schema.field(top.name).type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
+        pa.types.is_large_binary(t)
+
+
+async def _read_at(
+    frag: FragmentReader, tops: list[TopField], lo: int, hi: int, rows: np.ndarray | None
+) -> list[pa.Array | pa.ChunkedArray]:
+    """Fields ``tops`` at the sorted physical offsets ``rows`` of a big unit ``[lo, hi)`` (None:
+    every row), in ``tops`` order.
+
+    Fewer than ``TAKE_FRACTION`` of the rows: one :func:`.scan_multi.read_members` call (a run
+    plan over the selected rows, one decode kernel per column).  Otherwise the whole range,
+    then ``take`` of the rows: fixed-width columns through ``read_members`` too, strings
+    through the file reader (its FSST page decode beats the run decoder on whole ranges).
+    Columns ``read_members`` does not take are read by the fragment reader."""
+    from .scan_multi import read_members
+
+    n = hi - lo
+    if rows is not None and len(rows) < TAKE_FRACTION * n:
+        got = await read_members(frag.ctx, tops, [(frag, lo, hi)], [rows])
+        return got if got is not None else await frag.read(tops, rows)
+    ctx = frag.ctx
+    out: list[Any] = [None] * len(tops)
+    fixed = [i for i, t in enumerate(tops) if not _is_var(ctx, t)]
+    rest = [i for i, t in enumerate(tops) if i not in fixed]
+    if fixed:
+        got = await read_members(ctx, [tops[i] for i in fixed], [(frag, lo, hi)], [None])
+        if got is None:
+            rest = list(range(len(tops)))
+        else:
+            for i, a in zip(fixed, got):
+                out[i] = a
+    if rest:
+        for i, a in zip(rest, await frag.read([tops[i] for i in rest], (lo, hi))):
+            out[i] = a
+    if rows is None:
+        return out
+    return await _select_async(out, rows - lo, n)
 
 
 async def _select_async(arrays: list, positions: np.ndarray, n: int) -> list:
-    if n >= OFFLOAD_SELECT_ROWS and len(positions) < n and len(positions) * SPARSE_TAKE_RATIO >= n:
+    if len(positions) < n and len(positions) >= OFFLOAD_SELECT_ROWS:
         return await asyncio.to_thread(_select, arrays, positions, n)
     return _select(arrays, positions, n)
 
@@ -226,10 +255,10 @@ async def _finish_unit(
     by_name = {t.name: arr for (t, _), arr in zip(wanted, picked)}
     rest = [t for t in tops if t.name not in by_name]
     if rest:
-        if len(offsets) < TAKE_FRACTION * (hi - lo) or hi - lo <= SMALL_UNIT_ROWS:
+        if hi - lo <= SMALL_UNIT_ROWS:
             got = await frag.read(rest, offsets)
         else:
-            got = await _select_async(await frag.read(rest, (lo, hi)), offsets - lo, hi - lo)
+            got = await _read_at(frag, rest, lo, hi, offsets)
         by_name.update({t.name: a for t, a in zip(rest, got)})
     meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address))
     return by_name, meta, len(offsets)
