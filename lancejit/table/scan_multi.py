@@ -47,26 +47,88 @@ def _known_scan(frag: FragmentReader, key: tuple[str, ...]) -> Any:
 async def _file_scan(frag: FragmentReader, tops: Sequence[TopField]) -> Any:
     """The ``FileScan`` of the data file of ``frag`` holding all of ``tops`` (opened on first
     use), or None when they do not qualify; kept per fragment reader and column set."""
-    per = _SCANS.get(frag)
-    if per is None:
-        per = _SCANS[frag] = {}
+    return (await _file_scans(frag.ctx, tops, [frag]))[0]
+
+
+#: ``(each data file's field ids, column names)`` -> the position of the one data file that
+#: holds every column, or -1 (the same for every fragment written alike: decided once, not per
+#: fragment).
+_HOLDER: dict[tuple, int] = {}
+
+
+def _one_file(frag: FragmentReader, tops: Sequence[TopField], key: tuple[str, ...]) -> Any:
+    """The data file of ``frag`` that holds every field of ``tops`` (each field's file chosen
+    as ``FragmentReader.file_for`` does), or None when they are spread over several files or
+    one is missing."""
+    files = frag.fragment.files
+    k = (tuple(df.fields for df in files), key) if len(files) != 1 else (files[0].fields, key)
+    at = _HOLDER.get(k)
+    if at is None:
+        at = _holder(files, tops)
+        if len(_HOLDER) >= 1024:
+            _HOLDER.clear()
+        _HOLDER[k] = at
+    return files[at] if at >= 0 else None
+
+
+def _holder(files: Sequence[Any], tops: Sequence[TopField]) -> int:
+    sets = [set(df.fields) for df in files]
+    at = -1
+    for t in tops:
+        i = next((i for i, f in enumerate(sets) if t.id in f), -1)
+        if i < 0:
+            i = next((i for i, f in enumerate(sets) if not t.ids.isdisjoint(f)), -1)
+        if i < 0 or (at >= 0 and i != at):
+            return -1
+        at = i
+    return at
+
+
+async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequence[FragmentReader]) -> list[Any]:
+    """:func:`_file_scan` of several fragments: their data files opened together (in order
+    on stores read in the caller's thread, concurrently on object stores), each file's scan
+    made once; kept per fragment reader and column set."""
+    from lancejit.core.errors import LanceJitError
+
+    from .context import with_context
+    from .datafile import open_data_file
+
     key = tuple(t.name for t in tops)
-    if key in per:
-        return per[key]
-    got = None
-    layout, complete = frag._layout(tops)
-    if complete and len(layout) == 1:
-        handle, store, path = await frag._handle(layout[0].data_file)
+    schema = ctx.schema
+    types = [schema.field(t.name).type for t in tops]
+    out: list[Any] = [None] * len(frags)
+    todo = []
+    for i, frag in enumerate(frags):
+        per = _SCANS.get(frag)
+        if per is None:
+            per = _SCANS[frag] = {}
+        if key in per:
+            out[i] = per[key]
+            continue
+        df = _one_file(frag, tops, key)
+        if df is None:
+            per[key] = None
+        else:
+            todo.append((i, per, df))
+    if not todo:
+        return out
+    if len(todo) == 1 or getattr(ctx.store, "serial_batches", False):  # tails read in this thread
+        handles = [await open_data_file(ctx, df) for _, _, df in todo]
+    else:
+        handles = await asyncio.gather(*(open_data_file(ctx, df) for _, _, df in todo))
+    for (i, per, df), handle in zip(todo, handles):
+        got = None
         names, unique = handle._columns(tops)
         if len(unique) == len(names):
-            schema = frag.ctx.schema
-            with frag.ctx.errors(path, store):
+            try:
                 scan = await file_scan(handle.reader, tuple(names))
-            if scan is not None and all(ix.arrow_type == schema.field(t.name).type
-                                        for ix, t in zip(scan.table.columns, tops)):
+            except LanceJitError as exc:
+                store, path = ctx.data_file_location(df)
+                raise with_context(exc, ctx.describe_where(path, store)) from exc
+            if scan is not None and all(ix.arrow_type == t for ix, t in zip(scan.table.columns, types)):
                 got = scan
-    per[key] = got
-    return got
+        out[i] = per[key] = got
+    return out
 
 
 async def read_members(
@@ -81,11 +143,8 @@ async def read_members(
     key = tuple(t.name for t in tops)
     scans = [_known_scan(frag, key) for frag, _, _ in members]
     missing = [i for i, s in enumerate(scans) if s is _UNKNOWN]
-    if missing:  # files not opened yet: one tail read each, concurrent on object stores
-        if len(missing) == 1 or getattr(ctx.store, "serial_batches", False):  # read in this thread
-            got = [await _file_scan(members[i][0], tops) for i in missing]
-        else:
-            got = await asyncio.gather(*(_file_scan(members[i][0], tops) for i in missing))
+    if missing:  # files not opened yet: opened together
+        got = await _file_scans(ctx, tops, [members[i][0] for i in missing])
         for i, s in zip(missing, got):
             scans[i] = s
     for scan, (frag, _, hi) in zip(scans, members):

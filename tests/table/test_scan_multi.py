@@ -157,6 +157,61 @@ def test_fragment_subset_in_given_order(dataset):
     assert got.equals(expected)
 
 
+# ------------------------------------------------- files opened together (_file_scans)
+
+
+@pytest.fixture(scope="module")
+def two_files(tmp_path_factory):
+    """12 fragments of 50 rows; every fragment has a second data file holding ``y``."""
+    path = str(tmp_path_factory.mktemp("twofiles") / "ds")
+    n = 600
+    rng = np.random.default_rng(3)
+    t = pa.table({"id": np.arange(n, dtype=np.int64), "x": rng.uniform(-1, 1, n),
+                  "s": pa.array([f"user-{i}" for i in range(n)], pa.string())})
+    ds = lance.write_dataset(t, path, max_rows_per_file=50, data_storage_version="2.1")
+    ds.add_columns({"y": "id * 2"})
+    ds = lance.dataset(path)
+    ds.delete("id % 7 = 3")
+    return path
+
+
+@pytest.mark.parametrize("cols", [["id", "x", "s"], ["s"], ["y"], ["id", "y"], None])
+@pytest.mark.parametrize("batch_size", [64, 1000])
+def test_cold_and_warm_equal_reference(two_files, spy, cols, batch_size):
+    ref = lance.dataset(two_files)
+    assert len(ref.get_fragments()[0].data_files()) == 2
+    expected = ref.to_table(columns=cols, batch_size=batch_size)
+    ours = lt.dataset(two_files)
+    for _ in range(2):  # cold (files opened by the scan), then warm
+        got = ours.to_table(columns=cols, batch_size=batch_size)
+        assert got.equals(expected)
+        batches = list(ours.to_batches(columns=cols, batch_size=batch_size))
+        assert all(b.num_rows <= batch_size for b in batches)
+        assert pa.Table.from_batches(batches).equals(expected)
+    if cols in (["id", "x", "s"], ["s"], ["y"]):
+        assert spy and max(spy) > 1  # one data file holds them: fragments decoded together
+    elif cols == ["id", "y"]:
+        assert not spy  # spread over two files: fragment by fragment
+
+
+def test_holder_rules():
+    """The data file chosen for a field follows ``FragmentReader.file_for``: the first file
+    with the field's id, else the first with one of its children's ids."""
+    from lancejit.table.fields import TopField
+
+    class F:
+        def __init__(self, fields):
+            self.fields = tuple(fields)
+
+    a, b = TopField("a", 0, frozenset({0})), TopField("st", 1, frozenset({1, 2, 3}))
+    assert scan_multi._holder([F([0, 1, 2, 3])], [a, b]) == 0
+    assert scan_multi._holder([F([0]), F([1, 2])], [a, b]) == -1
+    assert scan_multi._holder([F([5]), F([0, 2])], [a, b]) == 1
+    assert scan_multi._holder([F([0]), F([0, 3])], [a]) == 0
+    assert scan_multi._holder([F([7])], [a]) == -1
+    assert scan_multi._holder([F([0])], []) == -1
+
+
 # ---------------------------------------------------------------------------- plan kernel
 
 
