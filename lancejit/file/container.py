@@ -190,6 +190,43 @@ async def parse_file_metadata(
     :class:`LazyColumns` (each column's metadata decoded, and checked, on first access).
     """
     path = _name_of(reader)
+    tail, major, minor, version = _check_tail(path, file_size, tail)
+    if version == "0.1":
+        legacy = await _open_legacy(reader, file_size, tail, major, minor)
+        return legacy if cache is None else replace(legacy, cache=cache)
+    try:
+        return await _parse_v2(reader, file_size, tail, major, minor, version, cache, lazy_columns)
+    except LanceJitError:
+        raise
+    except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
+        raise CorruptFileError(f"unparsable metadata ({type(exc).__name__}: {exc})", path=path) from exc
+
+
+def parse_tail_metadata(path: str, file_size: int, tail: bytes | memoryview, *, cache: "FileCache | None" = None,
+                        lazy_columns: bool = False) -> FileMetadata | None:
+    """:func:`parse_file_metadata` without I/O: the metadata of a v2 file whose last
+    ``len(tail)`` bytes hold all of it (the usual case with a 64 KiB tail), else None (a legacy
+    file, or metadata starting before the tail: use :func:`parse_file_metadata`).  Raises
+    :class:`CorruptFileError` naming ``path`` like :func:`parse_file_metadata`."""
+    tail, major, minor, version = _check_tail(path, file_size, tail)
+    if version == "0.1":
+        return None
+    try:
+        footer, gbo, need_start = _v2_layout(path, file_size, tail)
+        tail_start = file_size - len(tail)
+        if need_start < tail_start or len(tail) - (need_start - tail_start) >= PARSE_IN_THREAD_BYTES:
+            return None
+        region = MetadataRegion(tail_start, tail, path)
+        return _decode_v2(region, footer, gbo, file_size, major, minor, version, path, need_start, cache,
+                          lazy_columns)
+    except LanceJitError:
+        raise
+    except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
+        raise CorruptFileError(f"unparsable metadata ({type(exc).__name__}: {exc})", path=path) from exc
+
+
+def _check_tail(path: str, file_size: int, tail: bytes | memoryview) -> tuple[memoryview, int, int, str]:
+    """``(tail as bytes, major, minor, version)`` after the checks every file's tail passes."""
     tail = memoryview(tail)
     if tail.format != "B" or tail.ndim != 1:
         tail = tail.cast("B")
@@ -207,16 +244,7 @@ async def parse_file_metadata(
             path=path,
         )
     major, minor = struct.unpack_from("<HH", tail, len(tail) - 8)
-    version = version_string(major, minor)
-    if version == "0.1":
-        legacy = await _open_legacy(reader, file_size, tail, major, minor)
-        return legacy if cache is None else replace(legacy, cache=cache)
-    try:
-        return await _parse_v2(reader, file_size, tail, major, minor, version, cache, lazy_columns)
-    except LanceJitError:
-        raise
-    except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
-        raise CorruptFileError(f"unparsable metadata ({type(exc).__name__}: {exc})", path=path) from exc
+    return tail, major, minor, version_string(major, minor)
 
 
 def _name_of(reader: RangeReader) -> str:
@@ -280,6 +308,35 @@ async def _parse_v2(
     lazy: bool = False,
 ) -> FileMetadata:
     path = _name_of(reader)
+    footer, gbo, need_start = _v2_layout(path, file_size, tail)
+    cm_start = footer.column_meta_start
+    tail_start = file_size - len(tail)
+    region = MetadataRegion(tail_start, tail, path)
+    if gbo is None:
+        # The global buffer table starts before the tail (thousands of columns or buffers):
+        # read from the column metadata to the tail, and (if the schema lies still earlier)
+        # once more below.
+        (extra,) = await reader.read_ranges([(cm_start, tail_start)])
+        if len(extra) != tail_start - cm_start:
+            raise CorruptFileError("short read of the file metadata", path=path)
+        region = MetadataRegion(cm_start, memoryview(bytes(extra) + bytes(tail)), path)
+        gbo, need_start = _v2_buffers(path, file_size, footer, region)
+    if need_start < region.start:
+        (extra,) = await reader.read_ranges([(need_start, region.start)])
+        if len(extra) != region.start - need_start:
+            raise CorruptFileError("short read of the file metadata", path=path)
+        region = MetadataRegion(need_start, memoryview(bytes(extra) + bytes(region.data)), path)
+
+    args = (region, footer, gbo, file_size, major, minor, version, path, need_start, cache, lazy)
+    if len(region.data) >= PARSE_IN_THREAD_BYTES:
+        # Large metadata: decode off the event loop so other readers' I/O keeps flowing.
+        return await asyncio.to_thread(_decode_v2, *args)
+    return _decode_v2(*args)
+
+
+def _v2_layout(path: str, file_size: int, tail: memoryview) -> tuple[Footer, Any, int]:
+    """``(footer, global buffer table, first metadata byte)`` of a v2 file from its tail
+    (the table None when it starts before the tail), checked."""
     if len(tail) < FOOTER_LEN:
         raise CorruptFileError(
             f"file of {file_size} bytes is too small for the {FOOTER_LEN}-byte footer", path=path
@@ -299,16 +356,15 @@ async def _parse_v2(
         )
 
     tail_start = file_size - len(tail)
-    region = MetadataRegion(tail_start, tail, path)
     if gbo_pos < tail_start:
-        # The global buffer table starts before the tail (thousands of columns or buffers):
-        # read from the column metadata to the tail, and (if the schema lies still earlier)
-        # once more below.
-        (extra,) = await reader.read_ranges([(cm_start, tail_start)])
-        if len(extra) != tail_start - cm_start:
-            raise CorruptFileError("short read of the file metadata", path=path)
-        region = MetadataRegion(cm_start, memoryview(bytes(extra) + bytes(tail)), path)
+        return footer, None, cm_start
+    return (footer, *_v2_buffers(path, file_size, footer, MetadataRegion(tail_start, tail, path)))
 
+
+def _v2_buffers(path: str, file_size: int, footer: Footer, region: MetadataRegion) -> tuple[list, int]:
+    """``(global buffer table, first metadata byte)`` read from ``region``, checked."""
+    footer_start = file_size - FOOTER_LEN
+    cm_start, gbo_pos, ngb = footer.column_meta_start, footer.gbo_table_position, footer.num_global_buffers
     gbo = _read_pairs(region.slice(gbo_pos, gbo_pos + 16 * ngb, "global buffer table"), ngb)
     for i, (pos, size) in enumerate(gbo):
         if pos + size > file_size:
@@ -321,18 +377,7 @@ async def _parse_v2(
         raise CorruptFileError(
             f"schema buffer [{schema_pos}, {schema_pos + schema_size}) overlaps the footer", path=path
         )
-    need_start = min(schema_pos, cm_start)
-    if need_start < region.start:
-        (extra,) = await reader.read_ranges([(need_start, region.start)])
-        if len(extra) != region.start - need_start:
-            raise CorruptFileError("short read of the file metadata", path=path)
-        region = MetadataRegion(need_start, memoryview(bytes(extra) + bytes(region.data)), path)
-
-    args = (region, footer, gbo, file_size, major, minor, version, path, need_start, cache, lazy)
-    if len(region.data) >= PARSE_IN_THREAD_BYTES:
-        # Large metadata: decode off the event loop so other readers' I/O keeps flowing.
-        return await asyncio.to_thread(_decode_v2, *args)
-    return _decode_v2(*args)
+    return gbo, min(schema_pos, cm_start)
 
 
 def _decode_v2(

@@ -33,9 +33,17 @@ from lancejit.core.errors import (
     StoreError,
 )
 from lancejit.file.cache import SearchCache, default_cache, file_key
-from lancejit.file.container import FileMetadata, parse_file_metadata
+from lancejit.file.container import FileMetadata, parse_file_metadata, parse_tail_metadata
 from lancejit.file.summary import FileSummary, summarize
-from lancejit.file.take_plan import TAKE_PLAN_VERSIONS, file_take_table, run_take, take_table
+from lancejit.file.take_plan import (
+    TAKE_PLAN_VERSIONS,
+    TableRequest,
+    file_take_table,
+    run_take,
+    table_from,
+    table_request,
+    take_table,
+)
 from lancejit.file.windows import Slicer, windows
 
 #: Take requests with at least this many indices sort/reorder on a worker thread.
@@ -181,6 +189,7 @@ class AsyncLanceFileReader:
         cache: SearchCache | None = None,
         stats: Any = None,
         immutable: bool = False,
+        tail: tuple[int, Any] | None = None,
     ) -> "AsyncLanceFileReader":
         """Open a file through an existing :class:`~lancejit.core.ranges.RangeReader` (e.g. a
         ``FileScheduler`` from a dataset scan's ``ScanScheduler``, sharing its stats).
@@ -189,24 +198,24 @@ class AsyncLanceFileReader:
         ``reader.stats`` or the store's.  ``immutable``: the file is never rewritten in place
         (a dataset's data file), so its search-cache key digests less of the tail
         (:func:`~lancejit.file.cache.file_key`), and its columns' metadata is decoded when a
-        column is first used (:class:`~lancejit.file.container.LazyColumns`).
+        column is first used (:class:`~lancejit.file.container.LazyColumns`).  ``tail``: the
+        ``(file size, last bytes)`` already read (e.g. by a batched open), else one
+        ``read_tail`` of 64 KiB.
         """
         store = store if store is not None else getattr(reader, "store", None)
         if stats is None:
             stats = getattr(reader, "stats", None)
         name = uri or getattr(reader, "uri", None) or reader.path
-        try:
-            file_size, tail = await reader.read_tail(FOOTER_PREFETCH_BYTES)
-        except NotFoundError as exc:
-            raise NotFoundError(f"{name}: no such Lance file") from exc
-        except StoreError as exc:
-            if isinstance(exc.__cause__, IsADirectoryError) or "directory" in str(exc):
-                raise InvalidInputError(f"{name}: is a directory, not a Lance file") from exc
-            raise
-        except IsADirectoryError as exc:  # a store that did not translate it
-            raise InvalidInputError(f"{name}: is a directory, not a Lance file") from exc
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"{name}: no such Lance file") from exc
+        if tail is not None:
+            file_size, tail = tail
+        else:
+            try:
+                file_size, tail = await reader.read_tail(FOOTER_PREFETCH_BYTES)
+            except Exception as exc:
+                err = tail_error(exc, name)
+                if err is exc:
+                    raise
+                raise err from exc
         cache = cache if cache is not None else default_cache()
         key = file_key(str(getattr(reader, "uri", None) or name), file_size, tail, immutable=immutable)
         metadata = cache.get_metadata(key)
@@ -215,6 +224,22 @@ class AsyncLanceFileReader:
                                                  lazy_columns=immutable)
             cache.put_metadata(key, metadata)
         return cls(name, store, getattr(reader, "path", name), reader, metadata, stats)
+
+    @classmethod
+    def from_tail(cls, reader: Any, file_size: int, tail: Any, *, uri: str, store: Any, stats: Any,
+                  immutable: bool = False, cache: SearchCache | None = None) -> "AsyncLanceFileReader | None":
+        """:meth:`from_reader` without I/O, given the file's size and its last bytes ``tail``
+        (read by the caller, e.g. for many files at once): None when the metadata does not lie
+        in ``tail`` (or the file is a legacy one): then ``await from_reader(..., tail=...)``."""
+        cache = cache if cache is not None else default_cache()
+        key = file_key(uri, file_size, tail, immutable=immutable)
+        metadata = cache.get_metadata(key)
+        if metadata is None:
+            metadata = parse_tail_metadata(uri, file_size, tail, cache=cache.file(key), lazy_columns=immutable)
+            if metadata is None:
+                return None
+            cache.put_metadata(key, metadata)
+        return cls(uri, store, reader.path, reader, metadata, stats)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -454,6 +479,45 @@ class AsyncLanceFileReader:
             projection = await self._take_projection(columns, resolved, schema)
         return projection[1]
 
+    def take_table_request(self, columns: Sequence[str]) -> tuple[bool, Any]:
+        """Phase one of :meth:`take_table` without I/O, for callers building the tables of
+        many files with one read (see :func:`~lancejit.file.take_plan.read_many`):
+        ``(True, table or None)`` when known now (cached, built from cached chunk words, or not
+        qualifying); ``(False, request)``: a :class:`~lancejit.file.take_plan.TableRequest`
+        whose ranges to read, then :meth:`take_table_from`; ``(False, None)``: use ``await
+        take_table(columns)``."""
+        key = _projection_key(columns)
+        projection = self._projections.get(key)
+        if projection is not None:
+            return True, projection[1]
+        if self._metadata.version not in TAKE_PLAN_VERSIONS:
+            return True, None
+        resolved, schema = self._shape(columns)
+        tops = [t for t, _, _ in resolved]
+        if not resolved or any(path for _, path, _ in resolved) or len(set(tops)) != len(tops):
+            return False, None
+        got = table_request(self._metadata, tops)
+        if isinstance(got, TableRequest):
+            return False, got
+        if got is None:
+            return False, None
+        self._keep(key, (resolved, got, schema))
+        return True, got
+
+    def take_table_from(self, columns: Sequence[str], request: Any, bufs: Sequence[Any]) -> Any:
+        """Phase two of :meth:`take_table_request`: the table from the bytes of
+        ``request.ranges``, kept with the projection; None when a check fails (then use
+        ``await take_table(columns)``, which reports the damage)."""
+        table = table_from(request, bufs)
+        if table is not None:
+            resolved, schema = self._shape(columns)
+            self._keep(_projection_key(columns), (resolved, table, schema))
+        return table
+
+    def _keep(self, key: Any, projection: tuple) -> None:
+        if key is not _NO_KEY and len(self._projections) < MAX_PROJECTIONS:
+            self._projections[key] = projection
+
     @property
     def range_reader(self) -> Any:
         """The ``RangeReader`` this file is read through (its scheduler)."""
@@ -473,8 +537,7 @@ class AsyncLanceFileReader:
                 table = await take_table([decoders[t] for t in tops], self.num_rows, self._metadata.cache,
                                          self._scheduler)
         projection = (resolved, table, schema)
-        if key is not _NO_KEY and len(self._projections) < MAX_PROJECTIONS:
-            self._projections[key] = projection
+        self._keep(key, projection)
         return projection
 
     def _small_read(self, decoders: Sequence[Any], num_rows: int) -> bool:
@@ -553,6 +616,18 @@ _NO_KEY = object()
 #: ``(id(file schema), projection key) -> (schema, resolved, result schema)``: see ``_shape``.
 _SHAPES: dict[tuple[int, Any], tuple[pa.Schema, list, pa.Schema]] = {}
 _SHAPES_MAX = 256
+
+
+def tail_error(exc: BaseException, name: str) -> BaseException:
+    """The error to raise when reading the tail of the file ``name`` failed with ``exc``: a
+    missing file is :class:`NotFoundError`, a directory :class:`InvalidInputError`, others as
+    they are."""
+    if isinstance(exc, (NotFoundError, FileNotFoundError)):
+        return NotFoundError(f"{name}: no such Lance file")
+    if isinstance(exc, IsADirectoryError) or (isinstance(exc, StoreError) and (
+            isinstance(exc.__cause__, IsADirectoryError) or "directory" in str(exc))):
+        return InvalidInputError(f"{name}: is a directory, not a Lance file")
+    return exc
 
 
 def _projection_key(columns: Any) -> Any:

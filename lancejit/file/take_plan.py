@@ -174,27 +174,46 @@ async def _read_small(reader: Any, ranges: list) -> list:
     store = getattr(reader, "store", None)
     if getattr(store, "read_files_into", None) is None or getattr(reader, "store_path", None) is None:
         return await reader.read_ranges(ranges, priority=0)
+    return (await read_many([reader], [ranges]))[0]
+
+
+async def read_many(readers: Sequence[Any], ranges: Sequence[list]) -> list[list]:
+    """The bytes of a few small byte ranges of each of several files (``ranges[i]``: half-open
+    ``(start, end)`` ranges of ``readers[i]``, a file scheduler or a wrapper with ``store``,
+    ``store_path``, ``stats``, ``config``; one buffer per range, in order) with ONE
+    :func:`lancejit.io.multi_read.read_files` call: each file's ranges merged as its scheduler
+    merges them (same requests and bytes), files held whole served from memory."""
     from lancejit.io.multi_read import FileSource, read_files
 
-    gap = int(getattr(getattr(reader, "config", None), "block_size", 4096))
     reads: list[list[int]] = []
-    for a, b in sorted(ranges):
-        if reads and a - reads[-1][2] <= gap:
-            if b > reads[-1][2]:
-                reads[-1][2] = b
-        else:
-            reads.append([0, a, b, 0])
+    spans = []  # per file: its first and end index in ``reads``
     pos = 0
-    for r in reads:
-        r[3] = pos
-        pos += r[2] - r[1]
-    data = memoryview(await read_files([FileSource.of(reader)], np.array(reads, dtype=np.int64), pos))
+    for f, (reader, rs) in enumerate(zip(readers, ranges)):
+        gap = int(getattr(getattr(reader, "config", None), "block_size", 4096))
+        first = len(reads)
+        for a, b in sorted(rs):
+            if len(reads) > first and a - reads[-1][2] <= gap:
+                last = reads[-1]
+                if b > last[2]:
+                    pos += b - last[2]
+                    last[2] = b
+            else:
+                reads.append([f, a, b, pos])
+                pos += b - a
+        spans.append((first, len(reads)))
+    if not reads:
+        return [[] for _ in readers]
+    data = memoryview(await read_files([FileSource.of(r) for r in readers], np.array(reads, dtype=np.int64), pos))
     out = []
-    for a, b in ranges:
-        for _, s, e, p in reads:
-            if s <= a and b <= e:
-                out.append(data[p + a - s:p + b - s])
-                break
+    for (lo, hi), rs in zip(spans, ranges):
+        bufs = []
+        for a, b in rs:
+            for i in range(lo, hi):
+                _, s, e, p = reads[i]
+                if s <= a and b <= e:
+                    bufs.append(data[p + a - s:p + b - s])
+                    break
+        out.append(bufs)
     return out
 
 
@@ -294,4 +313,4 @@ def _as_ranges(reader: Any, ranges: np.ndarray) -> Any:
 
 
 __all__ = ["TAKE_PLAN_VERSIONS", "TableRequest", "TakeTable", "combine", "file_take_table", "run_take", "table_from",
-           "table_request", "take_table"]
+           "table_request", "take_table", "read_many"]

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import uuid
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 from urllib.parse import quote
 
 import numpy as np
@@ -296,29 +296,56 @@ class LocalStore(ObjectStore):
 
         def work(cancel: threading.Event | None) -> tuple[int, memoryview]:
             t0 = time.perf_counter()
-            entry = self._fds.fresh(path)  # a new reader: open the current file
-            fd = entry.fd
-            try:
-                size = os.fstat(fd).st_size
-                n = min(nbytes, size)
-                buf = bytearray(n)
-                view = memoryview(buf)
-                got = 0
-                while got < n:
-                    k = os.preadv(fd, [view[got:]], size - n + got)
-                    if k == 0:
-                        raise CorruptFileError(f"object shrank while reading (size {size})", path=path)
-                    got += k
-                tail = view.toreadonly()
-                self._fds.keep_tail(path, entry, size - n, tail)
-            finally:
-                self._fds.release(entry)
-            stats.record_read(n, time.perf_counter() - t0)
+            size, tail = self._tail(path, nbytes)
+            stats.record_read(len(tail), time.perf_counter() - t0)
             return size, tail
 
         if nbytes <= self.inline_read_bytes:  # footer reads (64 KiB): no worker hand-off
             return self._run_inline(path, work)
         return await self._run(path, work)
+
+    def _tail(self, path: str, nbytes: int) -> tuple[int, memoryview]:
+        """``(size, last min(nbytes, size) bytes)`` of ``path`` read in the calling thread from
+        a new descriptor (kept with the tail while files are held, see :mod:`.fd_cache`)."""
+        entry = self._fds.fresh(path)  # a new reader: open the current file
+        fd = entry.fd
+        try:
+            size = os.fstat(fd).st_size
+            n = min(nbytes, size)
+            view = memoryview(bytearray(n))
+            got = 0
+            while got < n:
+                k = os.preadv(fd, [view[got:]], size - n + got)
+                if k == 0:
+                    raise CorruptFileError(f"object shrank while reading (size {size})", path=path)
+                got += k
+            tail = view.toreadonly()
+            self._fds.keep_tail(path, entry, size - n, tail)
+        finally:
+            self._fds.release(entry)
+        return size, tail
+
+    def read_tails_inline(self, paths: Sequence[str], nbytes: int) -> list[Any]:
+        """For every path of ``paths``, in the calling thread, ``(size, last min(nbytes, size)
+        bytes)`` as :meth:`read_tail` returns it, or the error (translated as :meth:`read_tail`
+        raises it) when that file cannot be read.  One request per file, counted in the store's
+        stats as one batch.  Used by the batched open of data files for tails up to
+        :attr:`inline_read_bytes` (the caller checks)."""
+        out: list[Any] = []
+        t0 = time.perf_counter()
+        done = nreq = 0
+        for path in paths:
+            try:
+                got = self._tail(path, nbytes)
+            except Exception as exc:
+                out.append(translate_error(exc, path))
+                continue
+            out.append(got)
+            done += len(got[1])
+            nreq += 1
+        if nreq:
+            self.stats.record_read(done, time.perf_counter() - t0, requests=nreq)
+        return out
 
     async def size(self, path: str) -> int:
         def work(cancel: threading.Event) -> int:

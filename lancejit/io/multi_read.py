@@ -99,6 +99,52 @@ async def read_files(sources: Sequence[FileSource], reads: np.ndarray, nbytes: i
     return out
 
 
+async def read_tails(readers: Sequence[Any], nbytes: int) -> list[Any]:
+    """For every file scheduler of ``readers`` (:class:`~lancejit.io.scheduler.FileScheduler`
+    or anything with ``store``, ``store_path``, ``stats`` and ``read_tail``): ``(size, last
+    min(nbytes, size) bytes)``, or the error reading it raised (an ``Exception``: the caller
+    raises it with the file named).  Cancellation propagates.
+
+    On a store reading in the caller's thread (local files: ``store.read_tails_inline``) when
+    its byte budget is free, ONE inline loop (one request per file, no task per file);
+    otherwise every file's ``read_tail`` through its scheduler, all at once (the store's queue
+    bounds how many run).  The requests count in each reader's ``stats`` as the schedulers'
+    would (once per batch when they share one stats object)."""
+    if not readers:
+        return []
+    store = readers[0].store
+    inline = getattr(store, "read_tails_inline", None)
+    if inline is not None and nbytes <= getattr(store, "inline_read_bytes", 0) and all(
+            r.store is store for r in readers):
+        total = nbytes * len(readers)
+        queue = io_queue(store)
+        if queue.try_take(total):
+            try:
+                t0 = time.perf_counter()
+                got = inline([r.store_path for r in readers], nbytes)
+            finally:
+                queue.give_back(total)
+            seconds = time.perf_counter() - t0
+            first = readers[0].stats
+            if all(r.stats is first for r in readers):
+                ok = [g[1] for g in got if type(g) is tuple]
+                if first is not None and ok:
+                    first.record_read(sum(len(t) for t in ok), seconds, requests=len(ok))
+            else:  # pragma: no cover - readers of one batch counted in several places
+                for r, g in zip(readers, got):
+                    if type(g) is tuple and r.stats is not None:
+                        r.stats.record_read(len(g[1]), seconds)
+            return got
+
+    async def one(reader: Any) -> Any:
+        try:
+            return await reader.read_tail(nbytes)
+        except Exception as exc:
+            return exc
+
+    return list(await gather_all(one(r) for r in readers))
+
+
 def _count(pending: list[tuple[FileSource, list[list[int]]]], nbytes: int, nreq: int, seconds: float) -> None:
     """Record an inline batch in the sources' stats (once when they share one stats object)."""
     first = pending[0][0].stats
@@ -129,4 +175,4 @@ async def _through_scheduler(src: FileSource, part: list[list[int]], out: np.nda
         out[p:p + e - s] = np.frombuffer(buf, dtype=np.uint8)
 
 
-__all__ = ["FileSource", "read_files"]
+__all__ = ["FileSource", "read_files", "read_tails"]

@@ -55,6 +55,31 @@ class AsyncLRU:
             return value
         return await asyncio.shield(fut)
 
+    def peek(self, key: Hashable) -> Any:
+        """The cached value of ``key`` (marked recently used), or None."""
+        items = self._items
+        value = items.get(key)
+        if value is not None:
+            items.move_to_end(key)
+        return value
+
+    def loading(self, key: Hashable) -> bool:
+        """True when a :meth:`get` of ``key`` is loading it on the running event loop."""
+        return (id(asyncio.get_running_loop()), key) in self._loading
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        """Cache ``value`` under ``key`` unless a value is cached already; returns the cached
+        one (for callers loading many keys at once, e.g. a batched open of data files)."""
+        items = self._items
+        got = items.get(key)
+        if got is not None:
+            items.move_to_end(key)
+            return got
+        items[key] = value
+        if len(items) > self.capacity:
+            items.popitem(last=False)
+        return value
+
 
 @dataclass(slots=True)
 class WholeFileBudget:

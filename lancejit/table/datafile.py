@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import CorruptFileError, NotFoundError
+from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 
 from .fields import TopField, conform_array
 from .manifest import DataFile
@@ -27,10 +27,15 @@ if TYPE_CHECKING:  # pragma: no cover
 class DataFileHandle:
     """An opened data file: reads dataset fields by Lance field id."""
 
-    def __init__(self, reader: Any, data_file: DataFile, path: str) -> None:
+    def __init__(self, reader: Any, data_file: DataFile, path: str, store: Any = None,
+                 store_path: str | None = None) -> None:
         self.reader = reader
         self.data_file = data_file
+        #: The file's URI (for messages and as its cache key).
         self.path = path
+        #: The store holding the file and its path there (None: not known).
+        self.store = store
+        self.store_path = store_path
         self._name_of_id, self._names = _names_of(reader)
         #: field id -> (dataset schema, fields to conform by or None: used as read).
         self._conform: dict[int, tuple[Any, Any]] = {}
@@ -143,7 +148,8 @@ class _SmallFileReader:
     most ``WHOLE_FILE_BYTES``), every later read is served from that buffer (no request).
     Other attributes (``stats``, ``store``, ``config``...) are the scheduler's."""
 
-    def __init__(self, inner: Any, expected_size: int | None = None, budget: Any = None) -> None:
+    def __init__(self, inner: Any, expected_size: int | None = None, budget: Any = None,
+                 uri: str | None = None) -> None:
         self.inner = inner
         #: A :class:`~lancejit.table.context.WholeFileBudget` bounding the bytes held whole.
         self.budget = budget
@@ -154,7 +160,7 @@ class _SmallFileReader:
         # the scheduler's fixed attributes read per take admission, copied (no __getattr__)
         self.store, self.config, self.stats = inner.store, inner.config, inner.stats
         self.store_path: str = inner.store_path
-        self.uri: str = inner.uri
+        self.uri: str = uri if uri is not None else inner.uri
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -178,17 +184,22 @@ class _SmallFileReader:
             n = len(self._whole)
             return n, self._whole[max(0, n - int(nbytes)):]
         size, data = await self.inner.read_tail(nbytes)
-        if not self._seen_tail:
-            self._seen_tail = True
-            if self.expected_size and self.expected_size != size:
-                raise CorruptFileError(
-                    f"data file has {size} bytes but the manifest records {self.expected_size}", path=self.path
-                )
-            if len(data) == size and size <= WHOLE_FILE_BYTES and (
-                self.budget is None or self.budget.take(size)
-            ):
-                self._whole = data
+        self.first_tail(size, data)
         return size, data
+
+    def first_tail(self, size: int, data: Any) -> None:
+        """Note the file's size and tail read by its open (through :meth:`read_tail` or, for
+        a batched open, by the caller): checked against the manifest's size, and the file
+        kept whole when the tail holds it (and the budget allows)."""
+        if self._seen_tail:
+            return
+        self._seen_tail = True
+        if self.expected_size and self.expected_size != size:
+            raise CorruptFileError(
+                f"data file has {size} bytes but the manifest records {self.expected_size}", path=self.path
+            )
+        if len(data) == size and size <= WHOLE_FILE_BYTES and (self.budget is None or self.budget.take(size)):
+            self._whole = data
 
     async def read_ranges(self, ranges: Any, *, priority: int = 0) -> list[memoryview]:
         whole = self._whole
@@ -220,6 +231,69 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
                                                                 immutable=True)
             except NotFoundError:
                 raise NotFoundError("data file is missing") from None
-            return DataFileHandle(reader, data_file, uri)
+            return DataFileHandle(reader, data_file, uri, store, path)
 
     return await ctx.caches.files.get(store.uri(path), load)
+
+
+async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile]) -> list[DataFileHandle]:
+    """The cached handles of ``data_files`` (in that order; repeats allowed), the files not
+    opened yet opened together: ONE batched read of all their 64 KiB tails
+    (:func:`lancejit.io.multi_read.read_tails`: on local disk one inline loop, one request per
+    file and no task per file; on object stores every tail at once through the files'
+    schedulers), their metadata parsed inline (a file whose metadata starts before its tail
+    reads the rest through :meth:`AsyncLanceFileReader.from_reader`), every handle put in the
+    dataset's file cache.  Each handle's ``store`` and ``store_path`` say where its file is.
+
+    Errors are those of :func:`open_data_file`, for the first failing file in ``data_files``
+    order (``NotFoundError`` "data file is missing", ``CorruptFileError``...), naming it."""
+    from lancejit.core.config import FOOTER_PREFETCH_BYTES
+    from lancejit.file.reader import AsyncLanceFileReader, tail_error
+    from lancejit.io.multi_read import read_tails
+
+    from .context import with_context
+
+    files = ctx.caches.files
+    out: list[Any] = [None] * len(data_files)
+    todo: dict[str, tuple[list[int], DataFile, Any, str]] = {}  # uri -> (indexes, file, store, path)
+    waits = []
+    for i, df in enumerate(data_files):
+        store, path = ctx.data_file_location(df)
+        uri = store.uri(path)
+        got = files.peek(uri)
+        if got is not None:
+            out[i] = got
+        elif uri in todo:
+            todo[uri][0].append(i)
+        elif files.loading(uri):  # another caller is opening it: share its load
+            waits.append((i, df))
+        else:
+            todo[uri] = ([i], df, store, path)
+    if todo:
+        budget = ctx.caches.whole_files
+        sources = []
+        for uri, (_, df, store, path) in todo.items():
+            size = df.file_size_bytes or None
+            sources.append(_SmallFileReader(ctx.reader(store, path, size), size, budget, uri))
+        tails = await read_tails([s.inner for s in sources], FOOTER_PREFETCH_BYTES)
+        stats = ctx.stats
+        for (uri, (idxs, df, store, path)), src, tail in zip(todo.items(), sources, tails):
+            try:
+                if not isinstance(tail, tuple):
+                    err = tail_error(tail, uri)
+                    raise (NotFoundError("data file is missing") if isinstance(err, NotFoundError) else err)
+                size, data = tail
+                src.first_tail(size, data)
+                reader = AsyncLanceFileReader.from_tail(src, size, data, uri=uri, store=store, stats=stats,
+                                                        immutable=True)
+                if reader is None:
+                    reader = await AsyncLanceFileReader.from_reader(src, uri=uri, store=store, stats=stats,
+                                                                    immutable=True, tail=tail)
+            except LanceJitError as exc:
+                raise with_context(exc, ctx.describe_where(path, store)) from exc
+            handle = files.put(uri, DataFileHandle(reader, df, uri, store, path))
+            for i in idxs:
+                out[i] = handle
+    for i, df in waits:
+        out[i] = await open_data_file(ctx, df)
+    return out

@@ -34,9 +34,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import CorruptFileError
+from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.io.multi_read import FileSource, read_files
 
+from .context import with_context
+from .datafile import open_data_files
 from .fields import TopField
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -204,12 +206,13 @@ class FileTakeState:
             hold()
             self._holds.append(ctx.store)
         try:
-            got = await _all(_open_table(ctx, frag, g) for _, frag, g in cands)
+            handles = await open_data_files(ctx, [g.data_file for _, _, g in cands])
+            tables = await _take_tables(ctx, cands, handles)
         except BaseException:
             self._release_one()
             raise
         added = False
-        for (p, _, _), (handle, table) in zip(cands, got):
+        for (p, _, _), handle, table in zip(cands, handles, tables):
             if table is None:
                 self.slot_of_pos[p] = NOT_ELIGIBLE
             else:
@@ -378,35 +381,61 @@ class _FsstArena:
         self.count = t0 + t
 
 
-async def _all(aws: Any) -> list[Any]:
-    aws = list(aws)
-    if len(aws) == 1:
-        return [await aws[0]]
-    return list(await asyncio.gather(*aws))
+async def _take_tables(ctx: "DatasetContext", cands: list[tuple[int, Any, Any]], handles: list[Any]) -> list[Any]:
+    """The take table of each candidate ``(position, fragment, group)``'s data file (opened:
+    ``handles``), None when the multi-file take cannot serve it.  Tables not cached yet are
+    built from the files' metadata with ONE read of every file's chunk metadata words
+    (:func:`~lancejit.file.take_plan.read_many`); the rare file whose table needs more (or
+    whose words fail a check) is built by its own reader, which reports any damage."""
+    from lancejit.file.take_plan import read_many
 
-
-async def _open_table(ctx: "DatasetContext", frag: Any, group: Any) -> tuple[Any, Any]:
-    """``(handle, take table)`` of ``group``'s data file (opened, cached), the table None when
-    the file cannot be served by the multi-file take."""
-    got = await frag._handle(group.data_file)
-    handle, store, path = got
-    if handle.num_rows != frag.physical_rows:
-        return handle, None  # the per-fragment path reports it
-    with ctx.errors(path, store):
-        names, unique = handle._columns(group.tops)
-        if names != unique:
-            return handle, None
-        table = await handle.reader.take_table(unique)
-    if table is None or len(table.columns) != len(group.tops):
-        return handle, None
+    tables: list[Any] = [None] * len(cands)
+    wait: list[tuple[int, Any, Any]] = []  # (candidate, request, columns)
+    slow: list[tuple[int, Any]] = []  # (candidate, columns): await reader.take_table
+    for i, ((_, frag, group), handle) in enumerate(zip(cands, handles)):
+        if handle.num_rows != frag.physical_rows:
+            continue  # the per-fragment path reports it
+        try:
+            names, unique = handle._columns(group.tops)
+            if names != unique:
+                continue
+            done, got = handle.reader.take_table_request(unique)
+        except LanceJitError as exc:
+            raise with_context(exc, ctx.describe_where(handle.store_path, handle.store)) from exc
+        if done:
+            tables[i] = got
+        elif got is None:
+            slow.append((i, unique))
+        elif got.ranges:
+            wait.append((i, got, unique))
+        else:
+            slow.append((i, unique))
+    if wait:
+        bufs = await read_many([handles[i].reader.range_reader for i, _, _ in wait], [r.ranges for _, r, _ in wait])
+        for (i, req, unique), b in zip(wait, bufs):
+            tables[i] = table = handles[i].reader.take_table_from(unique, req, b)
+            if table is None:
+                slow.append((i, unique))
+    for i, unique in slow:
+        handle = handles[i]
+        with ctx.errors(handle.store_path, handle.store):
+            tables[i] = await handle.reader.take_table(unique)
     lschema = ctx.lance_schema
-    for top, ix, ty in zip(group.tops, table.columns, group.types):
-        if ix.arrow_type != ty:
-            return handle, None
-        probe = _probe(ty)
-        if probe is not None and handle.conform(top, probe, lschema, ty) is not probe:
-            return handle, None  # children matched by id: the per-fragment path conforms them
-    return handle, table
+    for i, ((_, _, group), handle, table) in enumerate(zip(cands, handles, tables)):
+        if table is None:
+            continue
+        if len(table.columns) != len(group.tops):
+            tables[i] = None
+            continue
+        for top, ix, ty in zip(group.tops, table.columns, group.types):
+            if ix.arrow_type != ty:
+                tables[i] = None
+                break
+            probe = _probe(ty)
+            if probe is not None and handle.conform(top, probe, lschema, ty) is not probe:
+                tables[i] = None  # children matched by id: the per-fragment path conforms them
+                break
+    return tables
 
 
 _PROBES: dict[pa.DataType, Any] = {}
