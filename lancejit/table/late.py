@@ -28,6 +28,9 @@ SMALL_UNIT_ROWS = 4096
 #: Selections of at least this many rows run in a worker thread (pyarrow's take releases the
 #: GIL), so the event loop keeps issuing reads and decodes meanwhile.
 OFFLOAD_SELECT_ROWS = 1 << 15
+#: Big units evaluate their filter kernels in a worker thread (the kernels release the GIL),
+#: while the event loop reads and decodes other units.
+OFFLOAD_EVAL = True
 
 
 def _select(arrays: list, positions: np.ndarray, n: int) -> list:
@@ -144,7 +147,14 @@ async def _group_matches(
     ftable = pa.Table.from_arrays(cols, schema=schema)
     from .filter import filter_positions  # sqlglot loads with the first filter
 
-    matches = filter_positions(compiled, ftable, sum(n_lives))
+    matches = None
+    if big and compiled.fast is not None and ftable.num_columns and OFFLOAD_EVAL:
+        from .filter_fast import fast_positions
+
+        # the kernels release the GIL: other units decode meanwhile
+        matches = await asyncio.to_thread(fast_positions, compiled.fast, ftable)
+    if matches is None:
+        matches = filter_positions(compiled, ftable, sum(n_lives))
     bounds = np.zeros(len(members) + 1, dtype=np.int64)
     np.cumsum(n_lives, out=bounds[1:])
     cuts = np.searchsorted(matches, bounds).tolist()
@@ -214,7 +224,11 @@ async def _staged_matches(
         still = []
         for i, (arr,) in zip(alive, cols):
             got[i][top.name] = arr
-            mask = fast_mask(node, {top.name: _chunks(arr)}, n_lives[i])
+            by_name = {top.name: _chunks(arr)}
+            if OFFLOAD_EVAL:  # (stages run for big units only)
+                mask = await asyncio.to_thread(fast_mask, node, by_name, n_lives[i])
+            else:
+                mask = fast_mask(node, by_name, n_lives[i])
             if mask is None:
                 return None
             if masks[i] is not None:
@@ -262,3 +276,86 @@ async def _finish_unit(
         by_name.update({t.name: a for t, a in zip(rest, got)})
     meta = dict(await frag.meta_columns(offsets, spec.with_row_id, spec.with_row_address))
     return by_name, meta, len(offsets)
+
+
+#: What :func:`read_small_group` returns for members it does not take.
+NOT_HANDLED = object()
+
+
+async def read_small_group(
+    ctx: DatasetContext, spec: "ScanSpec", members: list[tuple[FragmentReader, int, int]],
+) -> tuple[dict[str, Any], dict[str, pa.Array], int] | None | object:
+    """A filtered scan's output for a group of small units (at most ``SMALL_UNIT_ROWS`` rows
+    each, e.g. many small fragments) as arrays: the filter's columns decoded for every member
+    at once (:func:`.scan_multi.read_members`) and evaluated once, the matching rows' other
+    columns read by one more ``read_members`` call for the members with matches.  Returns
+    ``(arrays by top-level name, meta columns, rows)`` for ``scan.assemble_table``, None when
+    no row matches, or ``NOT_HANDLED`` when a member is big or the filter's columns do not
+    qualify for ``read_members`` (then only the deletion vectors were read)."""
+    from .filter import filter_positions
+    from .scan_multi import member_lives, read_members
+
+    compiled = spec.filter
+    assert compiled is not None
+    if any(hi - lo > SMALL_UNIT_ROWS for _, lo, hi in members):
+        return NOT_HANDLED
+    ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
+    if not ftops:
+        return NOT_HANDLED
+    lives = await member_lives(members)
+    arrays = await read_members(ctx, ftops, members, lives)
+    if arrays is None:
+        return NOT_HANDLED
+    k = len(members)
+    los = np.fromiter((lo for _, lo, _ in members), dtype=np.int64, count=k)
+    his = np.fromiter((hi for _, _, hi in members), dtype=np.int64, count=k)
+    counts = his - los
+    for i, live in enumerate(lives):
+        if live is not None:
+            counts[i] = len(live)
+    bounds = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    schema = pa.schema([ctx.schema.field(t.name) for t in ftops])
+    matches = filter_positions(compiled, pa.Table.from_arrays(arrays, schema=schema), int(bounds[-1]))
+    n = len(matches)
+    if n == 0:
+        return None
+    # physical offsets of the matches, member by member
+    cuts = np.searchsorted(matches, bounds)
+    per = np.diff(cuts)
+    owner = np.repeat(np.arange(k, dtype=np.int64), per)
+    phys = matches - bounds[owner] + los[owner]
+    hit = np.flatnonzero(per).tolist()
+    for i in hit:
+        live = lives[i]
+        if live is not None:
+            a, b = int(cuts[i]), int(cuts[i + 1])
+            phys[a:b] = live[matches[a:b] - bounds[i]]
+    sels = [phys[int(cuts[i]):int(cuts[i + 1])] for i in hit]
+    subs = [members[i] for i in hit]
+    have = {t.name: j for j, t in enumerate(ftops)}
+    by_name: dict[str, Any] = {}
+    kept = [t for t in spec.tops if t.name in have]
+    if kept:
+        picked = _select([arrays[have[t.name]] for t in kept], matches, int(bounds[-1]))
+        by_name.update({t.name: a for t, a in zip(kept, picked)})
+    rest = [t for t in spec.tops if t.name not in have]
+    if rest:
+        total = int(bounds[-1])
+        if n >= TAKE_FRACTION * total:  # dense: every live row (ranges), then the matches
+            got = await read_members(ctx, rest, members, lives)
+            if got is not None:
+                got = _select(got, matches, total)
+        else:
+            got = await read_members(ctx, rest, subs, sels)
+        if got is None:  # columns the run decoder does not take (nested, dictionary...)
+            parts = await asyncio.gather(*(f.read(rest, s) for (f, _, _), s in zip(subs, sels)))
+            got = [pa.chunked_array([c for p in parts for c in _chunks(p[j])], type=ctx.schema.field(t.name).type)
+                   for j, t in enumerate(rest)]
+        by_name.update({t.name: a for t, a in zip(rest, got)})
+    meta: dict[str, pa.Array] = {}
+    if spec.with_row_id or spec.with_row_address:
+        got_meta = [dict(await f.meta_columns(s, spec.with_row_id, spec.with_row_address))
+                    for (f, _, _), s in zip(subs, sels)]
+        meta = {name: pa.concat_arrays([g[name] for g in got_meta]) for name in got_meta[0]}
+    return by_name, meta, n

@@ -26,7 +26,7 @@ from .context import DatasetContext
 from .fields import TopField
 from .fragment import ROWADDR, ROWID, FragmentReader
 from .index import dataset_index
-from .late import SMALL_UNIT_ROWS, _finish_unit, _group_matches, _live, _read_rows
+from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _live, _read_rows, read_small_group
 from .scan_multi import filter_members, member_lives, read_members
 from .scan_plan import ScanPlan, plan_units
 
@@ -188,6 +188,10 @@ async def read_group_table(
     """The output rows of several consecutive units of a filtered scan (their filter evaluated
     at once), in order, as one table (None when no row survives)."""
     assert spec.filter is not None
+    if LATE_MATERIALIZATION and len(members) > 1:  # many small units: as arrays (late.py)
+        got = await read_small_group(ctx, spec, members)
+        if got is not NOT_HANDLED:
+            return None if got is None else assemble_table(ctx, spec, *got)  # type: ignore[misc]
     early = [] if LATE_MATERIALIZATION else list(spec.tops)
     lives, read, arrays, matches = await _group_matches(ctx, spec.filter, members, early)
     parts = await asyncio.gather(*(

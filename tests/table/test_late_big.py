@@ -67,3 +67,31 @@ def test_select_takes_rows_of_plain_and_chunked_arrays():
         mask[pos] = True
         for a, g in zip(arrays, got):
             assert g.to_pylist() == a.filter(pa.array(mask)).to_pylist()
+
+
+@pytest.fixture(scope="module")
+def small_fragments(tmp_path_factory):
+    n = 3000
+    path = str(tmp_path_factory.mktemp("small") / "ds")
+    lance.write_dataset(_many._table(n), path, max_rows_per_file=47, data_storage_version="2.1")
+    lance.dataset(path).delete("a % 13 = 3 OR (a >= 940 AND a < 1100)")  # whole fragments too
+    return path
+
+
+@pytest.mark.parametrize("fraction", [0.0, 2.0], ids=["dense", "sparse"])
+@pytest.mark.parametrize("whole", [False, True], ids=["ranges", "whole"])
+def test_small_fragment_groups_match_reference(small_fragments, monkeypatch, fraction, whole):
+    """Groups of small fragments (``late.read_small_group``): the filter's columns decoded for
+    the group at once, the other columns for every live row then taken (dense) or for the
+    matching rows only (sparse)."""
+    monkeypatch.setattr(late, "TAKE_FRACTION", fraction)
+    if not whole:
+        monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
+    ref, ours = lance.dataset(small_fragments), lt.dataset(small_fragments)
+    for text in _many.ALL_FILTERS:
+        assert ours.to_table(filter=text).equals(ref.to_table(filter=text)), text
+    for text in ("a % 5 = 0", "s LIKE 's1%'", "f > 100 AND a < 3000", "a >= 1000"):
+        for cols in (["st", "a"], ["s"], ["f", "s"], []):
+            got = ours.to_table(filter=text, columns=cols, with_row_id=True, with_row_address=True)
+            expect = ref.to_table(filter=text, columns=cols, with_row_id=True, with_row_address=True)
+            assert got.equals(expect), (text, cols)
