@@ -12,8 +12,8 @@ read unit by unit then).
 
 from __future__ import annotations
 
-import asyncio
 import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -85,17 +85,18 @@ def _holder(files: Sequence[Any], tops: Sequence[TopField]) -> int:
 
 
 async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequence[FragmentReader]) -> list[Any]:
-    """:func:`_file_scan` of several fragments: their data files opened together (in order
-    on stores read in the caller's thread, concurrently on object stores), each file's scan
-    made once; kept per fragment reader and column set."""
+    """:func:`_file_scan` of several fragments: their data files not opened yet opened together
+    (:func:`.datafile.open_data_files`: one batched tail read), the take tables of those files
+    built with one read of all their chunk metadata words (``take_files._take_tables``), each
+    file's scan made once; kept per fragment reader and column set."""
     from lancejit.core.errors import LanceJitError
 
     from .context import with_context
-    from .datafile import open_data_file
+    from .datafile import open_data_files
 
     key = tuple(t.name for t in tops)
     schema = ctx.schema
-    types = [schema.field(t.name).type for t in tops]
+    types = tuple(schema.field(t.name).type for t in tops)
     out: list[Any] = [None] * len(frags)
     todo = []
     for i, frag in enumerate(frags):
@@ -112,23 +113,33 @@ async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequ
             todo.append((i, per, df))
     if not todo:
         return out
-    if len(todo) == 1 or getattr(ctx.store, "serial_batches", False):  # tails read in this thread
-        handles = [await open_data_file(ctx, df) for _, _, df in todo]
-    else:
-        handles = await asyncio.gather(*(open_data_file(ctx, df) for _, _, df in todo))
+    handles = await open_data_files(ctx, [df for _, _, df in todo])
+    if len(todo) > 1:  # every new file's take table from one read of their chunk words
+        from .take_files import _take_tables
+
+        group = _Columns(tuple(tops), types)
+        await _take_tables(ctx, [(0, frags[i], group) for i, _, _ in todo], handles)
     for (i, per, df), handle in zip(todo, handles):
         got = None
         names, unique = handle._columns(tops)
         if len(unique) == len(names):
             try:
-                scan = await file_scan(handle.reader, tuple(names))
+                scan = await file_scan(handle.reader, tuple(names))  # (the table now kept by the reader)
             except LanceJitError as exc:
-                store, path = ctx.data_file_location(df)
-                raise with_context(exc, ctx.describe_where(path, store)) from exc
+                raise with_context(exc, ctx.describe_where(handle.store_path, handle.store)) from exc
             if scan is not None and all(ix.arrow_type == t for ix, t in zip(scan.table.columns, types)):
                 got = scan
         out[i] = per[key] = got
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """The projected fields and their dataset types (what ``take_files._take_tables`` reads of
+    a fragment's layout group)."""
+
+    tops: tuple[TopField, ...]
+    types: tuple[pa.DataType, ...]
 
 
 async def read_members(
