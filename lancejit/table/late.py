@@ -22,15 +22,16 @@ if TYPE_CHECKING:
     from .scan import ScanSpec
 
 #: Fraction of a unit's rows below which rows are fetched by take rather than by range.
-TAKE_FRACTION = 0.25
+TAKE_FRACTION = 0.2
 #: Units of at most this many rows are read by take of their rows (see ``_read_rows``).
 SMALL_UNIT_ROWS = 4096
 #: Selections of at least this many rows run in a worker thread (pyarrow's take releases the
 #: GIL), so the event loop keeps issuing reads and decodes meanwhile.
 OFFLOAD_SELECT_ROWS = 1 << 15
-#: Big units evaluate their filter kernels in a worker thread (the kernels release the GIL),
-#: while the event loop reads and decodes other units.
-OFFLOAD_EVAL = True
+#: Big units evaluate their filter kernels in a worker thread (the kernels release the GIL)
+#: while the event loop reads and decodes other units.  Off: on the shared 2-core machine the
+#: 1M-row filtered scans took more CPU (filter 24 -> 31 ms) and were not faster with it.
+OFFLOAD_EVAL = False
 
 
 def _select(arrays: list, positions: np.ndarray, n: int) -> list:

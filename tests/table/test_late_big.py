@@ -43,6 +43,7 @@ def test_big_units_match_reference(data, monkeypatch, fraction, whole):
     monkeypatch.setattr(late, "SMALL_UNIT_ROWS", 16)
     monkeypatch.setattr(late, "TAKE_FRACTION", fraction)
     monkeypatch.setattr(late, "OFFLOAD_SELECT_ROWS", 64)  # the worker-thread take path too
+    monkeypatch.setattr(late, "OFFLOAD_EVAL", fraction == 0.25)  # and evaluation in a thread
     if not whole:
         monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
     ref, ours = lance.dataset(data), lt.dataset(data)
