@@ -56,12 +56,6 @@ async def _read_rows(
     return await _read_at(frag, tops, lo, hi, live)
 
 
-def _is_var(ctx: DatasetContext, top: TopField) -> bool:
-    t = ctx.schema.field(top.name).type
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
-        pa.types.is_large_binary(t)
-
-
 async def _read_at(
     frag: FragmentReader, tops: list[TopField], lo: int, hi: int, rows: np.ndarray | None
 ) -> list[pa.Array | pa.ChunkedArray]:
@@ -69,30 +63,18 @@ async def _read_at(
     every row), in ``tops`` order.
 
     Fewer than ``TAKE_FRACTION`` of the rows: one :func:`.scan_multi.read_members` call (a run
-    plan over the selected rows, one decode kernel per column).  Otherwise the whole range,
-    then ``take`` of the rows: fixed-width columns through ``read_members`` too, strings
-    through the file reader (its FSST page decode beats the run decoder on whole ranges).
-    Columns ``read_members`` does not take are read by the fragment reader."""
+    plan over the selected rows, one decode kernel per column: about half the cost of the file
+    reader's take), or the fragment reader's take for columns it does not qualify.  Otherwise
+    the whole range by the fragment reader (its page decoders beat the run decoder on whole
+    ranges: 131K rows of int64 + float64 1.2 vs 2.3 ms, of FSST strings 1.3 vs 3.1 ms), then
+    one ``take`` of the rows."""
     from .scan_multi import read_members
 
     n = hi - lo
     if rows is not None and len(rows) < TAKE_FRACTION * n:
         got = await read_members(frag.ctx, tops, [(frag, lo, hi)], [rows])
         return got if got is not None else await frag.read(tops, rows)
-    ctx = frag.ctx
-    out: list[Any] = [None] * len(tops)
-    fixed = [i for i, t in enumerate(tops) if not _is_var(ctx, t)]
-    rest = [i for i, t in enumerate(tops) if i not in fixed]
-    if fixed:
-        got = await read_members(ctx, [tops[i] for i in fixed], [(frag, lo, hi)], [None])
-        if got is None:
-            rest = list(range(len(tops)))
-        else:
-            for i, a in zip(fixed, got):
-                out[i] = a
-    if rest:
-        for i, a in zip(rest, await frag.read([tops[i] for i in rest], (lo, hi))):
-            out[i] = a
+    out = await frag.read(tops, (lo, hi))
     if rows is None:
         return out
     return await _select_async(out, rows - lo, n)
