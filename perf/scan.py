@@ -17,7 +17,8 @@ reference and cached under ``perf/data/scan-<version>/``:
   (one dataset object per library, reused: warm metadata; lancejit also keeps data files of at
   most 64 KiB in memory once opened);
 * ``cold``: the same datasets and ``frags2000``, opened anew for every scan (``dataset()`` +
-  full scan: every data file opened again by both libraries).
+  full scan: every data file opened again by both libraries); Python calls per fragment of one
+  such scan.
 
 Writes ``perf/out/scan.json`` (``--json``) and prints a Markdown table.
 """
@@ -240,6 +241,7 @@ def bench_cold(root: str, version: str, repeat: int) -> list[dict]:
         _same(lt.dataset(path).to_table(), lance.dataset(path).to_table(), f"cold {label}")
         res = alternate(lambda: lance.dataset(path).to_table(), lambda: lt.dataset(path).to_table(),
                         max(3, repeat if n < 10_000 else repeat // 2))
+        res["python_calls_per_fragment"] = python_calls(lambda: lt.dataset(path).to_table()) / n
         out.append(dict(work=f"{label}: open + full scan (new dataset object each time)", fragments=n, **res))
     return out
 
@@ -300,6 +302,8 @@ def main() -> None:
         if "lancejit_ns_per_row" in r:
             extra = (f" ({r['lancejit_ns_per_row']:.0f} vs {r['reference_ns_per_row']:.0f} ns/row, "
                      f"{r['python_calls_per_fragment']:.0f} Python calls per fragment)")
+        elif "python_calls_per_fragment" in r:
+            extra = f" ({r['python_calls_per_fragment']:.0f} Python calls per fragment)"
         if "requests" in r:
             q = r["requests"]
             extra = (f" (GETs/bytes: lancejit {q['lancejit']['get']} / {q['lancejit']['bytes']:,}, "

@@ -25,6 +25,7 @@ from lancejit.core.config import DEFAULT_BATCH_SIZE
 from .context import DatasetContext
 from .fields import TopField
 from .fragment import ROWADDR, ROWID, FragmentReader
+from .heap import keep_scan_buffers
 from .index import dataset_index
 from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _live, _read_rows, read_small_group
 from .scan_multi import filter_members, member_lives, read_members
@@ -403,6 +404,7 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
     remaining = spec.limit
     if remaining is not None and remaining <= 0:
         return
+    keep_scan_buffers()  # (once per process: freed scan buffers reused, see .heap)
     index, plan, to_skip = await _plan(ctx, spec)
     limit = asyncio.Semaphore(MAX_UNITS_IN_FLIGHT)
 

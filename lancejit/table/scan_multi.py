@@ -154,10 +154,25 @@ async def read_members(
     key = tuple(t.name for t in tops)
     scans = [_known_scan(frag, key) for frag, _, _ in members]
     missing = [i for i, s in enumerate(scans) if s is _UNKNOWN]
-    if missing:  # files not opened yet: opened together
+    if not missing:
+        return await _read_known(ctx, scans, members, lives)
+    # files not opened yet: opened together; on local disk their descriptors (and tails) are
+    # kept from the open to the end of the read (each file opened once, not twice)
+    hold = getattr(ctx.store, "hold_files", None)
+    if hold is not None:
+        hold()
+    try:
         got = await _file_scans(ctx, tops, [members[i][0] for i in missing])
         for i, s in zip(missing, got):
             scans[i] = s
+        return await _read_known(ctx, scans, members, lives)
+    finally:
+        if hold is not None:
+            ctx.store.release_files()
+
+
+async def _read_known(ctx: DatasetContext, scans: list[Any], members: Sequence[Member],
+                      lives: Sequence[np.ndarray | None]) -> list[pa.Array] | None:
     for scan, (frag, _, hi) in zip(scans, members):
         if scan is None or hi > frag.physical_rows:
             return None

@@ -1,0 +1,58 @@
+"""Letting the C heap keep the memory of freed scan buffers (glibc only).
+
+A scan allocates its read buffers, decode scratch and output arrays with NumPy, i.e. glibc's
+``malloc``.  By default glibc serves blocks above a dynamic threshold (128 KiB at first) with
+fresh ``mmap`` mappings and gives the top of the heap back to the system as soon as 128 KiB are
+free there, so every scan writes to fresh pages: one page fault per 4 KiB.  Measured on a
+200,000-row scan of ``id, x, s`` in 10 fragments (2 cores, alternated with the reference): about
+1,600 faults and 10 ms per scan; with blocks up to 32 MiB from the heap and up to 64 MiB of free
+heap kept, about 10 faults and 6 ms.  The reference's allocator keeps freed memory the same way.
+
+:func:`keep_scan_buffers` sets those two limits once per process, at the first scan, unless the
+process chose its own (``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` in the
+environment) or ``LANCEJIT_MALLOC_TUNE=0``.  The cost: up to 64 MiB of freed memory stays
+resident per heap instead of returning to the system.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: ``mallopt`` parameters (glibc ``malloc.h``).
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+#: Blocks up to this size come from the heap (glibc's dynamic threshold stops at 32 MiB too).
+MMAP_THRESHOLD_BYTES = 32 << 20
+#: Free memory kept at the top of a heap before it is returned to the system.
+TRIM_THRESHOLD_BYTES = 64 << 20
+
+_done = False
+
+
+def keep_scan_buffers() -> bool:
+    """Set glibc's mmap and trim thresholds once per process (see the module docstring);
+    True when they were set by this call."""
+    global _done
+    if _done:
+        return False
+    _done = True
+    env = os.environ
+    if env.get("LANCEJIT_MALLOC_TUNE", "1") == "0" or "MALLOC_MMAP_THRESHOLD_" in env \
+            or "MALLOC_TRIM_THRESHOLD_" in env or not sys.platform.startswith("linux"):
+        return False
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return False
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError, ValueError):  # not glibc
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+
+
+__all__ = ["keep_scan_buffers"]
