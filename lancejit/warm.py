@@ -252,6 +252,10 @@ def warmup(*, byte_compile: bool = True, rows: int = 5000, seed: int = 0) -> War
     t0 = time.perf_counter()
     if byte_compile:
         _byte_compile()
+    from lancejit.encoding.kernels import tier0
+
+    jit.numba()  # every call compiled from here on: no tier-0 (interpreted) kernel calls
+    tier0.ALWAYS = False
     for m in pkgutil.iter_modules(kpkg.__path__):
         importlib.import_module(f"{kpkg.__name__}.{m.name}")
     importlib.import_module("lancejit.encoding.v21.repdef_kernels")

@@ -6,15 +6,31 @@ latest, a number, or a tag name); ``await open_dataset_async(...)`` from async c
 ``describe(ds)`` returns a JSON-friendly summary for ``lancejit inspect``.
 """
 
+from typing import Any
+
 from .dataset import Dataset, Scanner, dataset, open_dataset_async
 from .describe import describe, describe_async
 from .fragment import FragmentInfo
 from .versions import Tag
-from .maintenance import CleanupStats, Tags
-from .write import write_dataset, write_dataset_async
 
 #: The reference's class name for a dataset.
 LanceDataset = Dataset
+
+#: Names imported on first use (the write side and maintenance load the commit machinery,
+#: ~10 ms a process that only reads does not need).
+_LAZY = {"CleanupStats": ".maintenance", "Tags": ".maintenance", "write_dataset": ".write",
+         "write_dataset_async": ".write"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Dataset",

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from lancejit.encoding.kernels import jit
+from lancejit.encoding.kernels import readonly
 
 
 def test_kernel_modules_import_without_numba():
@@ -51,6 +52,17 @@ def test_pickle_and_fsst_numba_names():
 
     k = [x for x in jit.kernels() if x.__qualname__ == "fsst_decode"][0]
     assert pickle.loads(pickle.dumps(k)) is getattr(fsst, "fsst_decode")
-    # a kernel using numba.uint64 casts compiles/loads once the placeholder is resolved
-    k.dispatcher()
-    assert not isinstance(fsst.uint64, jit.NumbaName)
+    # a kernel using numba.uint64 casts loads from the cache, or compiles once the placeholder is
+    # resolved (by the cache miss; the fast loader needs no globals on a hit)
+    from fsst_ref import symbol_table
+
+    sym_bytes, sym_lens = symbol_table([b"ab", b"xyz"])
+    data = readonly(np.array([0, 255, ord("c"), 1, 0], np.uint8))
+    offsets = readonly(np.array([0, 3, 5], np.int64))
+    out_offsets = readonly(np.array([0, 3, 8], np.int64))
+    out = np.zeros(8, np.uint8)
+    k.dispatcher()(data, offsets, 2, readonly(sym_bytes), readonly(sym_lens), out_offsets, out)
+    assert out.tobytes() == b"abcxyzab"
+    assert not isinstance(fsst.fsst_decode, jit.LazyKernel)
+    if jit.cache_misses()["lancejit.encoding.kernels.fsst.fsst_decode"]:
+        assert not isinstance(fsst.uint64, jit.NumbaName)

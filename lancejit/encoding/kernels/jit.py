@@ -12,8 +12,15 @@ Loading a cached kernel: Numba's cache loader first "refreshes" its whole CPU ta
 and registers every typing and lowering template it has, ~0.2 s per process) although
 rebuilding already-compiled machine code needs only the Numba runtime.  For lancejit's own
 kernels the loader below initializes the runtime and skips that refresh; a cache miss still goes
-through Numba's compiler, which refreshes the target itself.  ``LANCEJIT_NUMBA_FAST_LOAD=0``
-turns this off.
+through Numba's compiler, which refreshes the target itself.  The fast loader also leaves a
+kernel's callees unresolved until a cache miss needs them (a load creates one dispatcher, not
+one per callee), skips Numba's extension entry-point scan unless it compiles, and rebuilds the
+environments of Numba library code inlined in a kernel without importing their modules
+(``numba.np.arrayobj`` & co., ~20 ms).  ``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this off.
+
+Tier 0 (:mod:`lancejit.encoding.kernels.tier0`): while Numba is not loaded, small calls of the
+take kernels run their Python source instead (a fresh process serving a small take never imports
+Numba); ``LANCEJIT_TIER0=0`` turns it off.
 
 :func:`kernels` lists every kernel defined so far (for ``lancejit.warmup`` and the tests that
 check a warm process compiles nothing: :func:`cache_misses`).
@@ -26,9 +33,16 @@ import sys
 import threading
 from typing import Any, Callable
 
+from lancejit.encoding.kernels import tier0
+from lancejit.encoding.kernels.tier0 import _names  # global names a code object refers to
+
 _LOCK = threading.RLock()
 _ALL: list["LazyKernel"] = []
 _NUMBA: Any = None
+#: kernel function -> its LazyKernel (cache misses resolve the kernel's globals).
+_KERNEL_OF: dict[Any, "LazyKernel"] = {}
+#: True once :func:`_fast_cache_load` is installed.
+_FAST = False
 
 
 class NumbaName:
@@ -49,27 +63,72 @@ uint64 = NumbaName("uint64")
 
 
 def _fast_cache_load(cache_cls: Any) -> None:
-    """Make ``cache_cls.load_overload`` skip the full target refresh for lancejit kernels."""
+    """Make ``cache_cls.load_overload`` skip the full target refresh for lancejit kernels.
+
+    Loading a lancejit kernel from the cache also (1) rebuilds the environments of the Numba
+    library functions compiled into it without importing their modules (see
+    :func:`_lazy_env`), and (2) leaves the kernel's callees and Numba names unresolved: only a
+    cache miss, which compiles, resolves them (and runs Numba's extension entry points first,
+    the hook :meth:`LazyKernel.dispatcher` disabled for the load)."""
     original = cache_cls.load_overload
     if getattr(original, "_lancejit", False):
         return
+    from numba.core import entrypoints, environment
     from numba.core.runtime import rtsys
+
+    rebuild_env = environment._rebuild_env
+
+    def lazy_env(modname: str, consts: Any, env_name: str) -> Any:
+        if modname.startswith("numba.") and modname not in sys.modules:
+            env = environment.lookup_environment(env_name)
+            return env if env is not None else _lazy_env(environment.Environment, modname, consts, env_name)
+        return rebuild_env(modname, consts, env_name)
 
     def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
         py_func = getattr(self, "_py_func", None)
         if getattr(py_func, "__module__", "").startswith("lancejit."):
             rtsys.initialize(target_context)
-            with self._guard_against_spurious_io_errors():
-                return self._load_overload(sig, target_context)
+            # unpickling finds ``_rebuild_env`` by name: swapped for this load only (under
+            # Numba's compiler lock, which Dispatcher.compile holds: no other thread pickles
+            # environments meanwhile, and no cache written ever refers to lazy_env)
+            environment._rebuild_env = lazy_env
+            try:
+                with self._guard_against_spurious_io_errors():
+                    got = self._load_overload(sig, target_context)
+            finally:
+                environment._rebuild_env = rebuild_env
+            if got is None:  # a cache miss: Numba compiles the kernel next
+                entrypoints.init_all()
+                kernel = _KERNEL_OF.get(py_func)
+                if kernel is not None:
+                    kernel._resolve_globals()
+            return got
         return original(self, sig, target_context)
 
     load_overload._lancejit = True  # type: ignore[attr-defined]
     cache_cls.load_overload = load_overload
 
 
+def _lazy_env(env_cls: Any, modname: str, consts: Any, env_name: str) -> Any:
+    """The environment of a cached Numba library function of module ``modname`` (not imported
+    yet) without importing it: nopython code reads only an environment's constants, never its
+    globals (what Numba's own rebuild imports the module for)."""
+    import builtins
+
+    env = env_cls({"__name__": modname, "__builtins__": builtins})
+    env.consts[:] = consts
+    env.env_name = env_name
+    env_cls._memo[env_name] = env
+    return env
+
+
+def _no_init_hook() -> None:
+    """Dispatcher hook replaced for lancejit kernels (see :func:`_fast_cache_load`)."""
+
+
 def numba() -> Any:
     """The ``numba`` module, imported (and the cache loader set up) on first use."""
-    global _NUMBA
+    global _NUMBA, _FAST
     if _NUMBA is None:
         with _LOCK:
             if _NUMBA is None:
@@ -81,6 +140,7 @@ def numba() -> Any:
 
                         if hasattr(Cache, "_load_overload") and hasattr(Cache, "_guard_against_spurious_io_errors"):
                             _fast_cache_load(Cache)
+                            _FAST = True
                     except ImportError:  # pragma: no cover - other Numba layouts: keep Numba's loader
                         pass
                 _NUMBA = nb
@@ -103,13 +163,31 @@ class LazyKernel:
         self.__module__ = fn.__module__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+        self._py: Callable[..., Any] | None = None
+        cost = tier0.COSTS.get(f"{fn.__module__}.{fn.__qualname__}") if tier0.ENABLED else None
+        self._cost: Callable[..., float] | None = cost
+        self._resolved = False
+        _KERNEL_OF[fn] = self
         _ALL.append(self)
 
     def __call__(self, *args: Any) -> Any:
         disp = self._disp
         if disp is None:
+            if self._cost is not None and (_NUMBA is None or tier0.ALWAYS) and tier0.admit(self._cost, args):
+                ok, out = tier0.run(self.interpreted(), args)
+                if ok:
+                    return out
             disp = self.dispatcher()
         return disp(*args)
+
+    def interpreted(self) -> Callable[..., Any]:
+        """The kernel as plain Python (tier 0, :mod:`lancejit.encoding.kernels.tier0`): its kernel
+        callees resolved to their own interpreted versions, Numba cast names to NumPy casts."""
+        py = self._py
+        if py is None:
+            py = tier0.NUMPY.get(f"{self.__module__}.{self.__qualname__}")
+            py = self._py = py or tier0.twin(self._fn, _interpreted_global)
+        return py
 
     @property
     def materialized(self) -> bool:
@@ -123,17 +201,31 @@ class LazyKernel:
         with _LOCK:
             if self._disp is None:
                 nb = numba()
-                g = self._fn.__globals__
-                for name in _names(self._fn.__code__):
-                    v = g.get(name)
-                    if isinstance(v, LazyKernel) and v is not self:
-                        g[name] = v.dispatcher()
-                    elif isinstance(v, NumbaName):
-                        g[name] = getattr(nb, v.name)
+                if not _FAST:  # (with the fast loader, only a cache miss needs the callees)
+                    self._resolve_globals()
                 disp = nb.njit(**self._opts)(self._fn)
+                if _FAST:
+                    disp._compilation_chain_init_hook = _no_init_hook
                 self._disp = disp
                 _swap(self, disp)
         return self._disp
+
+    def _resolve_globals(self) -> None:
+        """Give the kernel's module the dispatchers of the kernels it calls and the Numba objects
+        of its Numba names (what compiling it needs)."""
+        with _LOCK:
+            if self._resolved:
+                return
+            self._resolved = True
+            nb = numba()
+            g = self._fn.__globals__
+            for name in _names(self._fn.__code__):
+                v = g.get(name)
+                if isinstance(v, LazyKernel) and v is not self:
+                    g[name] = v.dispatcher()
+                    v._resolve_globals()
+                elif isinstance(v, NumbaName):
+                    g[name] = getattr(nb, v.name)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # copy/pickle/introspection probes do not import Numba
@@ -148,6 +240,20 @@ class LazyKernel:
         return f"<lancejit kernel {self.__module__}.{self.__qualname__} ({state})>"
 
 
+def _interpreted_global(value: Any, name: str) -> Any:
+    """What a kernel's global ``name`` (holding ``value``) is when the kernel runs interpreted."""
+    if isinstance(value, LazyKernel):
+        return value.interpreted()
+    if isinstance(value, NumbaName):
+        return tier0.numpy_cast(value.name) or value
+    if _NUMBA is not None and type(value).__module__.startswith("numba."):
+        for k in _ALL:  # a kernel callee already swapped for its dispatcher
+            if k._disp is value:
+                return k.interpreted()
+        return tier0.numpy_cast(name) or value  # a Numba cast name already resolved
+    return value
+
+
 def _lookup(module: str, qualname: str) -> Any:
     """The kernel named ``module.qualname`` (unpickling)."""
     import importlib
@@ -155,26 +261,27 @@ def _lookup(module: str, qualname: str) -> Any:
     return getattr(importlib.import_module(module), qualname)
 
 
-def _names(code: Any) -> set[str]:
-    """Global names a code object (and the code objects nested in it) refers to."""
-    out = set(code.co_names)
-    for c in code.co_consts:
-        if hasattr(c, "co_names"):
-            out |= _names(c)
-    return out
+#: Where lancejit modules hold kernels: id(kernel) -> [(module namespace, name)]; modules scanned.
+_REFS: dict[int, list[tuple[dict, str]]] = {}
+_SCANNED: set[str] = set()
 
 
 def _swap(kernel: LazyKernel, disp: Any) -> None:
-    """Replace ``kernel`` by ``disp`` in the namespace of every loaded lancejit module."""
+    """Replace ``kernel`` by ``disp`` in the namespace of every loaded lancejit module (each
+    module's namespace is scanned for kernels once, when first seen here)."""
     for mod_name, mod in list(sys.modules.items()):
-        if mod is None or not (mod_name == "lancejit" or mod_name.startswith("lancejit.")):
+        if mod_name in _SCANNED or mod is None or not (mod_name == "lancejit" or mod_name.startswith("lancejit.")):
             continue
         ns = getattr(mod, "__dict__", None)
         if ns is None:
             continue
+        _SCANNED.add(mod_name)
         for key, value in list(ns.items()):
-            if value is kernel:
-                ns[key] = disp
+            if isinstance(value, LazyKernel):
+                _REFS.setdefault(id(value), []).append((ns, key))
+    for ns, key in _REFS.get(id(kernel), ()):
+        if ns.get(key) is kernel:
+            ns[key] = disp
 
 
 def njit(**opts: Any) -> Callable[[Callable[..., Any]], LazyKernel]:
