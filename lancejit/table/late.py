@@ -2,6 +2,11 @@
 and evaluated once for a group of units, then the other projected columns read only for the
 matching rows (by take when sparse, by range then selected when dense).
 
+Groups of small units (many small fragments) go through :func:`read_small_group`: arrays for
+the whole group (:func:`.scan_multi.read_members`), no per-fragment reads or assembly.  Big
+units (one big fragment) are read unit by unit (:func:`_group_matches`, :func:`_finish_unit`):
+an AND over several columns column by column, sparse rows by ``read_members`` run plans.
+
 A *unit* is a half-open physical row range ``[lo, hi)`` of one fragment (see :mod:`.scan`).
 """
 
