@@ -13,7 +13,6 @@ read unit by unit then).
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -87,8 +86,8 @@ def _holder(files: Sequence[Any], tops: Sequence[TopField]) -> int:
 async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequence[FragmentReader]) -> list[Any]:
     """:func:`_file_scan` of several fragments: their data files not opened yet opened together
     (:func:`.datafile.open_data_files`: one batched tail read), the take tables of those files
-    built with one read of all their chunk metadata words (``take_files._take_tables``), each
-    file's scan made once; kept per fragment reader and column set."""
+    built with one read of all their chunk metadata words (:func:`_take_tables`), each file's
+    scan made once; kept per fragment reader and column set."""
     from lancejit.core.errors import LanceJitError
 
     from .context import with_context
@@ -114,17 +113,14 @@ async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequ
     if not todo:
         return out
     handles = await open_data_files(ctx, [df for _, _, df in todo])
-    if len(todo) > 1:  # every new file's take table from one read of their chunk words
-        from .take_files import _take_tables
-
-        group = _Columns(tuple(tops), types)
-        await _take_tables(ctx, [(0, frags[i], group) for i, _, _ in todo], handles)
-    for (i, per, df), handle in zip(todo, handles):
+    names = [handle._columns(tops) for handle in handles]
+    if len(todo) > 1:
+        await _take_tables([(h, u) for h, (n, u) in zip(handles, names) if len(n) == len(u)])
+    for (i, per, df), handle, (names_i, unique) in zip(todo, handles, names):
         got = None
-        names, unique = handle._columns(tops)
-        if len(unique) == len(names):
+        if len(unique) == len(names_i):
             try:
-                scan = await file_scan(handle.reader, tuple(names))  # (the table now kept by the reader)
+                scan = await file_scan(handle.reader, tuple(names_i))  # (its table kept by the reader)
             except LanceJitError as exc:
                 raise with_context(exc, ctx.describe_where(handle.store_path, handle.store)) from exc
             if scan is not None and all(ix.arrow_type == t for ix, t in zip(scan.table.columns, types)):
@@ -133,13 +129,27 @@ async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequ
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class _Columns:
-    """The projected fields and their dataset types (what ``take_files._take_tables`` reads of
-    a fragment's layout group)."""
+async def _take_tables(files: Sequence[tuple[Any, list[str]]]) -> None:
+    """Build the take tables (kept by each file's reader) of ``(handle, file column names)``
+    of files not read yet from ONE read of all their chunk metadata words
+    (``reader.take_table_request`` / ``take_table_from``, :func:`~lancejit.file.take_plan.read_many`).
+    Files needing more, or whose words fail a check, are left to ``reader.take_table``
+    (through :func:`file_scan`, which reports damage)."""
+    from lancejit.core.errors import LanceJitError
+    from lancejit.file.take_plan import read_many
 
-    tops: tuple[TopField, ...]
-    types: tuple[pa.DataType, ...]
+    wait = []
+    for handle, cols in files:
+        try:
+            done, req = handle.reader.take_table_request(cols)
+        except LanceJitError:
+            continue  # reported with the file named by file_scan
+        if not done and req is not None and req.ranges:
+            wait.append((handle.reader, req, cols))
+    if wait:
+        bufs = await read_many([r.range_reader for r, _, _ in wait], [q.ranges for _, q, _ in wait])
+        for (reader, req, cols), b in zip(wait, bufs):
+            reader.take_table_from(cols, req, b)
 
 
 async def read_members(
