@@ -194,6 +194,30 @@ def test_cold_and_warm_equal_reference(two_files, spy, cols, batch_size):
         assert not spy  # spread over two files: fragment by fragment
 
 
+def test_gc_paused_while_many_files_open(two_files, monkeypatch, spy):
+    """Batches of at least ``GC_PAUSE_FILES`` new files open with the collector paused: same
+    rows, and the collector is on again afterwards, also when a file fails to open."""
+    import gc
+    import os
+
+    from lancejit.core.errors import NotFoundError
+
+    monkeypatch.setattr(scan_multi, "GC_PAUSE_FILES", 2)
+    expected = lance.dataset(two_files).to_table(columns=["id", "s"])
+    assert gc.isenabled()
+    assert lt.dataset(two_files).to_table(columns=["id", "s"]).equals(expected)
+    assert gc.isenabled() and spy
+    ds = lt.dataset(two_files)
+    victim = ds._ctx.manifest.fragments[0].files[0].path
+    os.rename(os.path.join(two_files, "data", victim), os.path.join(two_files, "data", victim + ".x"))
+    try:
+        with pytest.raises(NotFoundError):
+            ds.to_table(columns=["id", "s"])
+    finally:
+        os.rename(os.path.join(two_files, "data", victim + ".x"), os.path.join(two_files, "data", victim))
+    assert gc.isenabled()
+
+
 def test_holder_rules():
     """The data file chosen for a field follows ``FragmentReader.file_for``: the first file
     with the field's id, else the first with one of its children's ids."""
