@@ -2,7 +2,7 @@
 
 Importing Numba and loading cached kernels costs about 0.25 s per process (``import numba``
 ~0.15 s, the Numba runtime ~0.02 s, ~5-10 ms per cached signature), which dwarfs a small take
-(three rows of three columns: ~0.05 s of kernel work *interpreted*).  So, while Numba is not
+(three rows of three columns: ~5 ms of kernel work *interpreted*).  So, while Numba is not
 loaded, a call of a kernel listed in :data:`COSTS` whose estimated interpreted cost is at most
 :data:`CALL_LIMIT_US` runs as plain Python (the kernel function itself, its kernel callees and
 Numba cast names resolved to interpreted twins / NumPy casts; kernels in :data:`NUMPY` run a
@@ -95,9 +95,12 @@ NUMPY: dict[str, Callable[..., Any]] = {
 }
 
 #: Largest estimated cost (microseconds) of one interpreted call.
-CALL_LIMIT_US = 50_000
-#: Estimated interpreted time (microseconds) a process may spend before it loads Numba.
-BUDGET_US = 100_000
+CALL_LIMIT_US = 20_000
+#: Estimated interpreted time (microseconds) a process may spend before it loads Numba: about
+#: ten one-row takes (~2 ms each interpreted, 0.1-0.2 ms compiled) or a few small takes of a
+#: fresh process (a 3-row take of three columns: ~6 ms), far under Numba's ~0.25 s load, so a
+#: busy process reaches compiled speed after a handful of takes.
+BUDGET_US = 25_000
 
 _MODE = os.environ.get("LANCEJIT_TIER0", "1").strip().lower()
 ENABLED = _MODE not in ("0", "off", "false", "no")
