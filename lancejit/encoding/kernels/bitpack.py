@@ -36,39 +36,46 @@ def unpack_blocks(packed, width, num_blocks, out):  # pragma: no cover - compile
     ``packed`` and ``out`` have the same unsigned dtype (T bits).  ``out[b*1024:(b+1)*1024]``
     receives block ``b``; ``packed`` is read from word 0.
     """
+    # Indices are uint64 on purpose: Numba wraps negative signed indices (a compare and a
+    # select per access), which keeps LLVM from vectorizing the lane loops; unsigned ones
+    # need no wrap.  Mixing int64 and uint64 would make floats: every index term is uint64.
     t = packed.itemsize * 8
-    lanes = 1024 // t
-    words_per_block = lanes * width
-    ut = np.uint64(t)
+    lanes = np.uint64(1024 // t)
     if width == 0:
         for i in range(num_blocks * 1024):
             out[i] = 0
         return
-    if width == t:
-        for b in range(num_blocks):
-            base = b * words_per_block
-            obase = b * 1024
-            for row in range(t):
-                rbase = FL_ORDER[row // 8] * 16 + (row % 8) * 128
-                for lane in range(lanes):
-                    out[obase + rbase + lane] = packed[base + row * lanes + lane]
-        return
-    mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    words_per_block = lanes * np.uint64(width)
+    ut = np.uint64(t)
     for b in range(num_blocks):
-        base = b * words_per_block
-        obase = b * 1024
+        base = np.uint64(b) * words_per_block
+        obase = np.uint64(b * 1024)
+        if width == t:
+            for row in range(t):
+                rbase = obase + np.uint64(FL_ORDER[row >> 3] * 16 + (row & 7) * 128)
+                w0 = base + np.uint64(row) * lanes
+                for lane in range(lanes):
+                    out[rbase + lane] = packed[w0 + lane]
+            continue
+        mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
         for row in range(t):
             bit = row * width
             word = bit // t
-            shift = bit % t
-            spill = shift + width > t
-            rbase = obase + FL_ORDER[row // 8] * 16 + (row % 8) * 128
-            w0 = base + word * lanes
-            for lane in range(lanes):
-                v = np.uint64(packed[w0 + lane]) >> np.uint64(shift)
-                if spill:
-                    v |= np.uint64(packed[w0 + lanes + lane]) << (ut - np.uint64(shift))
-                out[rbase + lane] = v & mask
+            shift = bit - word * t
+            rbase = obase + np.uint64(FL_ORDER[row >> 3] * 16 + (row & 7) * 128)
+            w0 = base + np.uint64(word) * lanes
+            ush = np.uint64(shift)
+            # Two loops (the spill test is per row, not per lane) so LLVM vectorizes each.
+            if shift + width > t:
+                back = ut - ush
+                w1 = w0 + lanes
+                for lane in range(lanes):
+                    lo = np.uint64(packed[w0 + lane]) >> ush
+                    hi = np.uint64(packed[w1 + lane]) << back
+                    out[rbase + lane] = (lo | hi) & mask
+            else:
+                for lane in range(lanes):
+                    out[rbase + lane] = (np.uint64(packed[w0 + lane]) >> ush) & mask
 
 
 @njit(cache=True, nogil=True)

@@ -158,10 +158,12 @@ def unpack_inline_chunks(words, starts, ends, counts, out, tmp):
         nwords = lanes * width
         if s + 1 + nwords > ends[k]:
             return 1
-        unpack_blocks(words[s + 1 : s + 1 + nwords], width, 1, tmp)
         c = counts[k]
-        for i in range(c):
-            out[pos + i] = tmp[i]
+        if c == 1024:  # a full chunk goes straight to out
+            unpack_blocks(words[s + 1 : s + 1 + nwords], width, 1, out[pos : pos + 1024])
+        else:
+            unpack_blocks(words[s + 1 : s + 1 + nwords], width, 1, tmp)
+            out[pos : pos + c] = tmp[:c]
         pos += c
     return 0
 
@@ -190,17 +192,14 @@ def unpack_ool_chunks(words, starts, ends, counts, width, out, tmp):
         need = raw_tail_words if tail_raw else nblocks * wpb
         if need > total_words:
             return 1
-        for b in range(whole):
-            unpack_blocks(words[s + b * wpb : s + (b + 1) * wpb], width, 1, tmp)
-            for i in range(1024):
-                out[pos + b * 1024 + i] = tmp[i]
+        if whole > 0:  # whole blocks go straight to out
+            unpack_blocks(words[s : s + whole * wpb], width, whole, out[pos : pos + whole * 1024])
         if tail > 0:
+            o = pos + whole * 1024
             if tail_raw:
-                for i in range(tail):
-                    out[pos + whole * 1024 + i] = words[s + whole * wpb + i]
+                out[o : o + tail] = words[s + whole * wpb : s + whole * wpb + tail]
             else:
                 unpack_blocks(words[s + whole * wpb : s + (whole + 1) * wpb], width, 1, tmp)
-                for i in range(tail):
-                    out[pos + whole * 1024 + i] = tmp[i]
+                out[o : o + tail] = tmp[:tail]
         pos += n
     return 0
