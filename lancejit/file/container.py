@@ -450,12 +450,17 @@ def _decode_v2_unchecked(region, footer, gbo, file_size, major, minor, version, 
     )
 
 
+#: ``lancejit.pb.file2_pb2.ColumnMetadata`` once imported (by the first column decoded).
+_COLUMN_METADATA: Any = None
+
+
 def _decode_column(index: int, data: memoryview, version: str, file_size: int, path: str,
                    num_rows: int) -> ColumnInfo:
     """The :class:`ColumnInfo` of column ``index`` from its ``ColumnMetadata`` bytes ``data``."""
-    from lancejit.pb import file2_pb2
-
-    pb = file2_pb2.ColumnMetadata()
+    global _COLUMN_METADATA
+    if _COLUMN_METADATA is None:
+        from lancejit.pb.file2_pb2 import ColumnMetadata as _COLUMN_METADATA
+    pb = _COLUMN_METADATA()
     _parse_message(pb, data, path, f"column {index} metadata")
     info, rows = _column_info(index, pb, version, file_size, path)
     # 2.0 list children count items; 2.2 columns under a fixed-size list of structs count

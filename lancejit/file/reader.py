@@ -143,9 +143,10 @@ class AsyncLanceFileReader:
         self._store = store
         self._path = path
         self._scheduler = scheduler
-        # Decoders read through this: the reads of all projected fields issued in one loop
-        # tick become one scheduler batch (coalesced across columns).
-        self._ranges = _coalescing(scheduler)
+        # Decoders read through ``_ranges`` (made on first use: the array take path does not
+        # need it): the reads of all projected fields issued in one loop tick become one
+        # scheduler batch (coalesced across columns).
+        self._coalesced: Any = None
         self._metadata = metadata
         self._decoders: dict[str, Any] = {}
         self._decoder_lock = threading.Lock()
@@ -242,6 +243,14 @@ class AsyncLanceFileReader:
         return cls(uri, store, reader.path, reader, metadata, stats)
 
     # ------------------------------------------------------------------ properties
+    @property
+    def _ranges(self) -> Any:
+        """The scheduler wrapped so same-tick reads of several decoders merge (see __init__)."""
+        got = self._coalesced
+        if got is None:  # (two threads at once may each make one: both merge correctly)
+            got = self._coalesced = _coalescing(self._scheduler)
+        return got
+
     @property
     def file_metadata(self) -> FileMetadata:
         """The parsed container metadata (shared with the decoders)."""
@@ -513,6 +522,13 @@ class AsyncLanceFileReader:
             resolved, schema = self._shape(columns)
             self._keep(_projection_key(columns), (resolved, table, schema))
         return table
+
+    def keep_take_table(self, columns: Sequence[str], table: Any) -> None:
+        """Keep ``table`` (built by the caller from :meth:`take_table_request`'s request, e.g.
+        with :func:`~lancejit.file.take_plan.tables_from` for many files) as the take table of
+        ``columns``."""
+        resolved, schema = self._shape(columns)
+        self._keep(_projection_key(columns), (resolved, table, schema))
 
     def _keep(self, key: Any, projection: tuple) -> None:
         if key is not _NO_KEY and len(self._projections) < MAX_PROJECTIONS:

@@ -23,7 +23,7 @@ from lancejit.io.store import ObjectStore, join_path
 
 from .fields import TopField
 from .manifest import DataFile, DeletionFile, Manifest
-from .paths import confined_join
+from .paths import confined_join, unsafe_reason
 
 
 class AsyncLRU:
@@ -135,6 +135,8 @@ class DatasetContext:
     lance_schema: Any = None
     #: This version's :class:`~.index.DatasetIndex` once built (see :func:`.index.dataset_index`).
     index: Any = None
+    #: ``(root, root's data directory)`` once computed (see :meth:`data_file_location`).
+    data_dir: tuple[str, str] | None = None
 
     @property
     def version(self) -> int:
@@ -155,9 +157,16 @@ class DatasetContext:
 
     def data_file_location(self, data_file: DataFile) -> tuple[ObjectStore, str]:
         """``(store, path)`` of a data file (``data/`` under the root or under its base path)."""
-        where = self.describe_where(self.manifest_path)
         if data_file.base_id is None:
-            return self.store, confined_join(self.root, "data", data_file.path, what="data file path", where=where)
+            path = data_file.path
+            got = self.data_dir
+            if got is not None and got[0] == self.root and unsafe_reason(path) is None:
+                return self.store, f"{got[1]}/{path}" if got[1] else path
+            where = self.describe_where(self.manifest_path)
+            data = confined_join(self.root, "data", what="data file path", where=where)
+            self.data_dir = (self.root, data)
+            return self.store, confined_join(data, path, what="data file path", where=where)
+        where = self.describe_where(self.manifest_path)
         store, root, is_root = self.base_location(data_file.base_id)
         if is_root:
             return store, confined_join(root, "data", data_file.path, what="data file path", where=where)

@@ -26,9 +26,8 @@ and row ids are resolved before (physical offsets in), so they do not matter her
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -192,11 +191,28 @@ class FileTakeState:
         """Look at fragment positions not seen yet: open their data files (all at once), build
         their take tables, and give a slot to every one that qualifies."""
         cands = []
+        ids = [t.id for t in tops]
+        types = None
+        fragments, physical = index.fragments, index.physical_rows
         for p in positions:
-            frag = index.reader(p)
+            rows = int(physical[p])
+            files = fragments[p].files
+            if len(files) == 1 and rows > 0:  # one data file holding every column by its id
+                df = files[0]
+                fields = df.fields
+                for i in ids:
+                    if i not in fields:
+                        break
+                else:
+                    if types is None:
+                        schema = ctx.schema
+                        types = tuple(schema.field(t.name).type for t in tops)
+                    cands.append((p, rows, _Group(df, tops, types)))
+                    continue
+            frag = index.reader(p)  # the general rule (e.g. columns found by nested ids)
             layout, complete = frag._layout(tops)
             if complete and len(layout) == 1 and frag.physical_rows > 0 and len(layout[0].tops) == len(tops):
-                cands.append((p, frag, layout[0]))
+                cands.append((p, frag.physical_rows, layout[0]))
             else:
                 self.slot_of_pos[p] = NOT_ELIGIBLE
         if not cands:
@@ -381,19 +397,19 @@ class _FsstArena:
         self.count = t0 + t
 
 
-async def _take_tables(ctx: "DatasetContext", cands: list[tuple[int, Any, Any]], handles: list[Any]) -> list[Any]:
-    """The take table of each candidate ``(position, fragment, group)``'s data file (opened:
+async def _take_tables(ctx: "DatasetContext", cands: list[tuple[int, int, Any]], handles: list[Any]) -> list[Any]:
+    """The take table of each candidate ``(position, physical rows, group)``'s data file (opened:
     ``handles``), None when the multi-file take cannot serve it.  Tables not cached yet are
     built from the files' metadata with ONE read of every file's chunk metadata words
     (:func:`~lancejit.file.take_plan.read_many`); the rare file whose table needs more (or
     whose words fail a check) is built by its own reader, which reports any damage."""
-    from lancejit.file.take_plan import read_many
+    from lancejit.file.take_plan import read_many, tables_from
 
     tables: list[Any] = [None] * len(cands)
     wait: list[tuple[int, Any, Any]] = []  # (candidate, request, columns)
     slow: list[tuple[int, Any]] = []  # (candidate, columns): await reader.take_table
-    for i, ((_, frag, group), handle) in enumerate(zip(cands, handles)):
-        if handle.num_rows != frag.physical_rows:
+    for i, ((_, rows, group), handle) in enumerate(zip(cands, handles)):
+        if handle.num_rows != rows:
             continue  # the per-fragment path reports it
         try:
             names, unique = handle._columns(group.tops)
@@ -412,10 +428,12 @@ async def _take_tables(ctx: "DatasetContext", cands: list[tuple[int, Any, Any]],
             slow.append((i, unique))
     if wait:
         bufs = await read_many([handles[i].reader.range_reader for i, _, _ in wait], [r.ranges for _, r, _ in wait])
-        for (i, req, unique), b in zip(wait, bufs):
-            tables[i] = table = handles[i].reader.take_table_from(unique, req, b)
+        for (i, _, unique), table in zip(wait, tables_from([r for _, r, _ in wait], bufs)):
             if table is None:
                 slow.append((i, unique))
+            else:
+                tables[i] = table
+                handles[i].reader.keep_take_table(unique, table)
     for i, unique in slow:
         handle = handles[i]
         with ctx.errors(handle.store_path, handle.store):
@@ -436,6 +454,15 @@ async def _take_tables(ctx: "DatasetContext", cands: list[tuple[int, Any, Any]],
                 tables[i] = None  # children matched by id: the per-fragment path conforms them
                 break
     return tables
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """A fragment's one data file holding every column of a take (as ``fragment._Group``)."""
+
+    data_file: Any
+    tops: Sequence[TopField]
+    types: tuple[pa.DataType, ...]
 
 
 _PROBES: dict[pa.DataType, Any] = {}

@@ -216,3 +216,57 @@ def test_two_phase_request_matches_one_call(tmp_path):
     quick, _ = _tables(path, COLS)
     for a in _ARRAYS:
         np.testing.assert_array_equal(getattr(table, a), getattr(quick, a))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tables_from_many_files_equal_one_by_one(tmp_path, seed):
+    """take_plan.tables_from (one kernel call for the pages of several files, what the
+    multi-file take's admission uses) builds for each file the table file_take_table builds
+    alone; a file whose words fail a check gets None, the others their tables."""
+    from lancejit.file.take_plan import TableRequest, table_request, tables_from
+
+    COLS = ["f64", "s", "vec", "i64"]
+    rng = np.random.default_rng(20 + seed)
+    files = []
+    for k, (rows, pages) in enumerate([(3_000, 16 * 1024), (700, None), (5_000, 8 * 1024), (40, None)]):
+        path = write_lance(tmp_path / f"t{k}.lance", _table(rng, rows), "2.2", max_page_bytes=pages)
+        files.append(path)
+
+    async def run(bad: int | None):
+        reqs, bufs = [], []
+        for k, path in enumerate(files):
+            reader = BytesReader(path.read_bytes(), str(path))
+            meta = await open_file_metadata(reader)
+            req = table_request(meta, COLS)
+            assert isinstance(req, TableRequest)
+            got = list(await reader.read_ranges(req.ranges))
+            if k == bad:
+                got[0] = bytes(got[0])[:-1]  # a word list that does not add up
+            reqs.append(req)
+            bufs.append(got)
+        return tables_from(reqs, bufs)
+
+    many = asyncio.run(run(None))
+    for path, table in zip(files, many):
+        alone, _ = _tables(path, COLS)
+        assert table is not None and alone is not None
+        _assert_same(table, alone)
+    damaged = asyncio.run(run(2))
+    assert damaged[2] is None
+    for k in (0, 1, 3):
+        np.testing.assert_array_equal(damaged[k].seg_b0, many[k].seg_b0)
+
+
+def _assert_same(a, b) -> None:
+    """Equal values, arrays compared element-wise, dataclasses and tuples field by field."""
+    if hasattr(a, "__dataclass_fields__"):
+        for name in a.__dataclass_fields__:
+            _assert_same(getattr(a, name), getattr(b, name))
+    elif isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(a, b)
+    elif isinstance(a, tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _assert_same(x, y)
+    else:
+        assert a == b

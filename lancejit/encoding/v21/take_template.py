@@ -222,12 +222,54 @@ def build_table(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> tuple 
     :class:`~lancejit.file.take_plan.TakeTable`: ``(indexes, col_base, seg0, seg_key, seg_b0,
     seg_stride, seg_len, seg_szw, seg_count, seg_def)`` (each index's arrays are views of the
     table's); None when a check fails.  One kernel call (:func:`page_segments`) for all pages."""
+    return build_tables([(metadata, plan, bufs)])[0]
+
+
+def build_tables(files: Sequence[tuple[Any, ColumnsPlan, Sequence[Any]]]) -> list[tuple | None]:
+    """:func:`build_table` of several files ``(metadata, plan, bufs)`` with ONE kernel call
+    for all their pages (one result per file, in order); when some file's words fail a
+    check, each file is built alone (its result None)."""
+    rows: list[tuple] = []  # the kernel's page table (see page_segments)
+    parts = []  # per file: (firsts, pfirst) relative to its own first segment / page
+    spans = []  # per file: (first segment, first page)
+    raw_pos = nseg = 0
+    allbufs: list[Any] = []
+    for metadata, plan, bufs in files:
+        got = _page_rows(metadata, plan, bufs, raw_pos, rows)
+        if got is None:
+            if len(files) == 1:
+                return [None]
+            return [build_table(*f) for f in files]
+        firsts, pfirst, raw = got
+        spans.append((nseg, len(rows) - pfirst[-1]))
+        parts.append((firsts, pfirst))
+        nseg += firsts[-1]
+        raw_pos += raw
+        allbufs.extend(bufs)
+    raw = np.frombuffer(b"".join(allbufs), dtype=np.uint8)
+    out = np.empty((7, nseg), dtype=np.int64)
+    if page_segments(raw, np.array(rows, dtype=np.int64), out):
+        if len(files) == 1:
+            return [None]
+        return [build_table(*f) for f in files]
+    if len(files) == 1:
+        return [_indexes(files[0][0], files[0][1], rows, 0, parts[0][0], parts[0][1], out)]
+    # each file's own copy of its segments (a cached table holds no other file's memory)
+    return [_indexes(metadata, plan, rows, p0, firsts, pfirst, out[:, s0:s0 + firsts[-1]].copy())
+            for (metadata, plan, _), (s0, p0), (firsts, pfirst) in zip(files, spans, parts)]
+
+
+def _page_rows(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any], raw_pos: int,
+               rows: list) -> tuple[list[int], list[int], int] | None:
+    """Append the kernel page rows of one file (its chunk words at ``raw_pos`` of the raw
+    buffer) to ``rows``: ``(first segment of every column and the total, first page of every
+    column and the total, bytes of words)``, None when a check fails."""
     num_rows = int(metadata.num_rows)
     span = num_rows + 1
-    rows = []  # the kernel's page table (see page_segments)
-    firsts = [0]  # first segment of every column, and the total
-    pfirst = [0]  # first page of every column, and the total
-    nseg = raw_pos = bi = 0
+    firsts = [0]
+    pfirst = [0]
+    nseg = bi = raw = 0
+    n0 = len(rows)
     for j, (pages, per) in enumerate(zip(plan.pages, plan.takes)):
         r0 = j * span
         maxcount = 1024 if per[0].kind == BITPACKED else MAX_CHUNK_VALUES
@@ -241,9 +283,9 @@ def build_table(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> tuple 
                 nw = size // q.wsize
                 if nw <= 0 or nw * q.wsize != size or q.num_items != n:
                     return None
-                rows.append((q.wsize, raw_pos, nw, n, r0, p.buffer_offsets[1], p.buffer_sizes[1], q.defw, 0,
+                rows.append((q.wsize, raw_pos + raw, nw, n, r0, p.buffer_offsets[1], p.buffer_sizes[1], q.defw, 0,
                              maxcount))
-                raw_pos += size
+                raw += size
                 nseg += nw
             else:
                 if not p.buffer_sizes:
@@ -254,13 +296,18 @@ def build_table(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> tuple 
         if r0 != j * span + num_rows:
             return None
         firsts.append(nseg)
-        pfirst.append(len(rows))
+        pfirst.append(len(rows) - n0)
     if bi != len(bufs):
         return None
-    raw = np.frombuffer(b"".join(bufs), dtype=np.uint8)
-    out = np.empty((7, nseg), dtype=np.int64)
-    if page_segments(raw, np.array(rows, dtype=np.int64), out):
-        return None
+    return firsts, pfirst, raw
+
+
+def _indexes(metadata: Any, plan: ColumnsPlan, rows: list, p0: int, firsts: list[int], pfirst: list[int],
+             out: np.ndarray) -> tuple:
+    """The :func:`build_table` result of one file from its segments ``out`` (``(7, n)``) and
+    its page rows (``rows[p0:]``)."""
+    num_rows = int(metadata.num_rows)
+    span = num_rows + 1
     key, b0, stride, length, szw, count, defw = out
     path = metadata.path
     indexes = []
@@ -269,7 +316,7 @@ def build_table(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> tuple 
         lo, hi = firsts[j], firsts[j + 1]
         fsst = None
         if q.kind == FSST:
-            pages = np.array([r[2] for r in rows[pfirst[j]:pfirst[j + 1]]], dtype=np.int64)
+            pages = np.array([r[2] for r in rows[p0 + pfirst[j]:p0 + pfirst[j + 1]]], dtype=np.int64)
             fsst = _fsst_tables([(q.kind, q.width, q.fsst) for q in per], pages, path)
         indexes.append(ColumnTakeIndex(c, num_rows, key[lo:hi] - j * span if j else key[lo:hi], b0[lo:hi],
                                        stride[lo:hi], length[lo:hi], szw[lo:hi], count[lo:hi], q.kind, q.width,
@@ -279,4 +326,4 @@ def build_table(metadata: Any, plan: ColumnsPlan, bufs: Sequence[Any]) -> tuple 
     return (tuple(indexes), col_base, tuple(firsts[:-1]), key, b0, stride, length, szw, count, defw)
 
 
-__all__ = ["ColumnsPlan", "PageTake", "build_table", "chunk_ranges", "leaf_columns", "page_take", "plan_columns"]
+__all__ = ["ColumnsPlan", "PageTake", "build_table", "build_tables", "chunk_ranges", "leaf_columns", "page_take", "plan_columns"]
