@@ -85,42 +85,43 @@ def pack_blocks(values, width, num_blocks, out):  # pragma: no cover - compiled
     ``values`` and ``out`` have the same unsigned dtype; ``out`` receives
     ``num_blocks * (1024 // T) * width`` words, which this kernel overwrites.
     """
+    # uint64 indices and per-row loops split by the spill test, as in unpack_blocks.
     t = values.itemsize * 8
-    lanes = 1024 // t
-    words_per_block = lanes * width
-    ut = np.uint64(t)
+    lanes = np.uint64(1024 // t)
     if width == 0:
         return
-    for i in range(num_blocks * words_per_block):
+    words_per_block = lanes * np.uint64(width)
+    ut = np.uint64(t)
+    for i in range(np.uint64(num_blocks) * words_per_block):
         out[i] = 0
-    if width == t:
-        for b in range(num_blocks):
-            base = b * words_per_block
-            ibase = b * 1024
-            for row in range(t):
-                rbase = FL_ORDER[row // 8] * 16 + (row % 8) * 128
-                for lane in range(lanes):
-                    out[base + row * lanes + lane] = values[ibase + rbase + lane]
-        return
     mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
     if t == 64:
         tmask = np.uint64(0xFFFFFFFFFFFFFFFF)
     else:
         tmask = (np.uint64(1) << ut) - np.uint64(1)
     for b in range(num_blocks):
-        base = b * words_per_block
-        ibase = b * 1024
+        base = np.uint64(b) * words_per_block
+        ibase = np.uint64(b * 1024)
         for row in range(t):
+            rbase = ibase + np.uint64(FL_ORDER[row >> 3] * 16 + (row & 7) * 128)
+            if width == t:
+                w0 = base + np.uint64(row) * lanes
+                for lane in range(lanes):
+                    out[w0 + lane] = values[rbase + lane]
+                continue
             bit = row * width
             word = bit // t
-            shift = bit % t
-            spill = shift + width > t
-            rbase = ibase + FL_ORDER[row // 8] * 16 + (row % 8) * 128
-            w0 = base + word * lanes
-            for lane in range(lanes):
-                v = np.uint64(values[rbase + lane]) & mask
-                out[w0 + lane] = np.uint64(out[w0 + lane]) | ((v << np.uint64(shift)) & tmask)
-                if spill:
-                    out[w0 + lanes + lane] = np.uint64(out[w0 + lanes + lane]) | (
-                        v >> (ut - np.uint64(shift))
-                    )
+            shift = bit - word * t
+            w0 = base + np.uint64(word) * lanes
+            ush = np.uint64(shift)
+            if shift + width > t:
+                back = ut - ush
+                w1 = w0 + lanes
+                for lane in range(lanes):
+                    v = np.uint64(values[rbase + lane]) & mask
+                    out[w0 + lane] = np.uint64(out[w0 + lane]) | ((v << ush) & tmask)
+                    out[w1 + lane] = np.uint64(out[w1 + lane]) | (v >> back)
+            else:
+                for lane in range(lanes):
+                    v = np.uint64(values[rbase + lane]) & mask
+                    out[w0 + lane] = np.uint64(out[w0 + lane]) | ((v << ush) & tmask)
