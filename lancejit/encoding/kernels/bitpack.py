@@ -29,6 +29,18 @@ def packed_words_per_block(word_bits: int, width: int) -> int:
     return (BLOCK_VALUES // word_bits) * width
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_words(row, width, t, lanes, base):  # pragma: no cover - compiled
+    """Where row ``row`` (0 <= row < T) of a block starting at word ``base`` lives: its first
+    word index ``w0`` (uint64), the bit shift in that word, and the left shift of the next
+    word's bits for a value straddling two words (0 when it does not)."""
+    bit = row * width
+    word = bit // t
+    shift = bit - word * t
+    back = np.uint64(t - shift) if shift + width > t else np.uint64(0)
+    return base + np.uint64(word) * lanes, np.uint64(shift), back
+
+
 @njit(cache=True, nogil=True)
 def unpack_blocks(packed, width, num_blocks, out):  # pragma: no cover - compiled
     """Unpack ``num_blocks`` consecutive blocks of width ``width`` from ``packed`` into ``out``.
@@ -46,7 +58,6 @@ def unpack_blocks(packed, width, num_blocks, out):  # pragma: no cover - compile
             out[i] = 0
         return
     words_per_block = lanes * np.uint64(width)
-    ut = np.uint64(t)
     for b in range(num_blocks):
         base = np.uint64(b) * words_per_block
         obase = np.uint64(b * 1024)
@@ -59,15 +70,10 @@ def unpack_blocks(packed, width, num_blocks, out):  # pragma: no cover - compile
             continue
         mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
         for row in range(t):
-            bit = row * width
-            word = bit // t
-            shift = bit - word * t
             rbase = obase + np.uint64(FL_ORDER[row >> 3] * 16 + (row & 7) * 128)
-            w0 = base + np.uint64(word) * lanes
-            ush = np.uint64(shift)
+            w0, ush, back = _row_words(row, width, t, lanes, base)
             # Two loops (the spill test is per row, not per lane) so LLVM vectorizes each.
-            if shift + width > t:
-                back = ut - ush
+            if back:
                 w1 = w0 + lanes
                 for lane in range(lanes):
                     lo = np.uint64(packed[w0 + lane]) >> ush
@@ -109,13 +115,8 @@ def pack_blocks(values, width, num_blocks, out):  # pragma: no cover - compiled
                 for lane in range(lanes):
                     out[w0 + lane] = values[rbase + lane]
                 continue
-            bit = row * width
-            word = bit // t
-            shift = bit - word * t
-            w0 = base + np.uint64(word) * lanes
-            ush = np.uint64(shift)
-            if shift + width > t:
-                back = ut - ush
+            w0, ush, back = _row_words(row, width, t, lanes, base)
+            if back:
                 w1 = w0 + lanes
                 for lane in range(lanes):
                     v = np.uint64(values[rbase + lane]) & mask
