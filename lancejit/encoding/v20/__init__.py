@@ -7,8 +7,30 @@ Entry point: :func:`make_field_decoders` ``(reader, metadata, field_names)`` ret
 ``compression`` (zstd/lz4 buffers, FSST).
 """
 
-from lancejit.encoding.v20.field import V20FieldDecoder, make_field_decoders
-from lancejit.encoding.v20.rowranges import indices_to_ranges
-from lancejit.encoding.v20.steps import run_plans
+import importlib
+
+# The exported names are loaded on first access (PEP 562): the 2.1/2.2 decoders and the legacy
+# ones import only ``steps`` / ``rowranges`` of this package, and a process that never meets a 2.0
+# file should not load the 2.0 decoders (and, through them, zstandard / lz4).
+_EXPORTS = {
+    "V20FieldDecoder": "lancejit.encoding.v20.field",
+    "make_field_decoders": "lancejit.encoding.v20.field",
+    "indices_to_ranges": "lancejit.encoding.v20.rowranges",
+    "run_plans": "lancejit.encoding.v20.steps",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = ["V20FieldDecoder", "indices_to_ranges", "make_field_decoders", "run_plans"]

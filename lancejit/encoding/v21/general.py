@@ -9,9 +9,7 @@ Every failure (truncation, bad stream, size mismatch) raises :class:`CorruptFile
 
 from __future__ import annotations
 
-import lz4.block
 import numpy as np
-import zstandard
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 
@@ -33,6 +31,8 @@ def _lz4(buf: bytes, path: str) -> bytes:
         raise CorruptFileError(f"LZ4 size prefix {size} impossible for {len(buf)} bytes", path=path)
     if size == 0:
         return b""
+    import lz4.block  # on the first LZ4 buffer: a fresh process reading none skips the import
+
     try:
         out = lz4.block.decompress(buf[4:], uncompressed_size=size)
     except Exception as exc:  # lz4 raises its own LZ4BlockError
@@ -53,6 +53,8 @@ def _is_bare_zstd(buf: bytes) -> bool:
 def _zstd(buf: bytes, path: str) -> bytes:
     if len(buf) == 0:
         return b""
+    import zstandard  # on the first ZSTD buffer: a fresh process reading none skips the import
+
     try:
         if _is_bare_zstd(buf):
             dobj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
@@ -83,6 +85,9 @@ def decompress_buffer(scheme: int, buf: memoryview | bytes | np.ndarray, *, path
 
 def compress_buffer(scheme: int, data: bytes, level: int | None = None) -> bytes:
     """Compress ``data`` with Lance's framing (used by tests and, later, the writer)."""
+    import lz4.block
+    import zstandard
+
     if scheme == SCHEME_LZ4:
         return len(data).to_bytes(4, "little") + lz4.block.compress(data, store_size=False)
     if scheme == SCHEME_ZSTD:
