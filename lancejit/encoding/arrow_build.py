@@ -32,6 +32,7 @@ __all__ = [
     "struct_array",
     "empty_array",
     "byte_width",
+    "index_array",
 ]
 
 
@@ -230,6 +231,13 @@ def _with_validity_slow(arr: pa.Array, valid: np.ndarray) -> pa.Array:
     import pyarrow.compute as pc
 
     return pc.if_else(pa.array(valid), arr, pa.nulls(len(arr), arr.type))
+
+
+def index_array(idx: np.ndarray) -> pa.Array:
+    """Integer (take) indices as an Arrow array of the same dtype, zero-copy and without
+    ``pa.array``, which imports pandas (when installed) on first use: ~80+ ms of a fresh process."""
+    idx = np.ascontiguousarray(idx)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(idx.dtype), int(idx.size), [None, pa.py_buffer(idx)])
 
 
 def empty_array(arrow_type: pa.DataType) -> pa.Array:

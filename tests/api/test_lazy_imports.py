@@ -1,5 +1,5 @@
 """Lazy imports (issue 12, fresh process): a 2.2 take of uncompressed columns loads neither the 2.0
-decoders nor zstandard / lz4 nor ``numpy.ma``; a fresh process meeting a 2.0 file or LZ4 / ZSTD
+decoders nor zstandard / lz4 nor ``numpy.ma``, and no take imports pandas (``pa.array`` would); a fresh process meeting a 2.0 file or LZ4 / ZSTD
 buffers first imports them on demand and reads the same values as pylance.  Subprocesses; no
 timings."""
 
@@ -16,7 +16,7 @@ import pytest
 
 lance = pytest.importorskip("lance")
 
-LAZY = ("zstandard", "lz4", "lz4.block", "numpy.ma", "lancejit.encoding.v20.field",
+LAZY = ("pandas", "zstandard", "lz4", "lz4.block", "numpy.ma", "lancejit.encoding.v20.field",
         "lancejit.encoding.v20.columns", "lancejit.encoding.v20.blocks")
 
 READ = """
@@ -82,3 +82,13 @@ def test_fresh_compressed_take_loads_codecs_on_demand(tmp_path, version):
     assert got["rows"] == _expect(path, ["id", "x", "s"], idx)
     if version == "2.2":
         assert "zstandard" in got["loaded"]
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_fresh_dictionary_take_imports_no_pandas(tmp_path, version):
+    path = str(tmp_path / "ds")
+    lance.write_dataset(_table(4, 3000, distinct=50), path, data_storage_version=version, max_rows_per_file=1500)
+    idx = [2999, 0, 1500, 1499, 3, 3]
+    got = _read(path, ["s", "id"], idx)
+    assert got["rows"] == _expect(path, ["s", "id"], idx)
+    assert "pandas" not in got["loaded"] and "numpy.ma" not in got["loaded"]

@@ -130,7 +130,7 @@ def repeat_scalar(one: pa.Array, n: int) -> pa.Array:
     """An array of ``n`` copies of the single value in ``one``."""
     if n == 0:
         return one.slice(0, 0)
-    return one.take(pa.array(np.zeros(n, dtype=np.int32)))
+    return one.take(ab.index_array(np.zeros(n, dtype=np.int32)))
 
 
 def take_dictionary(items: pa.Array, indices: DecodedValues, *, path: str) -> pa.Array:
@@ -140,4 +140,4 @@ def take_dictionary(items: pa.Array, indices: DecodedValues, *, path: str) -> pa
     idx = indices.view(np.dtype(f"<u{indices.bits_per_value // 8}")).astype(np.int64)
     if idx.size and int(idx.max()) >= len(items):
         raise CorruptFileError(f"dictionary index {int(idx.max())} >= {len(items)} items", path=path)
-    return items.take(pa.array(idx))
+    return items.take(ab.index_array(idx))

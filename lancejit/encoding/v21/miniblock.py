@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, LanceJitError
+from lancejit.encoding.arrow_build import index_array
 from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext, Steps
@@ -499,7 +500,7 @@ class MiniBlockPage(LayoutPage):
         if pick is not None:
             if len(values) != num_levels:
                 raise CorruptFileError(f"{len(values)} values for {num_levels} rows", path=path)
-            values = values.take(pa.array(pick))
+            values = values.take(index_array(pick))
             deff = None if deff is None else deff[pick]
             return LeafRows(None, deff, values, int(pick.size)), np.asarray(levels_per_chunk, dtype=np.int64)
         return LeafRows(rep, deff, values, num_levels), np.asarray(levels_per_chunk, dtype=np.int64)

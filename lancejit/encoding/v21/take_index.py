@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError
+from lancejit.encoding.arrow_build import index_array
 from lancejit.encoding.kernels import take as kt
 from lancejit.encoding.v21.batch import plain_variable_width, plain_width_bits
 from lancejit.encoding.v21.fullzip import FullZipPage
@@ -399,7 +400,7 @@ def _take_dictionary(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndar
     dictionary = index.dictionary
     if k and int(_MAX(idx)) >= len(dictionary):
         raise CorruptFileError(f"column {index.column}: dictionary index out of range", path=index.path)
-    taken = dictionary.take(pa.array(idx))
+    taken = dictionary.take(index_array(idx))
     if validity is None:
         return taken
     return pa.Array.from_buffers(index.arrow_type, k, [validity, *taken.buffers()[1:]])
