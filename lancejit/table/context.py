@@ -118,7 +118,7 @@ class SharedCaches:
     stats: IOStats = field(default_factory=IOStats)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class DatasetContext:
     """One checked-out version: where it is, what it holds, and its caches."""
 
@@ -135,6 +135,9 @@ class DatasetContext:
     lance_schema: Any = None
     #: This version's :class:`~.index.DatasetIndex` once built (see :func:`.index.dataset_index`).
     index: Any = None
+    #: The other checkout of this version the shared index serves (kept alive by this one:
+    #: the index references its context weakly; see :func:`.index._adopt`), else None.
+    index_owner: Any = None
     #: ``(root, root's data directory)`` once computed (see :meth:`data_file_location`).
     data_dir: tuple[str, str] | None = None
 

@@ -9,13 +9,14 @@ that holds its field ids; a column held by no file of the fragment reads as null
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import CorruptFileError, NotFoundError
+from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 
 from .context import DatasetContext
 from .datafile import DataFileHandle, open_data_file
@@ -58,8 +59,12 @@ class _Group:
 class FragmentReader:
     """Reads one fragment of one dataset version."""
 
-    def __init__(self, ctx: DatasetContext, fragment: Fragment, physical_rows: int | None = None) -> None:
-        self.ctx = ctx
+    def __init__(self, ctx: DatasetContext, fragment: Fragment, physical_rows: int | None = None,
+                 weak: bool = False) -> None:
+        #: ``ctx`` itself, or (``weak``: readers cached under the context, by its index) a weak
+        #: reference to it, so that the cache makes no reference cycle.
+        self._ctx: DatasetContext | weakref.ref = weakref.ref(ctx) if weak else ctx
+        self._weak = weak
         self.fragment = fragment
         #: Physical rows: the manifest's count, or the count the dataset index resolved for
         #: legacy fragments whose manifest records 0 (see :mod:`.index`).
@@ -69,6 +74,16 @@ class FragmentReader:
         self._last_layout: tuple[Sequence[TopField], tuple[list[_Group], bool]] | None = None
         #: Opened data files by path: ``(handle, store, path)`` (looked up once per reader).
         self._handles: dict[str, tuple[DataFileHandle, object, str]] = {}
+
+    @property
+    def ctx(self) -> DatasetContext:
+        """The context of the dataset version read."""
+        if not self._weak:
+            return self._ctx
+        ctx = self._ctx()
+        if ctx is None:  # only reachable by holding a reader without its dataset
+            raise LanceJitError("the dataset this fragment reader belongs to was closed")
+        return ctx
 
     @property
     def id(self) -> int:

@@ -33,11 +33,12 @@ its rows.  Only such fragments are resolved, all concurrently, once per version.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from lancejit.core.errors import CorruptFileError, NotFoundError
+from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 
 from .datafile import open_data_file
 from .fragment import FragmentReader
@@ -52,10 +53,15 @@ if TYPE_CHECKING:  # pragma: no cover
 MAX_FRAGMENT_ROWS = 1 << 32
 
 
+def _no_context() -> None:
+    """The context of an index built without one (tests of its arrays)."""
+    return None
+
+
 class DatasetIndex:
     """Fragments of one dataset version as arrays (see the module docstring)."""
 
-    __slots__ = ("ctx", "fragments", "fragment_ids", "physical_rows", "live_rows", "live_starts",
+    __slots__ = ("_ctx", "fragments", "fragment_ids", "physical_rows", "live_rows", "live_starts",
                  "has_deletions", "total_rows", "no_data_fragment", "_sorted_ids", "_sorted_pos", "_readers",
                  "take_state")
 
@@ -64,7 +70,10 @@ class DatasetIndex:
                  has_deletions: np.ndarray | None = None, order: np.ndarray | None = None,
                  live_starts: np.ndarray | None = None) -> None:
         n = len(fragments)
-        self.ctx = ctx
+        #: The context this index serves, held weakly: the context holds the index
+        #: (``ctx.index``, and its shared caches the index LRU), so a strong reference back
+        #: would make every dropped dataset a cycle freed only by a full GC collection.
+        self._ctx = _no_context if ctx is None else weakref.ref(ctx)
         self.fragments = fragments
         if fragment_ids is None:
             fragment_ids = np.fromiter((f.id for f in fragments), dtype=np.int64, count=n)
@@ -92,6 +101,15 @@ class DatasetIndex:
     def __len__(self) -> int:
         return len(self.fragments)
 
+    @property
+    def ctx(self) -> "DatasetContext":
+        """The context this index serves (alive while any context using the index is: see
+        :func:`_adopt`)."""
+        ctx = self._ctx()
+        if ctx is None and self._ctx is not _no_context:  # (an index held without its dataset)
+            raise LanceJitError("the dataset this index belongs to was closed")
+        return ctx
+
     def count_rows(self) -> int:
         """Live rows of the version; like the reference, a fragment without data files cannot
         be counted (``NotFoundError``)."""
@@ -106,7 +124,8 @@ class DatasetIndex:
         """The reader of the fragment at position ``pos`` (created once, on first use)."""
         r = self._readers.get(pos)
         if r is None:
-            r = FragmentReader(self.ctx, self.fragments[pos], int(self.physical_rows[pos]))
+            ctx = self.ctx
+            r = FragmentReader(ctx, self.fragments[pos], int(self.physical_rows[pos]), weak=ctx is not None)
             self._readers[pos] = r
         return r
 
@@ -262,5 +281,20 @@ async def dataset_index(ctx: "DatasetContext") -> DatasetIndex:
     index = ctx.index
     if index is None:
         index = await ctx.caches.indexes.get(ctx.manifest_path, lambda: _build(ctx))
-        ctx.index = index
+        _adopt(ctx, index)
     return index
+
+
+def _adopt(ctx: "DatasetContext", index: DatasetIndex) -> None:
+    """Make ``index`` (shared by the checkouts of one version through the caches' LRU) the
+    index of ``ctx``.  The index and its readers reference one context weakly: when that one
+    is gone, the index serves ``ctx`` from now on (readers made for the dead one dropped);
+    when it is another live context, ``ctx`` keeps that one alive (``index_owner``: no cycle,
+    the owner never references ``ctx``), so readers already handed out stay valid."""
+    bound = index._ctx()
+    if bound is None:
+        index._ctx = weakref.ref(ctx)
+        index._readers = {}
+    elif bound is not ctx:
+        ctx.index_owner = bound
+    ctx.index = index
