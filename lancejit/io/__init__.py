@@ -10,7 +10,6 @@ All byte ranges are half-open ``(start, end)`` in bytes.
 """
 
 from lancejit.io.local import LocalStore, LocalWriter
-from lancejit.io.memory import MemoryStore, clear_memory_objects
 from lancejit.io.planner import PhysicalRead, ReadPlan, Slice, assemble, merge_ranges, plan_reads
 from lancejit.io.registry import clear_store_cache, open_store, parse_uri
 from lancejit.io.scheduler import (
@@ -67,6 +66,10 @@ def __getattr__(name: str):
         from lancejit.io.gcs_store import GCSStore
 
         return GCSStore
+    if name in ("MemoryStore", "clear_memory_objects"):  # memory:// only: not loaded by local reads
+        from lancejit.io import memory
+
+        return getattr(memory, name)
     if name == "FsspecStore":
         from lancejit.io.fsspec_store import FsspecStore
 
