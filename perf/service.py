@@ -131,6 +131,20 @@ def take_p50(ours, ref, rows: int, n: int, reps: int, rng: np.random.Generator) 
     return {"lancejit_ms": lj * 1e3, "reference_ms": rf * 1e3, "ratio": lj / rf}
 
 
+def alone_p50(ours, idxs: list[np.ndarray]) -> float:
+    """p50 ms of lancejit's takes run back to back, not alternated with the reference.
+
+    Alternated samples include what the previous reference call leaves behind (its worker threads
+    still running, CPU caches refilled with its data), which grows with the reference's work; this
+    number shows lancejit's own cost per take."""
+    out = []
+    for i in idxs:
+        t0 = time.perf_counter()
+        ours.take(i, columns=COLUMNS)
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out) * 1e3
+
+
 # ---------------------------------------------------------------------------- sections
 def section_take(path: str, quick: bool, rng) -> list[dict]:
     ours, ref = open_both(path)
@@ -254,8 +268,10 @@ def section_scale(quick: bool, rng) -> list[dict]:
         warm_all(ours, ref, rows, nfrag)
         for n, reps in ((1, 200), (100, 60)):
             reps = max(10, reps // 4) if quick else reps
-            out.append({"work": f"{nfrag:,} fragments x 20 rows: take {n} p50 (warm)",
-                        **take_p50(ours, ref, rows, n, reps, rng)})
+            row = {"work": f"{nfrag:,} fragments x 20 rows: take {n} p50 (warm)",
+                   **take_p50(ours, ref, rows, n, reps, rng)}
+            row["work"] += f" [lancejit alone: {alone_p50(ours, [rng.integers(0, rows, n) for _ in range(reps)]):.3f} ms]"
+            out.append(row)
         out.append({"work": f"{nfrag:,} fragments x 20 rows: open + count_rows",
                     **open_count(path, 3 if quick else 7)})
     return out

@@ -83,18 +83,18 @@ def _dataset(tmp_path, uri):
 
 
 def test_dataset_and_file_reader_read_in_caller_thread(tmp_path, monkeypatch):
-    from lancejit.io.local import LocalStore
+    import os
 
     uri = str(tmp_path / "ds")
     table = _dataset(tmp_path, uri)
     seen: list[int] = []
-    orig = LocalStore.read_ranges
+    orig = os.preadv
 
-    async def spy(self, path, ranges):
+    def spy(fd, buffers, offset, *flags):  # every local read (ranges, tails, multi-file) is a preadv
         seen.append(threading.get_ident())
-        return await orig(self, path, ranges)
+        return orig(fd, buffers, offset, *flags)
 
-    monkeypatch.setattr(LocalStore, "read_ranges", spy)
+    monkeypatch.setattr(os, "preadv", spy)
     ds = lancejit.dataset(uri)
     idx = [29_999, 5, 5, 17_000]
 
