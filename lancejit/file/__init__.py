@@ -7,8 +7,7 @@ not pull in the readers.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from lancejit.core.lazy import lazy_exports
 
 _LAZY = {
     "FileMetadata": "lancejit.file.container",
@@ -23,13 +22,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'lancejit.file' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = sorted(_LAZY)

@@ -6,7 +6,7 @@ latest, a number, or a tag name); ``await open_dataset_async(...)`` from async c
 ``describe(ds)`` returns a JSON-friendly summary for ``lancejit inspect``.
 """
 
-from typing import Any
+from lancejit.core.lazy import lazy_exports
 
 from .dataset import Dataset, Scanner, dataset, open_dataset_async
 from .describe import describe, describe_async
@@ -22,15 +22,7 @@ _LAZY = {"CleanupStats": ".maintenance", "Tags": ".maintenance", "write_dataset"
          "write_dataset_async": ".write"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "Dataset",

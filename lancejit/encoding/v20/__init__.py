@@ -7,7 +7,7 @@ Entry point: :func:`make_field_decoders` ``(reader, metadata, field_names)`` ret
 ``compression`` (zstd/lz4 buffers, FSST).
 """
 
-import importlib
+from lancejit.core.lazy import lazy_exports
 
 # The exported names are loaded on first access (PEP 562): the 2.1/2.2 decoders and the legacy
 # ones import only ``steps`` / ``rowranges`` of this package, and a process that never meets a 2.0
@@ -20,17 +20,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 
 __all__ = ["V20FieldDecoder", "indices_to_ranges", "make_field_decoders", "run_plans"]
