@@ -280,31 +280,18 @@ async def read_small_group(
     ``(arrays by top-level name, meta columns, rows)`` for ``scan.assemble_table``, None when
     no row matches, or ``NOT_HANDLED`` when a member is big or the filter's columns do not
     qualify for ``read_members`` (then only the deletion vectors were read)."""
-    from .filter import filter_positions
-    from .scan_multi import member_lives, read_members
+    from .scan_multi import evaluate_members, read_members
 
     compiled = spec.filter
     assert compiled is not None
     if any(hi - lo > SMALL_UNIT_ROWS for _, lo, hi in members):
         return NOT_HANDLED
-    ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
-    if not ftops:
+    got = await evaluate_members(ctx, compiled, members)
+    if got is None:
         return NOT_HANDLED
-    lives = await member_lives(members)
-    arrays = await read_members(ctx, ftops, members, lives)
-    if arrays is None:
-        return NOT_HANDLED
+    ftops, lives, arrays, matches, bounds = got
     k = len(members)
     los = np.fromiter((lo for _, lo, _ in members), dtype=np.int64, count=k)
-    his = np.fromiter((hi for _, _, hi in members), dtype=np.int64, count=k)
-    counts = his - los
-    for i, live in enumerate(lives):
-        if live is not None:
-            counts[i] = len(live)
-    bounds = np.zeros(k + 1, dtype=np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    schema = pa.schema([ctx.schema.field(t.name) for t in ftops])
-    matches = filter_positions(compiled, pa.Table.from_arrays(arrays, schema=schema), int(bounds[-1]))
     n = len(matches)
     if n == 0:
         return None

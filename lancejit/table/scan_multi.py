@@ -268,13 +268,14 @@ async def member_lives(members: Sequence[Member]) -> list[np.ndarray | None]:
             for frag, lo, hi in members]
 
 
-async def filter_members(
+async def evaluate_members(
     ctx: DatasetContext, compiled: "CompiledFilter", members: Sequence[Member],
-) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray] | None:
+) -> tuple[list[TopField], list[np.ndarray | None], list[Any], np.ndarray, np.ndarray] | None:
     """The filter's columns read for the live rows of every member at once and evaluated ONCE:
-    ``(lives, positions of the matching rows among all members' live rows (int64, ascending),
-    bounds: member i's live rows are [bounds[i], bounds[i + 1]))``; None when the members do
-    not qualify for :func:`read_members` (nothing was read then)."""
+    ``(the filter's top-level fields, lives, their arrays (one per field, every member's live rows
+    back to back), positions of the matching rows among all members' live rows (int64,
+    ascending), bounds: member i's live rows are [bounds[i], bounds[i + 1]))``; None when the
+    members do not qualify for :func:`read_members` (only deletion vectors were read then)."""
     ftops = [t for t in ctx.top_fields if t.name in compiled.columns]
     if not ftops:
         return None
@@ -289,7 +290,18 @@ async def filter_members(
     from .filter import filter_positions  # sqlglot loads with the first filter
 
     matches = filter_positions(compiled, pa.Table.from_arrays(arrays, schema=schema), int(bounds[-1]))
+    return ftops, lives, arrays, matches, bounds
+
+
+async def filter_members(
+    ctx: DatasetContext, compiled: "CompiledFilter", members: Sequence[Member],
+) -> tuple[list[np.ndarray | None], np.ndarray, np.ndarray] | None:
+    """:func:`evaluate_members` without the filter columns' arrays: ``(lives, matches, bounds)``."""
+    got = await evaluate_members(ctx, compiled, members)
+    if got is None:
+        return None
+    _, lives, _, matches, bounds = got
     return lives, matches, bounds
 
 
-__all__ = ["Member", "filter_members", "member_lives", "read_members"]
+__all__ = ["Member", "evaluate_members", "filter_members", "member_lives", "read_members"]
