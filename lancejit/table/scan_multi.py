@@ -13,7 +13,6 @@ read unit by unit then).
 from __future__ import annotations
 
 import asyncio
-import gc
 import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -21,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from .context import DatasetContext
+from .datafile import GC_PAUSE_FILES, collector_paused  # noqa: F401 (GC_PAUSE_FILES: the shared policy)
 from .fields import TopField
 from lancejit.file.multi_decode import file_scan, read_scans
 
@@ -38,9 +38,6 @@ _SCANS: "weakref.WeakKeyDictionary[FragmentReader, dict]" = weakref.WeakKeyDicti
 
 _UNKNOWN = object()
 
-#: Batches of at least this many new data files open with the garbage collector paused
-#: (stores read in the caller's thread only; see :func:`_file_scans`).
-GC_PAUSE_FILES = 256
 
 
 def _known_scan(frag: FragmentReader, key: tuple[str, ...]) -> Any:
@@ -113,17 +110,9 @@ async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequ
             todo.append((i, per, df))
     if not todo:
         return out
-    # opening many files makes ~25 long-lived objects per file: with the collector on, each
-    # full collection walks the whole heap (10,000 new files: 2-3 of them, ~0.5 s); paused
-    # while a big batch opens in this thread (local and memory stores read inline)
-    pause = len(todo) >= GC_PAUSE_FILES and gc.isenabled() and getattr(ctx.store, "serial_batches", False)
-    if pause:
-        gc.disable()
-    try:
+    # the collector policy of batched opens, shared with the take (datafile.collector_paused)
+    with collector_paused(ctx, len(todo)):
         await _open_scans(ctx, tops, key, types, todo, out)
-    finally:
-        if pause:
-            gc.enable()
     return out
 
 
