@@ -10,7 +10,9 @@ children may be renamed, dropped or missing); arrays come back with the dataset'
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+import gc
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -236,6 +238,30 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
     return await ctx.caches.files.get(store.uri(path), load)
 
 
+#: Batches of at least this many new data files open (and build their take tables) with the
+#: garbage collector paused, on stores read in the caller's thread (local, memory): the take's
+#: admission of new files and the scan's group open share this policy (:func:`collector_paused`).
+GC_PAUSE_FILES = 32
+
+
+@contextmanager
+def collector_paused(ctx: "DatasetContext", nfiles: int) -> Iterator[None]:
+    """Pause the garbage collector while ``nfiles`` new data files open in this thread, when
+    there are at least :data:`GC_PAUSE_FILES` and the dataset's store reads in the caller's
+    thread (``serial_batches``: the pause then covers no waiting on other threads); nested
+    pauses leave it to the outermost one.  The collector is on again afterwards, also when the
+    open fails.  Opening creates a few long-lived objects per file and many short-lived ones:
+    young collections in between would only walk them."""
+    pause = nfiles >= GC_PAUSE_FILES and gc.isenabled() and getattr(ctx.store, "serial_batches", False)
+    if pause:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause:
+            gc.enable()
+
+
 async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile]) -> list[DataFileHandle]:
     """The cached handles of ``data_files`` (in that order; repeats allowed), the files not
     opened yet opened together: ONE batched read of all their 64 KiB tails
@@ -246,13 +272,8 @@ async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile])
     dataset's file cache.  Each handle's ``store`` and ``store_path`` say where its file is.
 
     Errors are those of :func:`open_data_file`, for the first failing file in ``data_files``
-    order (``NotFoundError`` "data file is missing", ``CorruptFileError``...), naming it."""
-    from lancejit.core.config import FOOTER_PREFETCH_BYTES
-    from lancejit.file.reader import AsyncLanceFileReader, tail_error
-    from lancejit.io.multi_read import read_tails
-
-    from .context import with_context
-
+    order (``NotFoundError`` "data file is missing", ``CorruptFileError``...), naming it.
+    Batches of many new files open with the collector paused (:func:`collector_paused`)."""
     files = ctx.caches.files
     out: list[Any] = [None] * len(data_files)
     todo: dict[str, tuple[list[int], DataFile, Any, str]] = {}  # uri -> (indexes, file, store, path)
@@ -270,30 +291,44 @@ async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile])
         else:
             todo[uri] = ([i], df, store, path)
     if todo:
-        budget = ctx.caches.whole_files
-        sources = []
-        for uri, (_, df, store, path) in todo.items():
-            size = df.file_size_bytes or None
-            sources.append(_SmallFileReader(ctx.reader(store, path, size), size, budget, uri))
-        tails = await read_tails([s.inner for s in sources], FOOTER_PREFETCH_BYTES)
-        stats = ctx.stats
-        for (uri, (idxs, df, store, path)), src, tail in zip(todo.items(), sources, tails):
-            try:
-                if not isinstance(tail, tuple):
-                    err = tail_error(tail, uri)
-                    raise (NotFoundError("data file is missing") if isinstance(err, NotFoundError) else err)
-                size, data = tail
-                src.first_tail(size, data)
-                reader = AsyncLanceFileReader.from_tail(src, size, data, uri=uri, store=store, stats=stats,
-                                                        immutable=True)
-                if reader is None:
-                    reader = await AsyncLanceFileReader.from_reader(src, uri=uri, store=store, stats=stats,
-                                                                    immutable=True, tail=tail)
-            except LanceJitError as exc:
-                raise with_context(exc, ctx.describe_where(path, store)) from exc
-            handle = files.put(uri, DataFileHandle(reader, df, uri, store, path))
-            for i in idxs:
-                out[i] = handle
+        with collector_paused(ctx, len(todo)):
+            await _open_new(ctx, todo, out)
     for i, df in waits:
         out[i] = await open_data_file(ctx, df)
     return out
+
+
+async def _open_new(ctx: "DatasetContext", todo: dict, out: list) -> None:
+    """Open the files of ``todo`` (``uri -> (indexes in out, data file, store, path)``): see
+    :func:`open_data_files`."""
+    from lancejit.core.config import FOOTER_PREFETCH_BYTES
+    from lancejit.file.reader import AsyncLanceFileReader, tail_error
+    from lancejit.io.multi_read import read_tails
+
+    from .context import with_context
+
+    files = ctx.caches.files
+    budget = ctx.caches.whole_files
+    sources = []
+    for uri, (_, df, store, path) in todo.items():
+        size = df.file_size_bytes or None
+        sources.append(_SmallFileReader(ctx.reader(store, path, size), size, budget, uri))
+    tails = await read_tails([s.inner for s in sources], FOOTER_PREFETCH_BYTES)
+    stats = ctx.stats
+    for (uri, (idxs, df, store, path)), src, tail in zip(todo.items(), sources, tails):
+        try:
+            if not isinstance(tail, tuple):
+                err = tail_error(tail, uri)
+                raise (NotFoundError("data file is missing") if isinstance(err, NotFoundError) else err)
+            size, data = tail
+            src.first_tail(size, data)
+            reader = AsyncLanceFileReader.from_tail(src, size, data, uri=uri, store=store, stats=stats,
+                                                    immutable=True)
+            if reader is None:
+                reader = await AsyncLanceFileReader.from_reader(src, uri=uri, store=store, stats=stats,
+                                                                immutable=True, tail=tail)
+        except LanceJitError as exc:
+            raise with_context(exc, ctx.describe_where(path, store)) from exc
+        handle = files.put(uri, DataFileHandle(reader, df, uri, store, path))
+        for i in idxs:
+            out[i] = handle

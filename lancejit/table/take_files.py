@@ -37,7 +37,7 @@ from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.io.multi_read import FileSource, read_files
 
 from .context import with_context
-from .datafile import open_data_files
+from .datafile import collector_paused, open_data_files
 from .fields import TopField
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -221,19 +221,20 @@ class FileTakeState:
         if hold is not None:  # new files' descriptors and tails kept until this take's read ends
             hold()
             self._holds.append(ctx.store)
-        try:
-            handles = await open_data_files(ctx, [g.data_file for _, _, g in cands])
-            tables = await _take_tables(ctx, cands, handles)
-        except BaseException:
-            self._release_one()
-            raise
-        added = False
-        for (p, _, _), handle, table in zip(cands, handles, tables):
-            if table is None:
-                self.slot_of_pos[p] = NOT_ELIGIBLE
-            else:
-                self._add(p, table, FileSource.of(handle.reader.range_reader))
-                added = True
+        with collector_paused(ctx, len(cands)):  # (the open, the tables and the slots)
+            try:
+                handles = await open_data_files(ctx, [g.data_file for _, _, g in cands])
+                tables = await _take_tables(ctx, cands, handles)
+            except BaseException:
+                self._release_one()
+                raise
+            added = False
+            for (p, _, _), handle, table in zip(cands, handles, tables):
+                if table is None:
+                    self.slot_of_pos[p] = NOT_ELIGIBLE
+                else:
+                    self._add(p, table, FileSource.of(handle.reader.range_reader))
+                    added = True
         if not added:  # no take read follows for these files
             self._release_one()
 

@@ -132,3 +132,41 @@ def test_footer_garbage_is_corrupt(tmp_path):
     with pytest.raises(CorruptFileError) as err:
         run_sync(open_data_files(ctx, files), store=ctx.store)
     assert files[1].path in str(err.value)
+
+
+def test_collector_paused_over_batched_opens(frags, monkeypatch):
+    """One collector policy for batched opens (datafile.collector_paused): a take admitting
+    new files and a scan opening them pause it when the batch has at least GC_PAUSE_FILES
+    files (here 2), same rows as pylance, and it is on again afterwards, also when an open
+    fails."""
+    import gc
+
+    from lancejit.table import datafile
+
+    seen = []
+    real_disable = gc.disable
+
+    def disable():
+        seen.append(True)
+        real_disable()
+
+    monkeypatch.setattr(datafile, "GC_PAUSE_FILES", 2)
+    monkeypatch.setattr(datafile.gc, "disable", disable)
+    ref = lance.dataset(frags)
+    rows = np.array([5, 301, 1800, 3500], dtype=np.int64)
+    assert gc.isenabled()
+    assert dataset(frags).take(rows, columns=COLS).equals(ref.take(rows, columns=COLS))
+    assert gc.isenabled() and seen
+    seen.clear()
+    assert dataset(frags).to_table(columns=COLS).equals(ref.to_table(columns=COLS))
+    assert gc.isenabled() and seen
+    ds = dataset(frags)
+    victim = ds._ctx.manifest.fragments[1].files[0].path
+    src = os.path.join(frags, "data", victim)
+    os.rename(src, src + ".x")
+    try:
+        with pytest.raises(NotFoundError):
+            ds.take(rows, columns=COLS)
+    finally:
+        os.rename(src + ".x", src)
+    assert gc.isenabled()
