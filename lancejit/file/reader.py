@@ -416,7 +416,10 @@ class AsyncLanceFileReader:
         end = start + num_rows
 
         decs = [decoders[t] for t in tops]
-        if all(hasattr(d, "range_steps") for d in decs) and self._small_read(decs, num_rows):
+        if (all(hasattr(d, "range_steps") for d in decs) and self._small_read(decs, num_rows)
+                and not getattr(self._scheduler.store, "decode_off_loop", False)):
+            # (remote stores: each column's own read and decode, so a column decodes in a
+            # worker thread as soon as its bytes arrive, while the others still stream)
             arrays = await _run_steps(self._ranges, [d.range_steps(start, end) for d in decs], start)
             by_top = dict(zip(tops, [_chunked(a, d.field.type) for a, d in zip(arrays, decs)]))
             return self._table(resolved, [by_top[t] for t, _, _ in resolved], num_rows)

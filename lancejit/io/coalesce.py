@@ -249,18 +249,33 @@ class CoalescingReader(ForwardingReader):
             await asyncio.gather(*(self._single(items[c][0], items[c][1], items[c][2])
                                    for c in sorted(failed) if not items[c][2].done()))
 
+    def _scheduler(self) -> FileScheduler | None:
+        """The file scheduler ``inner`` reads through: ``inner`` itself, or the scheduler a
+        forwarding wrapper (``.inner``, e.g. a data file's small-file reader) passes its reads
+        to when the wrapper holds no bytes of its own (``whole`` is None)."""
+        inner = self.inner
+        for _ in range(4):
+            if isinstance(inner, FileScheduler):
+                return inner
+            if getattr(inner, "whole", None) is not None:
+                return None  # served from memory: nothing to stream
+            inner = getattr(inner, "inner", None)
+            if inner is None:
+                return None
+        return None
+
     def _can_stream(self) -> bool:
-        """True when ``inner`` is a file scheduler over a store that streams a range's bytes
-        as they arrive (``store.read_streaming``)."""
-        if not isinstance(self.inner, FileScheduler):
-            return False
-        return callable(getattr(self.inner.store, "read_streaming", None))
+        """True when ``inner`` reads through a file scheduler (see :meth:`_scheduler`) over a
+        store that streams a range's bytes as they arrive (``store.read_streaming``)."""
+        sched = self._scheduler()
+        return sched is not None and callable(getattr(sched.store, "read_streaming", None))
 
     async def _stream(self, ranges: np.ndarray, idx: np.ndarray, priority: int, deliver) -> None:
         """One request for the run covering ``ranges`` (rows of the merged plan ``idx``),
         under the store's budgets like a scheduler batch; each range is handed to
         ``deliver(g, buffer)`` as soon as the bytes up to its end have arrived."""
-        inner = self.inner
+        inner = self._scheduler()
+        assert inner is not None  # _can_stream checked it
         store = inner.store
         base, top = int(ranges[:, 0].min()), int(ranges[:, 1].max())
         by_end = np.argsort(ranges[:, 1], kind="stable")

@@ -172,6 +172,11 @@ class ObjectStore(ABC):
 
     scheme: str = ""
     serial_batches: bool = False
+    #: True when reads are network requests answered on the event loop (S3, GCS): a file
+    #: reader's range read then reads and decodes each column on its own (a column decodes in
+    #: a worker thread once its bytes are in, while the loop keeps receiving the others'; see
+    #: ``lancejit.file.reader.AsyncLanceFileReader.read_range``).
+    decode_off_loop: bool = False
     #: False for a store without atomic put-if-absent (storage option ``conditional_put="disabled"``):
     #: plain commits refuse; commits go through an external manifest store instead.
     conditional_put: bool = True

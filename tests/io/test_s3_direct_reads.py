@@ -204,17 +204,18 @@ async def test_transient_answers_are_retried():
 
 
 @pytest.mark.s3
-async def test_streamed_reads_through_the_coalescer(s3_endpoint):
+async def test_streamed_reads_through_the_coalescer(s3_endpoint, monkeypatch):
     """Scan-like same-tick reads on S3 stream their pieces: every caller gets exact bytes,
     progress is reported while the body arrives, one GET per piece."""
     import asyncio
 
     import numpy as np
 
-    from lancejit.io import open_store
+    from lancejit.io import fsspec_store, open_store
     from lancejit.io.coalesce import CoalescingReader
     from lancejit.io.scheduler import FileScheduler
 
+    monkeypatch.setattr(fsspec_store, "PREFERRED_READ_BYTES", 8 * 1024 * 1024)
     root = s3_endpoint.new_root()
     store, path = open_store(root.join("big.bin"), root.storage_options)
     data = np.random.default_rng(5).integers(0, 256, 12 * 1024 * 1024, dtype=np.uint8).tobytes()
