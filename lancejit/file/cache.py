@@ -148,6 +148,10 @@ class SearchCache:
         self.put((key, _METADATA), metadata, 8 * size + 1024 if isinstance(size, int) else estimate_nbytes(metadata))
 
 
+#: Guards the in-flight loads of every :class:`FileCache` (one lock, held for a dict update).
+_FLIGHTS_LOCK = threading.Lock()
+
+
 class FileCache:
     """Decoder state of one file's contents, stored in a :class:`SearchCache`.
 
@@ -155,13 +159,14 @@ class FileCache:
     Values may be evicted at any time; :meth:`get_or_load` reloads them.
     """
 
-    __slots__ = ("_cache", "_key", "_inflight", "_lock")
+    __slots__ = ("_cache", "_key", "_inflight")
 
     def __init__(self, cache: SearchCache | None = None, key: Hashable = None) -> None:
         self._cache = cache if cache is not None else SearchCache()
         self._key = key
-        self._inflight: dict[tuple[int, Hashable], asyncio.Future] = {}
-        self._lock = threading.Lock()
+        #: Loads in flight (made by the first :meth:`get_or_load`: a file whose decoders never
+        #: load through it keeps no dict), guarded by the module's ``_FLIGHTS_LOCK``.
+        self._inflight: dict[tuple[int, Hashable], asyncio.Future] | None = None
 
     def get(self, key: Hashable) -> Any | None:
         """The cached value for ``key``, or ``None``."""
@@ -189,12 +194,15 @@ class FileCache:
             value = self.get(key)
             if value is not None:
                 return value
-            with self._lock:
-                fut = self._inflight.get(flight_key)
+            with _FLIGHTS_LOCK:
+                inflight = self._inflight
+                if inflight is None:
+                    inflight = self._inflight = {}
+                fut = inflight.get(flight_key)
                 owner = fut is None
                 if owner:
                     fut = loop.create_future()
-                    self._inflight[flight_key] = fut
+                    inflight[flight_key] = fut
             if owner:
                 break
             try:
@@ -207,7 +215,7 @@ class FileCache:
         try:
             value = await loader()
         except BaseException as exc:
-            with self._lock:
+            with _FLIGHTS_LOCK:
                 self._inflight.pop(flight_key, None)
             if isinstance(exc, asyncio.CancelledError):
                 fut.cancel()
@@ -216,7 +224,7 @@ class FileCache:
                 fut.exception()  # mark retrieved: waiters (if any) re-raise it
             raise
         self.put(key, value, None if nbytes is None else nbytes(value))
-        with self._lock:
+        with _FLIGHTS_LOCK:
             self._inflight.pop(flight_key, None)
         fut.set_result(value)
         return value

@@ -484,37 +484,64 @@ class LazyColumns(Sequence):
         self._data = data
         self._base = base
         self._spans = spans
-        self._items: list[ColumnInfo | None] = [None] * len(spans)
+        #: Decoded items (None until a column is kept: a file read only by takes from
+        #: metadata keeps none, see :meth:`peek`).
+        self._items: list[ColumnInfo | None] | None = None
         self._version = version
         self._file_size = file_size
         self._path = path
         self._num_rows = num_rows
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._spans)
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self._items))))
-        item = self._items[i]
-        return item if item is not None else self._load(i)
+            return tuple(self[j] for j in range(*i.indices(len(self._spans))))
+        items = self._items
+        if items is None:
+            items = self._items = [None] * len(self._spans)
+        item = items[i]
+        if item is None:
+            j = i + len(items) if i < 0 else i
+            item = items[j] = self._decode(j)
+        return item
 
-    def _load(self, i: int) -> ColumnInfo:
-        j = i + len(self._items) if i < 0 else i
+    def peek(self, i: int) -> ColumnInfo:
+        """Column ``i`` (``0 <= i < len(self)``) as ``self[i]``, decoded without keeping it
+        when not kept yet: for callers that derive what they keep from it (the take table of
+        a newly opened file), so a file read only that way keeps no column objects."""
+        items = self._items
+        item = items[i] if items is not None else None
+        return item if item is not None else self._decode(i)
+
+    def peek_many(self, indexes: Sequence[int]) -> list[ColumnInfo]:
+        """:meth:`peek` of columns ``indexes`` (each ``0 <= i < len(self)``), the ones not kept
+        decoded together from their wire bytes with one kernel call when Numba is loaded
+        (:func:`lancejit.file.column_wire.decode_columns`; protobuf for anything unusual)."""
+        items = self._items
+        if items is None or not any(items[i] is not None for i in indexes):
+            from lancejit.file.column_wire import decode_columns
+
+            got = decode_columns(self._data, self._base, self._spans, indexes, self._version, self._file_size,
+                                 self._num_rows)
+            if got is not None:
+                return got
+        return [self.peek(i) for i in indexes]
+
+    def _decode(self, j: int) -> ColumnInfo:
         pos, size = self._spans[j]
         start = pos - self._base
         try:
-            info = _decode_column(j, memoryview(self._data)[start:start + size], self._version, self._file_size,
+            return _decode_column(j, memoryview(self._data)[start:start + size], self._version, self._file_size,
                                   self._path, self._num_rows)
         except LanceJitError:
             raise
         except (DecodeError, struct.error, IndexError, ValueError, OverflowError, TypeError) as exc:
             raise CorruptFileError(f"unparsable metadata ({type(exc).__name__}: {exc})", path=self._path) from exc
-        self._items[j] = info
-        return info
 
     def __iter__(self) -> Iterator[ColumnInfo]:
-        for i in range(len(self._items)):
+        for i in range(len(self._spans)):
             yield self[i]
 
     def __eq__(self, other: Any) -> bool:
@@ -526,7 +553,7 @@ class LazyColumns(Sequence):
         return hash(tuple(self))
 
     def __repr__(self) -> str:
-        return f"LazyColumns({len(self._items)} columns)"
+        return f"LazyColumns({len(self._spans)} columns)"
 
 
 def _parse_message(msg: Message, data: memoryview, path: str, what: str) -> None:

@@ -149,7 +149,6 @@ class AsyncLanceFileReader:
         self._coalesced: Any = None
         self._metadata = metadata
         self._decoders: dict[str, Any] = {}
-        self._decoder_lock = threading.Lock()
         #: Per projection (``columns`` as a tuple, or None): see :meth:`_take_projection`.
         self._projections: dict[Any, tuple] = {}
         #: Target encoded bytes per column per scan window (bytes); see :meth:`_window_rows`.
@@ -358,7 +357,7 @@ class AsyncLanceFileReader:
         missing = [t for t in dict.fromkeys(tops) if t not in self._decoders]
         if missing:
             factory = decoder_factory(self._metadata.version)
-            with self._decoder_lock:
+            with _DECODER_LOCK:
                 missing = [t for t in missing if t not in self._decoders]
                 made = factory(self._ranges, self._metadata, list(missing)) if missing else []
             if inspect.isawaitable(made):
@@ -366,7 +365,7 @@ class AsyncLanceFileReader:
             made = list(made)
             if len(made) != len(missing):
                 raise LanceJitError(f"decoder factory returned {len(made)} decoders for {len(missing)} fields")
-            with self._decoder_lock:
+            with _DECODER_LOCK:
                 for name, decoder in zip(missing, made):
                     self._decoders.setdefault(name, decoder)
         return {t: self._decoders[t] for t in tops}
@@ -631,6 +630,10 @@ class AsyncLanceFileReader:
 
 
 _NO_KEY = object()
+
+#: Guards every reader's decoder creation (one lock for all readers: a reader kept per data
+#: file holds no lock object of its own; creating decoders takes microseconds).
+_DECODER_LOCK = threading.RLock()
 
 #: ``(id(file schema), projection key) -> (schema, resolved, result schema)``: see ``_shape``.
 _SHAPES: dict[tuple[int, Any], tuple[pa.Schema, list, pa.Schema]] = {}

@@ -14,6 +14,7 @@ import concurrent.futures
 import errno
 import functools
 import os
+import re
 import threading
 import time
 import uuid
@@ -58,10 +59,18 @@ def _tmp_name(path: str) -> str:
     return os.path.join(head, f".{tail}.tmp-{uuid.uuid4().hex[:16]}")
 
 
+#: Absolute, normalized paths made only of characters ``quote`` keeps as they are.
+_PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_.~-]+)+")
+
+
 @functools.lru_cache(maxsize=4096)
 def _absolute_uri(path: str) -> str:
     """``file://`` URI of absolute ``path`` (memoized: the open of every data file asks for its
-    URI several times)."""
+    URI several times; a plain normalized path, the usual data file, needs neither
+    normalizing nor quoting)."""
+    if _PLAIN_PATH.fullmatch(path) and "/./" not in path and "/../" not in path and not path.endswith(
+            ("/.", "/..")):
+        return "file://" + path
     return "file://" + quote(os.path.abspath(path))
 
 

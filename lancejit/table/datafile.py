@@ -41,9 +41,6 @@ class DataFileHandle:
         self._name_of_id, self._names = _names_of(reader)
         #: field id -> (dataset schema, fields to conform by or None: used as read).
         self._conform: dict[int, tuple[Any, Any]] = {}
-        #: top-level (id, name)s -> (file column names, the same without repeats).
-        self._names_of: dict[tuple[tuple[int, str], ...], tuple[list[str], list[str]]] = {}
-        self._last_names: tuple[Any, tuple[list[str], list[str]]] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -88,16 +85,23 @@ class DataFileHandle:
         return dfield, file_schema.field_by_id(top.id)
 
     def _columns(self, tops: Sequence[TopField]) -> tuple[list[str], list[str]]:
-        last = self._last_names
-        if last is not None and last[0] is tops:
-            return last[1]
-        key = tuple((t.id, t.name) for t in tops)
-        got = self._names_of.get(key)
-        if got is None:
+        """``(file column names of tops, the same without repeats)`` (shared, never modified):
+        computed once per file schema and ``tops`` (the data files of a dataset share one
+        decoded schema, so a newly opened file finds them made)."""
+        names_map = self._name_of_id
+        hit = _COLUMNS.get((id(names_map), id(tops)))
+        if hit is not None and hit[0] is names_map and hit[1] is tops:
+            return hit[2]
+        key = (id(names_map), tuple((t.id, t.name) for t in tops))
+        got = _COLUMNS.get(key)
+        if got is None or got[0] is not names_map:
             names = [self._file_name(t) for t in tops]
-            got = self._names_of[key] = (names, list(dict.fromkeys(names)))
-        self._last_names = (tops, got)
-        return got
+            got = (names_map, None, (names, list(dict.fromkeys(names))))
+        if len(_COLUMNS) >= 1024:
+            _COLUMNS.clear()
+        _COLUMNS[key] = got
+        _COLUMNS[(id(names_map), id(tops))] = (names_map, tops, got[2])
+        return got[2]
 
     async def read_range(self, tops: Sequence[TopField], start: int, end: int) -> list[pa.ChunkedArray]:
         """Fields ``tops`` at rows ``[start, end)`` (half-open), as chunked arrays."""
@@ -116,6 +120,10 @@ class DataFileHandle:
 #: ``id(file schema) -> (schema, {field id: top-level name}, top-level names)``: the data files
 #: of a dataset share one decoded schema object.
 _NAMES: dict[int, tuple[Any, dict[int, str], frozenset[str]]] = {}
+#: ``(id of a {field id: name} map of _NAMES, id(tops) or the tops' (id, name)s) -> (that map,
+#: tops or None, (file column names, the same without repeats))``: see ``DataFileHandle._columns``
+#: (the map and tops are kept, so their ids are not reused while an entry lives).
+_COLUMNS: dict[tuple[int, Any], tuple[Any, Any, tuple[list[str], list[str]]]] = {}
 
 
 def _names_of(reader: Any) -> tuple[dict[int, str], frozenset[str]]:

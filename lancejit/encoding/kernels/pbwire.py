@@ -321,3 +321,207 @@ def scan_manifest(buf, spans, values, has_deletion, out):  # pragma: no cover - 
     if i != len(starts):
         return FALLBACK, 0, 0
     return OK, out_schema, out_rest - end
+
+
+# ------------------------------------------------------------------------------------------
+# Column metadata of a Lance 2.x file (``lance.file.v2.ColumnMetadata``, ``protos/file2.proto``)
+#
+# ``ColumnMetadata``: ``encoding = 1`` (``Encoding``), ``pages = 2`` (``Page``), column
+# ``buffer_offsets = 3`` / ``buffer_sizes = 4`` (repeated uint64).  ``Page``: ``buffer_offsets = 1``
+# / ``buffer_sizes = 2`` (repeated uint64), ``length = 3``, ``encoding = 4``, ``priority = 5``.
+# ``Encoding`` is a oneof: ``indirect = 1``, ``direct = 2`` (``DirectEncoding``: ``encoding = 1``
+# bytes), ``none = 3``.
+
+#: Most buffers per page :func:`column_pages` reports (pages with more: FALLBACK).
+MAX_PAGE_BUFFERS = 4
+
+#: Columns of the ``pages`` rows :func:`column_pages` fills.
+PAGE_COLUMN, PAGE_NOFF, PAGE_NSIZE, PAGE_LENGTH, PAGE_PRIORITY, PAGE_ENC_START, PAGE_ENC_END = range(7)
+PAGE_FIELDS = 7
+#: Width of a ``pages`` row of :func:`column_pages`: the fields, then the buffer offsets and sizes.
+PAGE_ROW = PAGE_FIELDS + 2 * MAX_PAGE_BUFFERS
+
+
+@_helper
+def _direct_encoding(buf, pos, end):  # pragma: no cover - compiled
+    """``(start, end)`` of the bytes of an ``Encoding`` message holding only ``direct`` (once)
+    whose ``DirectEncoding`` holds ``encoding`` once; ``(-1, -1)`` otherwise."""
+    a = b = -1
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return -1, -1
+        if field == 2:
+            if wire != 2 or a >= 0:
+                return -1, -1
+            start, stop = _payload(buf, pos, end)
+            if start < 0:
+                return -1, -1
+            q = start
+            while q < stop:
+                f2, w2, q = _tag(buf, q, stop)
+                if q < 0:
+                    return -1, -1
+                if f2 == 1:
+                    if w2 != 2 or a >= 0:
+                        return -1, -1
+                    a, b = _payload(buf, q, stop)
+                    if a < 0:
+                        return -1, -1
+                    q = b
+                else:
+                    q = _skip(buf, q, stop, w2)
+                    if q < 0:
+                        return -1, -1
+            if a < 0:
+                return -1, -1
+            pos = stop
+        elif field == 1 or field == 3:
+            return -1, -1
+        else:
+            pos = _skip(buf, pos, end, wire)
+            if pos < 0:
+                return -1, -1
+    return a, b
+
+
+@_helper
+def _u64_values(buf, pos, end, wire, out, row, first, count, limit):  # pragma: no cover - compiled
+    """Append one element (wire 0) or a packed run (wire 2) of a repeated uint64 field to
+    ``out[row, first + count:]``: ``(next position, new count)``; position -1 when malformed,
+    more than ``limit`` values or a value of 2**63 or more."""
+    if wire == 0:
+        v, pos = _varint(buf, pos, end)
+        if pos < 0 or count >= limit or v >= uint64(1) << uint64(63):
+            return -1, count
+        out[row, first + count] = v
+        return pos, count + 1
+    if wire != 2:
+        return -1, count
+    start, stop = _payload(buf, pos, end)
+    if start < 0:
+        return -1, count
+    while start < stop:
+        v, start = _varint(buf, start, stop)
+        if start < 0 or count >= limit or v >= uint64(1) << uint64(63):
+            return -1, count
+        out[row, first + count] = v
+        count += 1
+    return stop, count
+
+
+@_helper
+def _page(buf, pos, end, row, pages):  # pragma: no cover - compiled
+    """Fill ``pages[row]`` from the ``Page`` message ``buf[pos:end]``; False
+    when it is malformed or unusual (then the caller falls back)."""
+    noff = nsize = 0
+    length = uint64(0)
+    priority = uint64(0)
+    ea = eb = -1
+    while pos < end:
+        field, wire, pos = _tag(buf, pos, end)
+        if pos < 0:
+            return False
+        if field == 1:
+            pos, noff = _u64_values(buf, pos, end, wire, pages, row, PAGE_FIELDS, noff, MAX_PAGE_BUFFERS)
+        elif field == 2:
+            pos, nsize = _u64_values(buf, pos, end, wire, pages, row, PAGE_FIELDS + MAX_PAGE_BUFFERS, nsize,
+                                     MAX_PAGE_BUFFERS)
+        elif field == 3 or field == 5:
+            if wire != 0:
+                return False
+            v, pos = _varint(buf, pos, end)
+            if pos < 0 or v >= uint64(1) << uint64(63):
+                return False
+            if field == 3:
+                length = v
+            else:
+                priority = v
+        elif field == 4:
+            if wire != 2 or ea >= 0:
+                return False
+            start, stop = _payload(buf, pos, end)
+            if start < 0:
+                return False
+            ea, eb = _direct_encoding(buf, start, stop)
+            if ea < 0:
+                return False
+            pos = stop
+        else:
+            pos = _skip(buf, pos, end, wire)
+        if pos < 0:
+            return False
+    if ea < 0:
+        return False
+    pages[row, 1] = noff
+    pages[row, 2] = nsize
+    pages[row, 3] = length
+    pages[row, 4] = priority
+    pages[row, 5] = ea
+    pages[row, 6] = eb
+    return True
+
+
+@_kernel
+def column_pages(buf, spans, cols, pages):  # pragma: no cover - compiled
+    """Scan the ``ColumnMetadata`` messages ``buf[spans[j, 0]:spans[j, 1]]`` (``buf``: uint8,
+    ``spans``: ``(n, 2)`` int64).
+
+    Fills ``cols[j]`` = ``(first row of pages, pages, column encoding bytes start, end)``
+    (start -1 when the column has no encoding) and, per page, one row of ``pages`` (``(m, 15)``
+    int64: column j, buffer offsets, buffer sizes, length, priority, encoding bytes start, end
+    (the ``DirectEncoding.encoding`` bytes, positions in ``buf``), then up to
+    :data:`MAX_PAGE_BUFFERS` offsets at column 7 and the sizes at column 11).
+
+    Returns the pages filled; -1 (:data:`FALLBACK`: decode with protobuf) when a message is
+    malformed or unusual (column buffers, a page without a direct encoding, more than
+    :data:`MAX_PAGE_BUFFERS` buffers, a field seen twice where protobuf would merge...); -2 when
+    ``pages`` has too few rows.
+    """
+    row = 0
+    cap = pages.shape[0]
+    for j in range(spans.shape[0]):
+        pos = spans[j, 0]
+        end = spans[j, 1]
+        if pos < 0 or end > len(buf) or pos > end:
+            return -1
+        cols[j, 0] = row
+        ca = cb = -1
+        first = row
+        while pos < end:
+            field, wire, pos = _tag(buf, pos, end)
+            if pos < 0:
+                return -1
+            if field == 2:
+                if wire != 2:
+                    return -1
+                start, stop = _payload(buf, pos, end)
+                if start < 0:
+                    return -1
+                if row >= cap:
+                    return -2
+                pages[row, 0] = j
+                if not _page(buf, start, stop, row, pages):
+                    return -1
+                row += 1
+                pos = stop
+            elif field == 1:
+                if wire != 2 or ca >= 0:
+                    return -1
+                start, stop = _payload(buf, pos, end)
+                if start < 0:
+                    return -1
+                ca, cb = _direct_encoding(buf, start, stop)
+                if ca < 0:
+                    return -1
+                pos = stop
+            elif field == 3 or field == 4:
+                return -1
+            else:
+                pos = _skip(buf, pos, end, wire)
+                if pos < 0:
+                    return -1
+        cols[j, 1] = row - first
+        cols[j, 2] = ca
+        cols[j, 3] = cb
+    return row

@@ -176,13 +176,20 @@ def plan_columns(metadata: Any, names: Sequence[str]) -> ColumnsPlan | None:
     columns = metadata.columns
     if ncols != len(columns):
         return None
-    out = []
+    leaves = []
     for name in names:
         leaf = cols_of.get(name)
         if leaf is None:
             return None
+        leaves.append(leaf)
+    # a lazily decoded file's columns are decoded together, without being kept (the take
+    # table built from them is what the file keeps)
+    many = getattr(columns, "peek_many", None)
+    infos = many([leaf.column for leaf in leaves]) if many is not None else [columns[x.column] for x in leaves]
+    out = []
+    for leaf, info in zip(leaves, infos):
         t = leaf.field.type
-        pages = columns[leaf.column].pages
+        pages = info.pages
         if len(pages) == 1:  # (the usual small data file: no per-page loop)
             q = page_take(pages[0].encoding, t)
             if q is None:
