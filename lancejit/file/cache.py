@@ -79,14 +79,6 @@ def estimate_nbytes(value: Any) -> int:
     return sys.getsizeof(value)
 
 
-class _Entry:
-    __slots__ = ("value", "nbytes")
-
-    def __init__(self, value: Any, nbytes: int) -> None:
-        self.value = value
-        self.nbytes = max(1, int(nbytes))
-
-
 class SearchCache:
     """A process-wide (or caller-owned) LRU cache bounded by ``capacity_bytes``.
 
@@ -96,30 +88,37 @@ class SearchCache:
 
     def __init__(self, capacity_bytes: int = METADATA_CACHE_BYTES) -> None:
         self.capacity_bytes = int(capacity_bytes)
+        # values are stored as they are (no wrapper object per entry): the size of the value
+        # being inserted is handed to the LRU through ``_next_size`` (set under the lock)
+        self._next_size = 1
         self._lru: cachetools.LRUCache = cachetools.LRUCache(
-            maxsize=max(1, self.capacity_bytes), getsizeof=lambda e: e.nbytes
+            maxsize=max(1, self.capacity_bytes), getsizeof=self._size_of
         )
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
+    def _size_of(self, value: Any) -> int:
+        return self._next_size
+
     # -- generic entries -------------------------------------------------------------------
     def get(self, key: Hashable) -> Any | None:
         with self._lock:
-            entry = self._lru.get(key)
-            if entry is None:
+            value = self._lru.get(key)
+            if value is None:
                 self.misses += 1
                 return None
             self.hits += 1
-            return entry.value
+            return value
 
     def put(self, key: Hashable, value: Any, nbytes: int | None = None) -> None:
-        """Insert ``value``; an entry larger than the whole capacity is simply not kept."""
-        entry = _Entry(value, estimate_nbytes(value) if nbytes is None else nbytes)
-        if entry.nbytes > self._lru.maxsize:
+        """Insert ``value`` (not None); an entry larger than the whole capacity is simply not kept."""
+        size = max(1, int(estimate_nbytes(value) if nbytes is None else nbytes))
+        if size > self._lru.maxsize or value is None:
             return
         with self._lock:
-            self._lru[key] = entry
+            self._next_size = size
+            self._lru[key] = value
 
     def clear(self) -> None:
         with self._lock:

@@ -281,7 +281,8 @@ async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile])
 
     Errors are those of :func:`open_data_file`, for the first failing file in ``data_files``
     order (``NotFoundError`` "data file is missing", ``CorruptFileError``...), naming it.
-    Batches of many new files open with the collector paused (:func:`collector_paused`)."""
+    Batches of many new files open with the collector paused (:func:`collector_paused`), and
+    set the C heap to keep freed memory (:func:`lancejit.table.heap.keep_scan_buffers`)."""
     files = ctx.caches.files
     out: list[Any] = [None] * len(data_files)
     todo: dict[str, tuple[list[int], DataFile, Any, str]] = {}  # uri -> (indexes, file, store, path)
@@ -299,6 +300,13 @@ async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile])
         else:
             todo[uri] = ([i], df, store, path)
     if todo:
+        if len(todo) >= GC_PAUSE_FILES:
+            # many 64 KiB tails: let the C heap keep freed memory (as the first scan does), so
+            # later batches read into pages already mapped (a fresh 64 KiB buffer costs ~16
+            # page faults, more than reading into it)
+            from .heap import keep_scan_buffers
+
+            keep_scan_buffers()
         with collector_paused(ctx, len(todo)):
             await _open_new(ctx, todo, out)
     for i, df in waits:
