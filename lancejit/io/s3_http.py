@@ -4,7 +4,9 @@ botocore's request pipeline (model serialization, event hooks, response parsing,
 reads) costs ~2 ms of Python per GET and ~6 ms per 8 MiB body; a plain aiohttp request signed
 here costs ~0.6 ms whatever the size.  Requests are path-style (``{endpoint}/{bucket}/{key}``),
 as the reference's object store sends them by default.  :class:`S3Store` uses this client for
-every read and listing and keeps botocore for writes and deletes.
+every read and listing and keeps botocore for writes and deletes.  Ranged GETs of at least
+:data:`RECV_INTO_BYTES` from ``http://`` endpoints go through :mod:`.http_recv` (the socket
+writes the body into its final buffer); any answer but a plain 206 is then asked again here.
 
 Answers map to the exceptions :mod:`.fsspec_store` already classifies: 404 ->
 ``FileNotFoundError``, 403 -> ``PermissionError``, 416 -> :class:`RangeNotSatisfiable`, other
@@ -70,6 +72,21 @@ def _error(status: int, body: bytes, url: str) -> Exception:
 RECV_INTO_BYTES = 1 << 20
 #: aiohttp's per-connection read buffer: fewer pause/resume cycles on multi-MB bodies.
 READ_BUFSIZE = 1 << 20
+#: Ranged GETs of at least ``RECV_INTO_BYTES`` from ``http://`` endpoints (no proxy) are
+#: received by :mod:`.http_recv` (the socket writes into the result buffer); False: aiohttp only.
+RAW_RECEIVE = True
+
+
+def _raw_address(parts: Any) -> tuple[str, int] | None:
+    """``(host, port)`` to connect to for :mod:`.http_recv`, or None (https, or a proxy
+    applies: aiohttp handles those)."""
+    if parts.scheme != "http" or not parts.hostname:
+        return None
+    from urllib.request import getproxies, proxy_bypass
+
+    if "http" in getproxies() and not proxy_bypass(parts.hostname):
+        return None
+    return parts.hostname, parts.port or 80
 
 
 async def _receive_into(resp: Any, length: int, url: str, progress: Any = None) -> memoryview:
@@ -138,6 +155,8 @@ class S3HttpClient:
         self.bucket = bucket
         self.signer = Signer(region)
         self._credentials = credentials
+        self._raw = _raw_address(parts)
+        self._connect_timeout = connect_timeout
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=max(1, limit)),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
@@ -147,15 +166,34 @@ class S3HttpClient:
             trust_env=True,
         )
 
-    async def _request(self, method: str, key: str, range_header: str | None,
-                       progress: Any = None, query: str = "") -> tuple[int, Any, bytes]:
-        from yarl import URL
-
+    async def _signed(self, method: str, key: str, range_header: str | None, query: str = ""
+                      ) -> tuple[str, dict[str, str]]:
+        """The escaped request path and the headers of one request (signed if credentials)."""
         path = quote_key(f"{self.prefix}/{self.bucket}/{key}" if key else f"{self.prefix}/{self.bucket}")
         creds: Credentials | None = await self._credentials()
         headers = self.signer.headers(method, self.host, path, creds, query=query) if creds is not None else {}
         if range_header:
             headers["Range"] = range_header
+        return path, headers
+
+    async def _raw_get(self, key: str, range_header: str, length: int, progress: Any
+                       ) -> tuple[memoryview, int | None]:
+        """A ranged GET received straight into its buffer (:mod:`.http_recv`)."""
+        from lancejit.io.http_recv import get_range_into
+
+        assert self._raw is not None
+        path, headers = await self._signed("GET", key, range_header)
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        request = f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{head}Connection: close\r\n\r\n"
+        body, answer = await get_range_into(self._raw[0], self._raw[1], request.encode("latin-1"), length,
+                                            progress, self._connect_timeout)
+        return body, parse_content_range(answer.get("content-range"))
+
+    async def _request(self, method: str, key: str, range_header: str | None,
+                       progress: Any = None, query: str = "") -> tuple[int, Any, bytes]:
+        from yarl import URL
+
+        path, headers = await self._signed(method, key, range_header, query)
         url = self.base + path + (f"?{query}" if query else "")
         async with self._session.request(method, URL(url, encoded=True), headers=headers,
                                          allow_redirects=False) as resp:
@@ -172,6 +210,15 @@ class S3HttpClient:
         """One GET (optionally ranged): ``(payload, object size or None)``.  A server that
         ignores the range answers 200 with the whole object: the size is then its length.
         ``progress(view, filled)``: see :func:`_receive_into` (large partial answers only)."""
+        if self._raw is not None and RAW_RECEIVE and range_header and range_header.startswith("bytes="):
+            a, _, b = range_header[6:].partition("-")
+            if a.isdigit() and b.isdigit() and int(b) - int(a) + 1 >= RECV_INTO_BYTES:
+                from lancejit.io.http_recv import NotPlain
+
+                try:
+                    return await self._raw_get(key, range_header, int(b) - int(a) + 1, progress)
+                except NotPlain:
+                    pass  # an error or unusual answer: asked again below, which maps every answer
         status, headers, body = await self._request("GET", key, range_header, progress)
         if status == 206 or not range_header:
             total = parse_content_range(headers.get("Content-Range"))
