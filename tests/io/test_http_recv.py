@@ -14,6 +14,7 @@ from lancejit.core.errors import NotFoundError, StoreError
 from lancejit.io import http_recv, s3_http
 from lancejit.io.http_recv import NotPlain, parse_head
 from lancejit.io.s3_store import S3Store
+from tests.io.test_s3_direct_reads import _fake_s3
 
 BIG = np.random.default_rng(11).integers(0, 256, 3 * 1024 * 1024 + 17, dtype=np.uint8).tobytes()
 
@@ -100,13 +101,7 @@ async def _server(mode: str, log: list[str]):
             return resp
         return web.Response(status=206, body=body, headers=headers)
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    return await _fake_s3(handler)
 
 
 @pytest.mark.parametrize("mode,requests", [("plain", 1), ("whole", 2), ("chunked", 2), ("cut", 2)])
