@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import operator
 import os
+import threading
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -216,20 +217,46 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
         b = a + int(nrun[j])
         runs = (run_seg[a:b], run_in[a:b], run_len[a:b], run_pos[a:b])
         jobs.append((lay.indexes[j], data, runs, k_all, seg_szw, seg_len, seg_count, seg_def))
-    if k_all < OFFLOAD_ROWS or k_all < OFFLOAD_FILE_ROWS * nfiles:
+    if k_all < OFFLOAD_ROWS or k_all < OFFLOAD_FILE_ROWS * nfiles or not _BUSY.take():
         return [_decode_runs(*job) for job in jobs]
     # the group's columns decode in a worker thread (the kernels release the GIL) while the
-    # event loop plans and reads the next group
-    pool = _decode_pool()
-    if OFFLOAD_MODE == "group":
-        return await asyncio.wrap_future(pool.submit(_decode_all, jobs))
-    return list(await asyncio.gather(*(asyncio.wrap_future(pool.submit(_decode_runs, *job)) for job in jobs)))
+    # event loop plans and reads the next group; when every worker is busy, this thread decodes
+    # the group itself (a queued group would wait while this thread idles: on 2 cores, a third
+    # busy thread only slows the event loop's planning down)
+    try:
+        job = _decode_pool().submit(_decode_all, jobs)
+    except BaseException:
+        _BUSY.give()
+        raise
+    return await asyncio.wrap_future(job)
 
 
-#: Threads decoding groups (one job per group: its columns one after the other).
-OFFLOAD_THREADS = 2
-OFFLOAD_MODE = "group"
+#: Threads decoding groups (one job per group: its columns one after the other); the thread
+#: that reads decodes too (see :func:`_read`).
+OFFLOAD_THREADS = max(1, min(2, (os.cpu_count() or 2) - 1))
 _POOL: Any = None
+
+
+class _Slots:
+    """Decode workers not busy (taken without waiting: :meth:`take` is False when none is)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.busy = 0
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.busy >= OFFLOAD_THREADS:
+                return False
+            self.busy += 1
+            return True
+
+    def give(self) -> None:
+        with self._lock:
+            self.busy -= 1
+
+
+_BUSY = _Slots()
 
 
 def _decode_pool() -> Any:
@@ -242,9 +269,10 @@ def _decode_pool() -> Any:
     return _POOL
 
 
-def _forget_pool() -> None:  # in a forked child: the parent's threads are not there
-    global _POOL
+def _forget_pool() -> None:  # in a forked child: the parent's threads (and their jobs) are not there
+    global _POOL, _BUSY
     _POOL = None
+    _BUSY = _Slots()
 
 
 if hasattr(os, "register_at_fork"):
@@ -252,7 +280,12 @@ if hasattr(os, "register_at_fork"):
 
 
 def _decode_all(jobs: list) -> list[pa.Array]:
-    return [_decode_runs(*job) for job in jobs]
+    """A group's columns, in a decode worker (its slot given back as soon as it is done, not
+    when the event loop next resumes the group)."""
+    try:
+        return [_decode_runs(*job) for job in jobs]
+    finally:
+        _BUSY.give()
 
 
 async def _gather_bytes(scans: Sequence[FileScan], wholes: list, wsize: np.ndarray, w_at: int,
@@ -350,20 +383,25 @@ def _decode_runs(ix: Any, data: np.ndarray, runs: tuple[np.ndarray, ...], k: int
         if err:
             _corrupt(ix, "a malformed bit-packed chunk")
         return pa.Array.from_buffers(t, k, [validity, pa.py_buffer(buf[2049:])], null_count=nulls)
-    offsets = np.empty(k + 1, dtype=np.int64)
-    nbytes = ks.runs_offsets(data, *runs, seg_szw, seg_len, seg_count, seg_def, ix.width, offsets)
-    if nbytes < 0:
-        _corrupt(ix, "value offsets out of order or out of bounds")
-    if ix.kind == "fsst":  # the offsets measured the compressed values: decode them
+    if ix.kind == "fsst":  # decoded straight from the runs (offsets checked while decoding)
+        nbytes = ks.runs_fsst_bound(data, *runs, seg_szw, seg_len, seg_count, seg_def, ix.width)
+        if nbytes < 0:
+            _corrupt(ix, "value offsets out of order or out of bounds")
         tabs = ix.fsst
         values = np.empty(8 * nbytes + 8, dtype=np.uint8)
         offsets = np.empty(k + 1, dtype=np.uint64)
         nbytes, bad = ks.runs_fsst(data, *runs, seg_szw, seg_len, seg_def, ix.width, tabs.seg_tab, tabs.words,
                                    tabs.lens, tabs.enabled, offsets, values)
+        if nbytes < 0:
+            _corrupt(ix, "value offsets out of order or out of bounds")
         if bad >= 0:
             _corrupt(ix, f"FSST value {bad} uses an unknown code or ends in an escape")
         offsets = offsets.view(np.int64)
     else:
+        offsets = np.empty(k + 1, dtype=np.int64)
+        nbytes = ks.runs_offsets(data, *runs, seg_szw, seg_len, seg_count, seg_def, ix.width, offsets)
+        if nbytes < 0:
+            _corrupt(ix, "value offsets out of order or out of bounds")
         values = np.empty(nbytes, dtype=np.uint8)
         ks.runs_copy(data, *runs, seg_szw, seg_len, seg_def, ix.width, offsets, values)
     if not ix.large_offsets:
