@@ -4,9 +4,9 @@ botocore's request pipeline (model serialization, event hooks, response parsing,
 reads) costs ~2 ms of Python per GET and ~6 ms per 8 MiB body; a plain aiohttp request signed
 here costs ~0.6 ms whatever the size.  Requests are path-style (``{endpoint}/{bucket}/{key}``),
 as the reference's object store sends them by default.  :class:`S3Store` uses this client for
-every read and listing and keeps botocore for writes and deletes.  Ranged GETs of at least
-:data:`RECV_INTO_BYTES` from ``http://`` endpoints go through :mod:`.http_recv` (the socket
-writes the body into its final buffer); any answer but a plain 206 is then asked again here.
+every read and listing and keeps botocore for writes and deletes.  GETs from ``http://``
+endpoints go through :mod:`.http_recv` (the socket writes the body into its final buffer; see
+:data:`RAW_RECEIVE`); chunked or encoded answers are then asked again through aiohttp.
 
 Answers map to the exceptions :mod:`.fsspec_store` already classifies: 404 ->
 ``FileNotFoundError``, 403 -> ``PermissionError``, 416 -> :class:`RangeNotSatisfiable`, other
@@ -72,8 +72,9 @@ def _error(status: int, body: bytes, url: str) -> Exception:
 RECV_INTO_BYTES = 1 << 20
 #: aiohttp's per-connection read buffer: fewer pause/resume cycles on multi-MB bodies.
 READ_BUFSIZE = 1 << 20
-#: Ranged GETs of at least ``RECV_INTO_BYTES`` from ``http://`` endpoints (no proxy) are
-#: received by :mod:`.http_recv` (the socket writes into the result buffer); False: aiohttp only.
+#: GETs from ``http://`` endpoints (no proxy) are received by :mod:`.http_recv` (the socket
+#: writes into the result buffer): ranged ones of at least ``RECV_INTO_BYTES``, and all once the
+#: server is seen closing its connections after each answer; False: aiohttp only.
 RAW_RECEIVE = True
 
 
@@ -157,6 +158,8 @@ class S3HttpClient:
         self._credentials = credentials
         self._raw = _raw_address(parts)
         self._connect_timeout = connect_timeout
+        #: True once an answer said ``Connection: close`` (see :meth:`_learn`).
+        self.server_closes = False
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=max(1, limit)),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
@@ -176,27 +179,55 @@ class S3HttpClient:
             headers["Range"] = range_header
         return path, headers
 
-    async def _raw_get(self, key: str, range_header: str, length: int, progress: Any
-                       ) -> tuple[memoryview, int | None]:
-        """A ranged GET received straight into its buffer (:mod:`.http_recv`)."""
-        from lancejit.io.http_recv import get_range_into
+    async def _raw_request(self, key: str, range_header: str | None, progress: Any
+                           ) -> tuple[int, Any, Any]:
+        """A GET received straight into its buffer (:mod:`.http_recv`): like :meth:`_request`."""
+        from multidict import CIMultiDict
+
+        from lancejit.io.http_recv import get_into
 
         assert self._raw is not None
         path, headers = await self._signed("GET", key, range_header)
         head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        request = f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{head}Connection: close\r\n\r\n"
-        body, answer = await get_range_into(self._raw[0], self._raw[1], request.encode("latin-1"), length,
-                                            progress, self._connect_timeout)
-        return body, parse_content_range(answer.get("content-range"))
+        request = f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{head}\r\n"
+        status, answer, body = await get_into(self._raw[0], self._raw[1], request.encode("latin-1"),
+                                              progress, self._connect_timeout)
+        self._learn(answer.get("connection"))
+        if status >= 300:
+            raise _error(status, bytes(body), self.base + path)
+        return status, CIMultiDict(answer), body
+
+    def _learn(self, connection: str | None) -> None:
+        """Note whether the server closes its connections after each answer (then small GETs
+        go through :mod:`.http_recv` too: aiohttp's pool would keep nothing)."""
+        self.server_closes = (connection or "").strip().lower() == "close"
+
+    def _goes_raw(self, method: str, query: str, range_header: str | None) -> bool:
+        if method != "GET" or query or self._raw is None or not RAW_RECEIVE:
+            return False
+        if self.server_closes:
+            return True
+        if not range_header or not range_header.startswith("bytes="):
+            return False
+        a, _, b = range_header[6:].partition("-")
+        return a.isdigit() and b.isdigit() and int(b) - int(a) + 1 >= RECV_INTO_BYTES
 
     async def _request(self, method: str, key: str, range_header: str | None,
-                       progress: Any = None, query: str = "") -> tuple[int, Any, bytes]:
+                       progress: Any = None, query: str = "") -> tuple[int, Any, Any]:
         from yarl import URL
 
+        if self._goes_raw(method, query, range_header):
+            from lancejit.io.http_recv import NotPlain
+
+            try:
+                return await self._raw_request(key, range_header, progress)
+            except NotPlain:
+                pass  # a chunked or encoded answer: asked again below
         path, headers = await self._signed(method, key, range_header, query)
         url = self.base + path + (f"?{query}" if query else "")
         async with self._session.request(method, URL(url, encoded=True), headers=headers,
                                          allow_redirects=False) as resp:
+            self._learn(resp.headers.get("Connection"))
             length = resp.content_length
             if resp.status >= 300 or method == "HEAD" or length is None or length < RECV_INTO_BYTES:
                 body = await resp.read()
@@ -210,15 +241,6 @@ class S3HttpClient:
         """One GET (optionally ranged): ``(payload, object size or None)``.  A server that
         ignores the range answers 200 with the whole object: the size is then its length.
         ``progress(view, filled)``: see :func:`_receive_into` (large partial answers only)."""
-        if self._raw is not None and RAW_RECEIVE and range_header and range_header.startswith("bytes="):
-            a, _, b = range_header[6:].partition("-")
-            if a.isdigit() and b.isdigit() and int(b) - int(a) + 1 >= RECV_INTO_BYTES:
-                from lancejit.io.http_recv import NotPlain
-
-                try:
-                    return await self._raw_get(key, range_header, int(b) - int(a) + 1, progress)
-                except NotPlain:
-                    pass  # an error or unusual answer: asked again below, which maps every answer
         status, headers, body = await self._request("GET", key, range_header, progress)
         if status == 206 or not range_header:
             total = parse_content_range(headers.get("Content-Range"))

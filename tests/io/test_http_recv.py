@@ -30,13 +30,13 @@ def test_parse_head():
 
 def _spy(monkeypatch) -> list[int]:
     calls: list[int] = []
-    real = http_recv.get_range_into
+    real = http_recv.get_into
 
-    async def spy(host, port, head, length, progress=None, connect_timeout=None):
-        calls.append(length)
-        return await real(host, port, head, length, progress, connect_timeout)
+    async def spy(host, port, head, progress=None, connect_timeout=None):
+        calls.append(len(head))
+        return await real(host, port, head, progress, connect_timeout)
 
-    monkeypatch.setattr(http_recv, "get_range_into", spy)
+    monkeypatch.setattr(http_recv, "get_into", spy)
     return calls
 
 
@@ -58,7 +58,18 @@ async def test_big_ranges_against_moto(s3_endpoint, monkeypatch, raw):
         view = await store.read_streaming(path, 1000, 3_000_000, lambda v, n: seen.append(n))
         assert bytes(view) == BIG[1000:3_000_000]
         assert seen == sorted(seen) and seen[-1] == 2_999_000
-        assert len(calls) == (4 if raw else 0)  # the 100-byte range is not received this way
+        # (the 100-byte range goes through aiohttp unless this store already saw moto close)
+        n0 = len(calls)
+        assert n0 in ((4, 5) if raw else (0,))
+        # moto closes every connection: once seen, small reads come this way too, one request each
+        before = store.stats.snapshot().read_iops
+        size, tail = await store.read_tail(path, 100)
+        assert size == len(BIG) and bytes(tail) == BIG[-100:]
+        assert [bytes(b) for b in await store.read_ranges(path, [(3, 9)])] == [BIG[3:9]]
+        with pytest.raises(NotFoundError):
+            await store.read_ranges(root.join("missing.bin").split("/", 3)[-1], [(0, 10)])
+        assert len(calls) - n0 == (3 if raw else 0)
+        assert store.stats.snapshot().read_iops - before == 2  # (the refused one is not counted)
     finally:
         await store.aclose()
 
@@ -104,7 +115,7 @@ async def _server(mode: str, log: list[str]):
     return await _fake_s3(handler)
 
 
-@pytest.mark.parametrize("mode,requests", [("plain", 1), ("whole", 2), ("chunked", 2), ("cut", 2)])
+@pytest.mark.parametrize("mode,requests", [("plain", 1), ("whole", 1), ("chunked", 2), ("cut", 2)])
 async def test_answers_of_a_scripted_server(monkeypatch, mode, requests):
     calls = _spy(monkeypatch)
     log: list[str] = []
