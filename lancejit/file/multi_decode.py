@@ -43,6 +43,7 @@ _INT32_MAX = (1 << 31) - 1
 OFFLOAD_ROWS = 1 << 14
 OFFLOAD_FILE_ROWS = 8192
 _KINDS = frozenset({"fixed", "bitpacked", "variable", "fsst"})
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +183,11 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
     rows_off = np.zeros(nfiles + 1, dtype=np.int64)
     np.cumsum(counts, out=rows_off[1:])
     k_all = int(rows_off[-1])
-    # every selected row: ranges expanded at once, explicit selections copied in
-    rows = np.arange(k_all, dtype=np.int64) + np.repeat(los - rows_off[:-1], counts)
+    # every selected row: ranges expanded at once, explicit selections copied in (a plain scan
+    # of row ranges builds none: the kernel walks each file's range)
+    rows = _NO_ROWS
     if picked:
+        rows = np.arange(k_all, dtype=np.int64) + np.repeat(los - rows_off[:-1], counts)
         for f, r in enumerate(sel):
             if r is not None and len(r):
                 if int(r[0]) < lo[f] or int(r[-1]) >= hi[f]:
@@ -206,7 +209,7 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
     range_file = work[4 * items + 2 * cap:4 * items + 3 * cap]
     nrun = work[4 * items + 3 * cap:]
     nr = plan_runs(seg_key, seg_b0, seg_stride, seg_len, lay.blk_g0, lay.blk_g1, lay.blk_kbase, rows, rows_off,
-                   ncols, whole, wbase, w_at, run_seg, run_in, run_len, run_pos, nrun, ranges, range_file)
+                   los, ncols, whole, wbase, w_at, run_seg, run_in, run_len, run_pos, nrun, ranges, range_file)
     if nr < 0:
         raise CorruptFileError("a column's segments do not start at row 0", path=scans[0].reader.uri)
     data = await _gather_bytes(scans, wholes, wsize, w_at, ranges, range_file, nr, int(lo[0]) if len(lo) else 0)

@@ -337,9 +337,25 @@ def test_plan_runs_matches_numpy(plan):
     ranges = np.zeros((max(n, 1), 2), np.int64)
     range_file = np.zeros(max(n, 1), np.int64)
     b = np.array(blocks, np.int64).reshape(-1, 3)
+    nfiles = len(rows_off) - 1
     nr = plan_runs(seg_key, seg_b0, seg_stride, seg_len, b[:, 0].copy(), b[:, 1].copy(), b[:, 2].copy(), rows,
-                   rows_off, ncols, whole, wbase, cursor0, run_seg, run_in, run_len, run_pos, nrun, ranges,
-                   range_file)
+                   rows_off, np.zeros(nfiles, np.int64), ncols, whole, wbase, cursor0, run_seg, run_in, run_len,
+                   run_pos, nrun, ranges, range_file)
+    if all(rows_off[f + 1] == rows_off[f] or rows[rows_off[f + 1] - 1] - rows[rows_off[f]] == rows_off[f + 1]
+           - rows_off[f] - 1 for f in range(nfiles)):
+        # every file's rows a range: planned the same from each range's first row, no row array
+        row_lo = np.array([rows[rows_off[f]] if rows_off[f + 1] > rows_off[f] else 0 for f in range(nfiles)],
+                          np.int64)
+        again = [np.zeros(max(n, 1), np.int64) for _ in range(4)] + [np.zeros(ncols, np.int64),
+                                                                    np.zeros((max(n, 1), 2), np.int64),
+                                                                    np.zeros(max(n, 1), np.int64)]
+        nr2 = plan_runs(seg_key, seg_b0, seg_stride, seg_len, b[:, 0].copy(), b[:, 1].copy(), b[:, 2].copy(),
+                        np.zeros(0, np.int64), rows_off, row_lo, ncols, whole, wbase, cursor0, *again)
+        assert nr2 == nr and np.array_equal(again[4], nrun)
+        assert np.array_equal(again[5][:nr], ranges[:nr]) and np.array_equal(again[6][:nr], range_file[:nr])
+        for j in range(ncols):
+            sl = slice(j * k_all, j * k_all + int(nrun[j]))
+            assert all(np.array_equal(a[sl], w[sl]) for a, w in zip(again[:4], (run_seg, run_in, run_len, run_pos)))
     e_seg, e_in, e_pos, e_ranges, e_files = _plan_reference(seg_key, seg_b0, seg_stride, seg_len, blocks, rows_off,
                                                              rows, ncols, whole, wbase, cursor0)
     assert nr == len(e_ranges)
@@ -364,6 +380,6 @@ def test_plan_runs_rejects_rows_before_first_segment():
     z = np.zeros(1, np.int64)
     out = [np.zeros(1, np.int64) for _ in range(5)]
     nr = plan_runs(seg_key, z, z, np.ones(1, np.int64), z, np.ones(1, np.int64), z, np.array([2], np.int64),
-                   np.array([0, 1], np.int64), 1, np.zeros(1, np.bool_), z, 0, *out, np.zeros((1, 2), np.int64),
+                   np.array([0, 1], np.int64), z, 1, np.zeros(1, np.bool_), z, 0, *out, np.zeros((1, 2), np.int64),
                    np.zeros(1, np.int64))
     assert nr == -SCAN_BAD_ROW

@@ -27,7 +27,7 @@ SCAN_BAD_ROW = 1
 
 
 @njit(cache=True, nogil=True)
-def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, rows, rows_off, ncols,
+def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, rows, rows_off, row_lo, ncols,
               whole, wbase, cursor0, run_seg, run_in, run_len, run_pos, nrun, ranges,
               range_file):  # pragma: no cover - compiled
     """Map every selected row of every file and column to *runs* (consecutive rows of one
@@ -41,8 +41,12 @@ def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
     their file) whose bytes follow ``cursor0`` in the data buffer: a range grows while the next
     segment (or full-zip row) starts where it ends, and a chunk read once serves every run in
     it.  Returns the number of ranges, or ``-SCAN_BAD_ROW`` when a row precedes its block's
-    first segment (callers check rows against each file's rows)."""
+    first segment (callers check rows against each file's rows).
+
+    ``rows`` empty: every file's rows are the range ``[row_lo[f], row_lo[f] + rows_off[f + 1]
+    - rows_off[f])`` (no row array built for a plain scan)."""
     nfiles = rows_off.shape[0] - 1
+    ranged = rows.shape[0] == 0
     k_all = rows_off[nfiles]
     nr = 0
     cursor = cursor0
@@ -52,7 +56,8 @@ def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
         r0 = rows_off[f]
         r1 = rows_off[f + 1]
         wf = whole[f]
-        dense = r1 > r0 and rows[r1 - 1] - rows[r0] == r1 - r0 - 1  # a row range: runs per segment
+        dense = r1 > r0 and (ranged or rows[r1 - 1] - rows[r0] == r1 - r0 - 1)  # a row range: runs per segment
+        shift = row_lo[f] - r0
         last_s = np.int64(-1)
         last_e = np.int64(-1)
         last_pos = np.int64(0)
@@ -70,7 +75,7 @@ def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
             prev_row = np.int64(-2)
             i = r0
             while i < r1:
-                row = rows[i]
+                row = shift + i if ranged else rows[i]
                 key = kb + row
                 while g + 1 < g1 and seg_key[g + 1] <= key:
                     g += 1
