@@ -12,7 +12,7 @@ reference and cached under ``perf/data/scan-<version>/``:
 * ``one``: the same 1M rows as one fragment: five filtered scans, ``id IN (<5,000 integers>)``;
 * ``s3``: ``one`` uploaded to a moto S3 server (``perf/s3_counter.py``): a full scan of cold data
   in a warm process (a fresh dataset object per repeat), GET requests and bytes counted
-  server-side;
+  server-side (``S3_TIMELINE=1`` prints each library's requests: start, end, range, bytes);
 * ``scale``: 200,000 rows as 10 / 100 / 1,000 / 10,000 fragments: full scan, time per row
   (one dataset object per library, reused: warm metadata; lancejit also keeps data files of at
   most 64 KiB in memory once opened);
@@ -186,8 +186,13 @@ def bench_s3(root: str, version: str, repeat: int) -> list[dict]:
               lance.dataset(uri, storage_options=s3.reference_options).to_table(), "s3 scan")
         for who, fn in (("reference", ref_scan), ("lancejit", ours_scan)):
             s3.log.reset()
+            t0 = time.perf_counter()
             fn()
+            took = time.perf_counter() - t0
             counts[who] = s3.log.snapshot()
+            if os.environ.get("S3_TIMELINE"):
+                print(f"{who}: {took * 1e3:.1f} ms, requests as the server saw them (start, end ms):")
+                print(s3.log.table(), flush=True)
         res = alternate(ref_scan, ours_scan, repeat)
         out.append(dict(work="S3 emulator, warm process, cold data: full scan (1M rows)", **res,
                         requests={w: {"get": c["get"], "bytes": c["bytes"]} for w, c in counts.items()}))
