@@ -72,7 +72,8 @@ def decode_columns(data: bytes, base: int, spans: Sequence[tuple[int, int]], ind
     cols = np.empty((n, 4), dtype=np.int64)
     # a page message takes at least 4 bytes (tag, length, encoding tag, length)
     pages = np.empty((total // 4 + n, width), dtype=np.int64)
-    got = column_pages(np.frombuffer(data, dtype=np.uint8), np.array(rel, dtype=np.int64), cols, pages)
+    got = column_pages(np.frombuffer(data, dtype=np.uint8), np.array(rel, dtype=np.int64), cols, pages, file_size,
+                       num_rows)
     if got < 0:
         return None
     page_rows = pages[:got].tolist()
@@ -84,21 +85,13 @@ def decode_columns(data: bytes, base: int, spans: Sequence[tuple[int, int]], ind
             if encoding is None:
                 return None
         infos = []
-        rows = 0
-        for r in range(first, first + npages):
-            row = page_rows[r]
-            _, noff, nsize, length, priority, ea, eb = row[:_FIELDS]
+        for row in page_rows[first:first + npages]:
+            _, nb, _, length, priority, ea, eb = row[:_FIELDS]
             msg = known.get(data[ea:eb])
-            if msg is None or noff != nsize:
+            if msg is None:
                 return None
-            offsets = tuple(row[_FIELDS:_FIELDS + noff])
-            sizes = tuple(row[_SIZES:_SIZES + nsize])
-            if noff and max(map(int.__add__, offsets, sizes)) > file_size:
-                return None
-            rows += length
-            infos.append(PageInfo(offsets, sizes, length, priority, msg))
-        if rows != num_rows and (num_rows == 0 or rows % num_rows != 0):
-            return None
+            infos.append(PageInfo(tuple(row[_FIELDS:_FIELDS + nb]), tuple(row[_SIZES:_SIZES + nb]), length,
+                                  priority, msg))
         out.append(ColumnInfo(i, tuple(infos), (), (), encoding))
     return out
 

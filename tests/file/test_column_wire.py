@@ -198,3 +198,47 @@ def test_pylance_files_equal_protobuf(tmp_path):
             fast = decode_columns(cols._data, cols._base, cols._spans, list(range(len(cols))), version,
                                   len(data), md.num_rows)
             assert fast == slow  # (every encoding was decoded by the slow pass)
+
+
+def test_cold_take_keeps_no_column_objects(tmp_path):
+    """A take from data files not opened yet builds their take tables from column metadata
+    decoded without being kept (``LazyColumns.peek_many``): the files keep no ColumnInfo; rows
+    equal pylance's, also of a scan afterwards."""
+    import lancejit.table as lt
+
+    n = 2000
+    table = pa.table({"id": np.arange(n, dtype=np.int64), "s": pa.array([f"r{i}" for i in range(n)]),
+                      "x": np.linspace(0, 1, n)})
+    path = str(tmp_path / "ds")
+    lance.write_dataset(table, path, max_rows_per_file=250, data_storage_version="2.2")
+    ds = lt.dataset(path)
+    rows = np.array([3, 260, 777, 1999], dtype=np.int64)
+    assert ds.take(rows, columns=["id", "s"]).equals(lance.dataset(path).take(rows, columns=["id", "s"]))
+    ctx = ds._ctx
+    from lancejit.io.sync import run_sync
+    from lancejit.table.datafile import open_data_files
+
+    files = [f.files[0] for f in ctx.manifest.fragments]
+    opened = run_sync(open_data_files(ctx, [files[i] for i in (0, 1, 3, 7)]), store=ctx.store)  # (cached)
+    for h in opened:
+        cols = h.reader.file_metadata.columns
+        assert isinstance(cols, container.LazyColumns) and cols._items is None
+    assert ds.to_table(columns=["id", "s", "x"]).equals(lance.dataset(path).to_table(columns=["id", "s", "x"]))
+
+
+@pytest.mark.parametrize("offsets,sizes,lengths", [
+    ([(1 << 63) - 10], [(1 << 63) - 10], [20]),  # off + size overflows int64: past the end
+    ([0], [1 << 62], [20]),
+    ([0], [16], [(1 << 63) - 1, (1 << 63) - 1, (1 << 63) - 1, 23]),  # row sums that wrap in int64
+    ([0, 16], [16], [20]),  # unequal numbers of offsets and sizes
+])
+def test_extreme_values_are_handed_back(offsets, sizes, lengths):
+    _prime()
+    col = file2_pb2.ColumnMetadata()
+    for n in lengths:
+        page = col.pages.add(length=n)
+        page.buffer_offsets.extend(offsets)
+        page.buffer_sizes.extend(sizes)
+        page.encoding.direct.encoding = LAYOUTS[0]
+    got, slow = _check([col.SerializeToString()], 20, 4096)
+    assert got is None and slow is None

@@ -340,6 +340,7 @@ PAGE_COLUMN, PAGE_NOFF, PAGE_NSIZE, PAGE_LENGTH, PAGE_PRIORITY, PAGE_ENC_START, 
 PAGE_FIELDS = 7
 #: Width of a ``pages`` row of :func:`column_pages`: the fields, then the buffer offsets and sizes.
 PAGE_ROW = PAGE_FIELDS + 2 * MAX_PAGE_BUFFERS
+_HUGE = 1 << 60
 
 
 @_helper
@@ -463,7 +464,7 @@ def _page(buf, pos, end, row, pages):  # pragma: no cover - compiled
 
 
 @_kernel
-def column_pages(buf, spans, cols, pages):  # pragma: no cover - compiled
+def column_pages(buf, spans, cols, pages, file_size, num_rows):  # pragma: no cover - compiled
     """Scan the ``ColumnMetadata`` messages ``buf[spans[j, 0]:spans[j, 1]]`` (``buf``: uint8,
     ``spans``: ``(n, 2)`` int64).
 
@@ -475,8 +476,10 @@ def column_pages(buf, spans, cols, pages):  # pragma: no cover - compiled
 
     Returns the pages filled; -1 (:data:`FALLBACK`: decode with protobuf) when a message is
     malformed or unusual (column buffers, a page without a direct encoding, more than
-    :data:`MAX_PAGE_BUFFERS` buffers, a field seen twice where protobuf would merge...); -2 when
-    ``pages`` has too few rows.
+    :data:`MAX_PAGE_BUFFERS` buffers, a field seen twice where protobuf would merge...) or fails
+    the checks protobuf's decode applies (a page with unequal numbers of buffer offsets and
+    sizes, a buffer past ``file_size``, a column whose pages do not hold ``num_rows`` rows or a
+    multiple of them); -2 when ``pages`` has too few rows.
     """
     row = 0
     cap = pages.shape[0]
@@ -488,6 +491,7 @@ def column_pages(buf, spans, cols, pages):  # pragma: no cover - compiled
         cols[j, 0] = row
         ca = cb = -1
         first = row
+        rows = 0
         while pos < end:
             field, wire, pos = _tag(buf, pos, end)
             if pos < 0:
@@ -503,6 +507,17 @@ def column_pages(buf, spans, cols, pages):  # pragma: no cover - compiled
                 pages[row, 0] = j
                 if not _page(buf, start, stop, row, pages):
                     return -1
+                nb = pages[row, PAGE_NOFF]
+                if nb != pages[row, PAGE_NSIZE]:
+                    return -1
+                for k in range(nb):  # (values below 2**63: no overflow in these compares)
+                    off = pages[row, PAGE_FIELDS + k]
+                    if off > file_size or pages[row, PAGE_FIELDS + MAX_PAGE_BUFFERS + k] > file_size - off:
+                        return -1
+                length = pages[row, PAGE_LENGTH]
+                if length > _HUGE or rows > _HUGE:  # (absurd counts: protobuf's decode judges them)
+                    return -1
+                rows += length
                 row += 1
                 pos = stop
             elif field == 1:
@@ -521,6 +536,8 @@ def column_pages(buf, spans, cols, pages):  # pragma: no cover - compiled
                 pos = _skip(buf, pos, end, wire)
                 if pos < 0:
                     return -1
+        if rows != num_rows and (num_rows == 0 or rows % num_rows != 0):
+            return -1
         cols[j, 1] = row - first
         cols[j, 2] = ca
         cols[j, 3] = cb
