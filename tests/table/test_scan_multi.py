@@ -134,16 +134,32 @@ def test_same_files_held_whole_and_read_by_ranges(dataset, monkeypatch, spy):
     assert spy
 
 
-def test_decode_in_worker_threads(dataset, monkeypatch, spy):
-    """Columns decoded in a worker thread (``OFFLOAD_ROWS``, ``OFFLOAD_FILE_ROWS``) give the same rows."""
+@pytest.mark.parametrize("idle", [True, False])
+def test_decode_in_worker_threads(dataset, monkeypatch, spy, idle):
+    """Columns decoded in a worker thread (``OFFLOAD_ROWS``, ``OFFLOAD_FILE_ROWS``; an idle core
+    seen, or not: then every group decodes in the reading thread) give the same rows, and
+    every worker slot is given back."""
+    import threading
+
     import lancejit.file.multi_decode as md
 
     monkeypatch.setattr(md, "OFFLOAD_ROWS", 1)
     monkeypatch.setattr(md, "OFFLOAD_FILE_ROWS", 1)
+    monkeypatch.setattr(md, "_idle_core", lambda: idle)
+    monkeypatch.setattr(md, "_BUSY", md._Slots())
+    decoders: set = set()
+    original = md._decode_runs
+
+    def where(*args):
+        decoders.add(threading.current_thread().name.startswith("lancejit-decode"))
+        return original(*args)
+
+    monkeypatch.setattr(md, "_decode_runs", where)
     ref, ours = lance.dataset(dataset), lt.dataset(dataset)
     cols = ["id", "s", "long", "vec", "small"]
     assert ours.to_table(columns=cols).equals(ref.to_table(columns=cols))
-    assert spy
+    assert spy and md._BUSY.busy == 0
+    assert (True in decoders) == idle
 
 
 def test_fragment_subset_in_given_order(dataset):
