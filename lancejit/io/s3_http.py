@@ -179,7 +179,7 @@ class S3HttpClient:
             headers["Range"] = range_header
         return path, headers
 
-    async def _raw_request(self, key: str, range_header: str | None, progress: Any
+    async def _raw_request(self, key: str, range_header: str | None, progress: Any, query: str = ""
                            ) -> tuple[int, Any, Any]:
         """A GET received straight into its buffer (:mod:`.http_recv`): like :meth:`_request`."""
         from multidict import CIMultiDict
@@ -187,9 +187,10 @@ class S3HttpClient:
         from lancejit.io.http_recv import get_into
 
         assert self._raw is not None
-        path, headers = await self._signed("GET", key, range_header)
+        path, headers = await self._signed("GET", key, range_header, query)
         head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        request = f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{head}\r\n"
+        target = f"{path}?{query}" if query else path
+        request = f"GET {target} HTTP/1.1\r\nHost: {self.host}\r\n{head}\r\n"
         status, answer, body = await get_into(self._raw[0], self._raw[1], request.encode("latin-1"),
                                               progress, self._connect_timeout)
         self._learn(answer.get("connection"))
@@ -203,11 +204,11 @@ class S3HttpClient:
         self.server_closes = (connection or "").strip().lower() == "close"
 
     def _goes_raw(self, method: str, query: str, range_header: str | None) -> bool:
-        if method != "GET" or query or self._raw is None or not RAW_RECEIVE:
+        if method != "GET" or self._raw is None or not RAW_RECEIVE:
             return False
         if self.server_closes:
             return True
-        if not range_header or not range_header.startswith("bytes="):
+        if query or not range_header or not range_header.startswith("bytes="):
             return False
         a, _, b = range_header[6:].partition("-")
         return a.isdigit() and b.isdigit() and int(b) - int(a) + 1 >= RECV_INTO_BYTES
@@ -220,7 +221,7 @@ class S3HttpClient:
             from lancejit.io.http_recv import NotPlain
 
             try:
-                return await self._raw_request(key, range_header, progress)
+                return await self._raw_request(key, range_header, progress, query)
             except NotPlain:
                 pass  # a chunked or encoded answer: asked again below
         path, headers = await self._signed(method, key, range_header, query)

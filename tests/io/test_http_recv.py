@@ -69,6 +69,10 @@ async def test_big_ranges_against_moto(s3_endpoint, monkeypatch, raw):
         with pytest.raises(NotFoundError):
             await store.read_ranges(root.join("missing.bin").split("/", 3)[-1], [(0, 10)])
         assert len(calls) - n0 == (3 if raw else 0)
+        # listings too (a GET with a query string)
+        listed = await store.list(path.rsplit("/", 1)[0])
+        assert [(o.path.rsplit("/", 1)[-1], o.size) for o in listed] == [("big.bin", len(BIG))]
+        assert len(calls) - n0 == (4 if raw else 0)
         assert store.stats.snapshot().read_iops - before == 2  # (the refused one is not counted)
     finally:
         await store.aclose()
