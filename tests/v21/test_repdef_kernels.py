@@ -100,6 +100,16 @@ def test_gather_slices_matches_numpy(src, data):
     assert np.array_equal(out, expect)
 
 
+def test_gather_slices_rejects_slices_outside():
+    src = np.arange(10, dtype=np.uint8)
+    out = np.empty(4, np.uint8)
+    for start, ln in ((8, 4), (-1, 2), (2, -1)):  # past the source, before it, negative length
+        assert gather_slices(src, np.array([0, start], np.int64), np.array([1, ln], np.int64), out) == -1
+    assert gather_slices(src, np.array([0, 2], np.int64), np.array([2, 3], np.int64), out) == -1  # past out
+    assert gather_slices(src, np.array([6, 1], np.int64), np.array([2, 2], np.int64), out) == 4
+    assert out.tolist() == [6, 7, 1, 2]
+
+
 def _ref_gather_variable(chunks, width):
     """Plain NumPy reference: each chunk = (count, offsets-as-positions, payload buffer)."""
     offs, data, base = [0], [], 0

@@ -186,7 +186,8 @@ def fast_values(
         if np.any(lens > sizes):
             raise CorruptFileError("flat chunk buffer shorter than its values", path=path)
         out = np.empty(int(lens.sum()), dtype=np.uint8)
-        gather_slices(data, offs.astype(np.int64), lens.astype(np.int64), out)
+        if gather_slices(data, offs.astype(np.int64), lens.astype(np.int64), out) < 0:
+            raise CorruptFileError("flat chunk buffer outside the page", path=path)
         if bits == 1:
             return FixedWidth(out, 1, n)
         return _wrap_plain(enc, out, bits, n)
@@ -363,5 +364,6 @@ def picked_values(
     chunk = np.searchsorted(base, pick, side="right") - 1
     pos = offs[chunk].astype(np.int64) + (pick - base[chunk]) * w
     out = np.empty(pick.size * w, dtype=np.uint8)
-    gather_slices(data, pos, np.full(pick.size, w, dtype=np.int64), out)
+    if gather_slices(data, pos, np.full(pick.size, w, dtype=np.int64), out) < 0:
+        raise CorruptFileError("flat chunk buffer outside the page", path=path)
     return _wrap_plain(enc, out, bits, int(pick.size))

@@ -149,7 +149,8 @@ def decode_chunk_values(
         out_offsets = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(lens, out=out_offsets[1:])
         out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
-        gather_slices(data, starts, lens, out)
+        if gather_slices(data, starts, lens, out) < 0:
+            raise CorruptFileError("variable chunk values outside the page", path=path)
         return VariableWidth(out_offsets, out, m)
     code_bytes = int((ends - starts).sum())
     max_len = _max_symbol_len(table)

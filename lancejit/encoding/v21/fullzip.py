@@ -240,7 +240,8 @@ class FullZipPage(LayoutPage):
         lens = out_len[:nv]
         total = int(lens.sum())
         payload = np.empty(total, dtype=np.uint8)
-        gather_slices(data, starts, lens, payload)
+        if gather_slices(data, starts, lens, payload) < 0:
+            raise CorruptFileError("full-zip values outside the page", path=path)
         if self.fixed >= 0:
             dv = cmp.decode_fullzip_fixed(self.layout.value_compression, payload, nv, path=path)
         else:

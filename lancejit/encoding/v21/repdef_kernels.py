@@ -10,6 +10,7 @@ import numpy as np
 from lancejit.encoding.kernels.jit import njit
 
 from lancejit.encoding.kernels.bitpack import unpack_blocks
+from lancejit.encoding.kernels.scan import copy_range
 
 #: Error codes returned by :func:`fullzip_unzip` (0 = ok).
 UNZIP_OK = 0
@@ -85,12 +86,16 @@ def fullzip_unzip(
 
 @njit(cache=True, nogil=True)
 def gather_slices(src, starts, lens, out):
-    """Concatenate ``src[starts[i]:starts[i]+lens[i]]`` into ``out`` (sized ``lens.sum()``)."""
+    """Concatenate ``src[starts[i]:starts[i]+lens[i]]`` into ``out`` (sized ``lens.sum()``).
+    Returns the bytes written, or -1 (nothing more copied) at the first slice outside ``src``
+    or past the end of ``out``."""
     pos = 0
     for i in range(starts.shape[0]):
         s = starts[i]
         ln = lens[i]
-        out[pos : pos + ln] = src[s : s + ln]
+        if s < 0 or ln < 0 or s + ln > src.shape[0] or pos + ln > out.shape[0]:
+            return -1
+        copy_range(out, pos, src, s, ln)  # (a slice assignment copies ~10x slower)
         pos += ln
     return pos
 
@@ -111,7 +116,7 @@ def gather_variable_chunks(data, offs, sizes, counts, width, out_offsets, out_da
         base = offs[k]
         size = sizes[k]
         c = counts[k]
-        if (c + 1) * width > size:
+        if (c + 1) * width > size or base < 0 or base + size > data.shape[0]:
             return pos, 1
         prev = np.int64(-1)
         first = np.int64(0)
@@ -130,7 +135,7 @@ def gather_variable_chunks(data, offs, sizes, counts, width, out_offsets, out_da
         ln = prev - first
         if pos + ln > out_data.shape[0]:
             return pos, 1
-        out_data[pos : pos + ln] = data[base + first : base + first + ln]
+        copy_range(out_data, pos, data, base + first, ln)
         pos += ln
         vi += c
     return pos, 0
