@@ -187,6 +187,11 @@ def test_unpack_chunk_kernels_match_per_chunk_decoders(data):
     padded[:n] = levels
     packed = np.zeros(nblocks * 64 * w, np.uint16)
     pack_blocks(padded, w, nblocks, packed)
+    whole, tail = divmod(n, 1024)
+    if tail and tail == 64 * w:
+        # A padded tail exactly as long as the raw one: the reference (and our writer) store it
+        # raw on that tie, and readers tell the layouts apart by length, so build that layout.
+        packed = np.concatenate([packed[: whole * 64 * w], levels[whole * 1024:]])
     ref = unpack_out_of_line(packed.view(np.uint8), 16, w, n, path="t")
     out = np.empty(n, np.uint16)
     err = unpack_ool_chunks(packed, np.asarray([0]), np.asarray([packed.size]), np.asarray([n]), w, out, np.empty(1024, np.uint16))
