@@ -16,8 +16,8 @@ its own result or error (a bad range of one column never fails another).
 On object stores (S3, GCS: every physical read is one HTTP request), a tick's reads larger
 than one request (a scan's units asking for the same columns) are planned together: ranges of
 all callers are sorted and merged into runs (gaps up to ``block_size``), runs are cut at range
-boundaries into pieces of at most ``store.preferred_read_size`` bytes (the reference's 16 MiB
-request), and each piece is read on its own, so every column of a scan costs one or two large
+boundaries into pieces of at most ``store.preferred_read_size`` bytes (8 MiB; the largest
+request is the reference's 16 MiB), and each piece is read on its own, so every column of a scan costs one or two large
 GETs instead of one per caller group, and a caller is answered as soon as the pieces holding
 its ranges have arrived (decoding the first units overlaps the download of the later ones).
 """

@@ -57,11 +57,12 @@ OBJECT_STORE_IO = CLOUD_IO if "LANCEJIT_MAX_IOP_SIZE" in os.environ else datacla
     CLOUD_IO, max_request_size=16 * MiB)
 
 #: Target bytes per GET when a tick's reads are cut into pieces (:mod:`lancejit.io.coalesce`):
-#: a 1M-row scan of three columns (18 MB) becomes 2 concurrent GETs of ~9 MB (the reference
-#: sends one GET per column there, 3).  Pieces stream: each column of each unit is decoded in
-#: a worker thread as soon as its bytes are in, so fewer, larger GETs lose no overlap (8 MiB
-#: pieces, 3 GETs, were ~7% slower on moto, which copies the whole object for every GET).
-PREFERRED_READ_BYTES = 16 * MiB
+#: the project's 8 MiB scan page, so a 1M-row scan of three columns (18 MB) is 3 concurrent
+#: GETs of ~6 MB (the reference sends one GET per column there).  Pieces stream: each column of
+#: each unit is decoded in a worker thread as soon as its bytes are in.  16 MiB pieces (2 GETs)
+#: were ~10% faster on moto only because moto copies the whole object for every GET; real
+#: object stores serve more concurrent GETs faster.
+PREFERRED_READ_BYTES = 8 * MiB
 
 #: Objects at most this big are uploaded in one request by ``put``/``put_if_absent``.
 SINGLE_PUT_MAX_BYTES = 64 * MiB

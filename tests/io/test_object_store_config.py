@@ -1,5 +1,5 @@
 """Object stores (S3, GCS) plan reads with the reference's 16 MiB largest request and cut long
-reads into pieces of up to that size; local and memory stores keep their settings; options override."""
+reads into ~8 MiB pieces; local and memory stores keep their settings; options override."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_object_store_defaults():
         assert store.config == OBJECT_STORE_IO
         assert store.config.max_request_size == 16 * MiB
         assert store.config.block_size == CLOUD_IO.block_size == 64 * 1024
-        assert store.preferred_read_size == PREFERRED_READ_BYTES == 16 * MiB
+        assert store.preferred_read_size == PREFERRED_READ_BYTES == 8 * MiB
     mem, _ = open_store("memory://cfg/x.lance", {})
     assert mem.config == CLOUD_IO and getattr(mem, "preferred_read_size", 0) == 0
 
