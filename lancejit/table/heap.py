@@ -8,7 +8,9 @@ free there, so every scan writes to fresh pages: one page fault per 4 KiB.  Meas
 1,600 faults and 10 ms per scan; with blocks up to 32 MiB from the heap and up to 64 MiB of free
 heap kept, about 10 faults and 6 ms.  The reference's allocator keeps freed memory the same way.
 
-:func:`keep_scan_buffers` sets those two limits once per process, at the first scan, unless the
+:func:`keep_scan_buffers` sets those two limits once per process, at the first scan or the first
+batched open of 32 or more data files (a fresh 64 KiB tail buffer costs more in page faults
+than its read), unless the
 process chose its own (``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` in the
 environment) or ``LANCEJIT_MALLOC_TUNE=0``.  The cost: up to 64 MiB of freed memory stays
 resident per heap instead of returning to the system.

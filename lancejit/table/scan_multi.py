@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from .context import DatasetContext
-from .datafile import GC_PAUSE_FILES, collector_paused  # noqa: F401 (GC_PAUSE_FILES: the shared policy)
+from .datafile import collector_paused
 from .fields import TopField
 from lancejit.file.multi_decode import file_scan, read_scans
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import lancejit.table as lt
 import lancejit.table.scan_multi as scan_multi
+import lancejit.table.datafile as datafile
 from lancejit.encoding.kernels.scan import SCAN_BAD_ROW, plan_runs
 
 lance = pytest.importorskip("lance")
@@ -218,7 +219,7 @@ def test_gc_paused_while_many_files_open(two_files, monkeypatch, spy):
 
     from lancejit.core.errors import NotFoundError
 
-    monkeypatch.setattr(scan_multi, "GC_PAUSE_FILES", 2)
+    monkeypatch.setattr(datafile, "GC_PAUSE_FILES", 2)  # the shared open's policy
     expected = lance.dataset(two_files).to_table(columns=["id", "s"])
     assert gc.isenabled()
     assert lt.dataset(two_files).to_table(columns=["id", "s"]).equals(expected)
