@@ -167,6 +167,9 @@ def test_collector_paused_over_batched_opens(frags, monkeypatch):
     try:
         with pytest.raises(NotFoundError):
             ds.take(rows, columns=COLS)
+        assert gc.isenabled()
+        with pytest.raises(NotFoundError):
+            dataset(frags).to_table(columns=COLS)  # the whole table scan pauses (Scanner.to_table_async)
     finally:
         os.rename(src + ".x", src)
     assert gc.isenabled()
