@@ -172,6 +172,27 @@ def test_mod_kernel_matches_numpy_truncated_remainder():
             np.testing.assert_array_equal(out.astype(bool), expect == target)
 
 
+@settings(max_examples=150, deadline=None)
+@given(bound=st.sampled_from([50, (1 << 31) - 1, 1 << 31, (1 << 50) - 1, 1 << 50, I64.max]),
+       k=st.one_of(st.integers(1, 40), st.sampled_from([(1 << 31) - 1, 1 << 31, (1 << 40) + 3, I64.max]))
+       .flatmap(lambda m: st.sampled_from([m, -m]) if m > 1 else st.just(m)),
+       target=st.integers(-45, 45), seed=st.integers(0, 2**32 - 1), n=st.sampled_from([1, 31, 257]))
+def test_mod_kernel_loops_match_numpy(bound, k, target, seed, n):
+    """Each of mod_range's loops (32-bit lanes, doubles, integer division; picked by the
+    dividends' and divisor's magnitudes) equals NumPy's truncated remainder."""
+    from lancejit.encoding.kernels.filter import mod_range
+
+    rng = np.random.default_rng(seed)
+    v = rng.integers(-bound, bound, n, dtype=np.int64, endpoint=True)
+    v[: min(n, 3)] = [-bound, bound, 0][: min(n, 3)]
+    expect = np.fmod(v, k)
+    for lo, hi in ((target, target), (target, target + 3), (-abs(k), abs(k))):
+        for negate in (0, 1):
+            out = np.empty(n, dtype=np.uint8)
+            mod_range(v, np.int64(k), np.int64(lo), np.int64(hi), np.uint8(negate), out)
+            np.testing.assert_array_equal(out.astype(bool), ((expect >= lo) & (expect <= hi)) ^ bool(negate))
+
+
 @pytest.mark.parametrize("staged", [True, False])
 def test_staged_and_scans_equal_reference(tmp_path, monkeypatch, staged):
     """ANDs over several columns evaluated column by column (units rejected by the first

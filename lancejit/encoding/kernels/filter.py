@@ -62,6 +62,8 @@ def range_int_as_double(values, flo, lo_strict, fhi, hi_strict, negate, out):  #
 
 #: Dividends below this magnitude take the floating-point quotient in :func:`mod_range`.
 _FAST_DIVIDEND = np.int64(1 << 50)
+#: Dividends and divisors below this magnitude take the 32-bit lanes of :func:`mod_range`.
+_I32_DIVIDEND = np.int64(1 << 31)
 
 
 @njit(cache=True, nogil=True)
@@ -69,24 +71,50 @@ def mod_range(values, k, lo, hi, negate, out):  # pragma: no cover - compiled
     """``lo <= values[i] % k <= hi`` with SQL's truncated remainder (sign of the dividend);
     ``k`` is neither 0 nor -1 (checked by the caller).
 
-    An integer division costs tens of cycles: dividends below 2**50 take the quotient from a
-    multiplication by ``1 / k`` in doubles (off by at most one, then corrected exactly)."""
+    An integer division costs tens of cycles and does not vectorize: when every dividend is
+    below 2**50 in magnitude, the quotient comes from a multiplication by ``1 / k`` in doubles
+    (off by at most one, then corrected exactly); below 2**31 (dividends and
+    divisor) in 32-bit lanes, whose conversions to and from doubles vectorize on AVX2.  One
+    min/max pass picks the loop."""
+    n = values.shape[0]
     ak = abs(k)  # negative only for k = -2**63: then every row takes the integer path
-    bound = _FAST_DIVIDEND if ak > 0 else np.int64(0)
-    inv = 1.0 / np.float64(ak)
-    for i in range(values.shape[0]):
+    vmin = np.int64(0)
+    vmax = np.int64(0)
+    for i in range(n):
         v = values[i]
-        if -bound < v < bound:
+        vmin = min(vmin, v)
+        vmax = max(vmax, v)
+    if ak > 0 and ak < _I32_DIVIDEND and -_I32_DIVIDEND < vmin and vmax < _I32_DIVIDEND:
+        inv = 1.0 / np.float64(ak)
+        k32 = np.int32(ak)
+        # every remainder lies in (-2**31, 2**31): bounds clamped to int32 select the same rows
+        lo32 = np.int32(max(min(lo, _I32_DIVIDEND - 1), -_I32_DIVIDEND))
+        hi32 = np.int32(max(min(hi, _I32_DIVIDEND - 1), -_I32_DIVIDEND))
+        for i in range(n):
+            v32 = np.int32(values[i])
+            av32 = abs(v32)
+            m32 = av32 - np.int32(np.float64(av32) * inv) * k32  # up to one k off
+            m32 = np.int32(m32 + k32) if m32 < 0 else m32
+            m32 = np.int32(m32 - k32) if m32 >= k32 else m32
+            m32 = np.int32(-m32) if v32 < 0 else m32
+            out[i] = np.uint8((m32 >= lo32) & (m32 <= hi32)) ^ negate
+    elif ak > 0 and -_FAST_DIVIDEND < vmin and vmax < _FAST_DIVIDEND:
+        inv = 1.0 / np.float64(ak)
+        for i in range(n):
+            v = values[i]
             av = abs(v)
-            m = av - np.int64(np.float64(av) * inv) * ak  # av mod ak, up to one ak off
+            m = av - np.int64(np.float64(av) * inv) * ak
             m = m + ak if m < 0 else m
             m = m - ak if m >= ak else m
             m = -m if v < 0 else m
-        else:
+            out[i] = np.uint8((m >= lo) & (m <= hi)) ^ negate
+    else:
+        for i in range(n):
+            v = values[i]
             m = v % k  # floored (Python) remainder: sign of k
             if m != 0 and ((v < 0) != (k < 0)):
                 m -= k
-        out[i] = np.uint8((m >= lo) & (m <= hi)) ^ negate
+            out[i] = np.uint8((m >= lo) & (m <= hi)) ^ negate
 
 
 @njit(cache=True, nogil=True)
