@@ -73,6 +73,9 @@ def ensure(name: str, rows: int, rows_per_file: int) -> str:
     """The dataset ``perf/data/<name>`` (written by pylance once; a marker file says it is complete)."""
     import lance
 
+    sys.path.insert(0, HERE)
+    import pagecache
+
     path = os.path.join(DATA, name)
     marker = os.path.join(DATA, f"{name}.done")
     if not os.path.exists(marker):
@@ -88,6 +91,7 @@ def ensure(name: str, rows: int, rows_per_file: int) -> str:
         open(marker, "w").close()
         print(f"# wrote {name}: {rows} rows, {rows_per_file} rows per file, {time.perf_counter() - t0:.1f} s",
               file=sys.stderr)
+    pagecache.warm(path)  # neither library pays the other's disk reads
     return path
 
 
