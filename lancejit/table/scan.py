@@ -44,8 +44,8 @@ MAX_UNIT_ROWS = 1 << 17
 #: Filtered scans with late materialization take units of up to this many times
 #: ``MAX_UNIT_ROWS`` rows (same ``UNIT_TARGET_BYTES``): each unit's filter columns are read,
 #: evaluated and its other columns fetched in turn, so the per-unit Python counts for more than
-#: the overlap smaller units give (1M rows, one fragment: the five filtered scans of
-#: perf/scan.py 3-24% faster with 2x; an unfiltered scan, 15% slower with 2x, keeps its units).
+#: the overlap smaller units give (1M rows, one fragment: six filtered scans 12-26% faster
+#: with 2x; an unfiltered scan, 15% slower with 2x, keeps its units).
 FILTERED_UNIT_FACTOR = 2
 #: A filtered scan evaluates its filter once for runs of consecutive small units of up to
 #: this many rows (one Arrow call instead of one per small fragment).

@@ -73,8 +73,8 @@ def mod_range(values, k, lo, hi, negate, out):  # pragma: no cover - compiled
 
     An integer division costs tens of cycles and does not vectorize: when every dividend is
     below 2**50 in magnitude, the quotient comes from a multiplication by ``1 / k`` in doubles
-    (off by at most one, then corrected exactly); below 2**31 (dividends and
-    divisor) in 32-bit lanes, whose conversions to and from doubles vectorize on AVX2.  One
+    (off by at most one, then corrected exactly); when dividends and divisor are below 2**31,
+    the same in 32-bit lanes, whose conversions to and from doubles vectorize on AVX2.  One
     min/max pass picks the loop."""
     n = values.shape[0]
     ak = abs(k)  # negative only for k = -2**63: then every row takes the integer path
