@@ -89,7 +89,7 @@ def format_summary(summary, *, all_pages: bool = False) -> str:
 
 
 def format_dataset(info: dict) -> str:
-    """Text rendering of a dataset description (``lancejit.table.describe``)."""
+    """Text rendering of a dataset description (``lancejit.table.meta.describe``)."""
     summary = info.get("summary", {})
     lines = [
         f"dataset: {info.get('uri')}",
@@ -120,7 +120,8 @@ def _describe_dataset(uri: str, version: str | None, options: dict[str, str] | N
     from lancejit.core.errors import NotFoundError
 
     try:
-        from lancejit.table import dataset, describe
+        from lancejit.table import dataset
+        from lancejit.table.meta.describe import describe
     except ImportError:  # datasets not in this build
         return None
     parsed: int | str | None = version

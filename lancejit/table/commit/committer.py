@@ -41,10 +41,10 @@ from lancejit.core.errors import (
 from lancejit.io.store import ObjectStore, join_path
 from lancejit.pb import table_pb2
 
-from ..features import FLAG_DISABLE_TRANSACTION_FILE, FLAG_UNKNOWN
-from ..naming import VERSIONS_DIR, NamingScheme, manifest_name
-from ..paths import confined_join
-from ..versions import HINT_NAME, ManifestLocation
+from ..meta.features import FLAG_DISABLE_TRANSACTION_FILE, FLAG_UNKNOWN
+from ..meta.naming import VERSIONS_DIR, NamingScheme, manifest_name
+from ..meta.paths import confined_join
+from ..meta.versions import HINT_NAME, ManifestLocation
 from .conflicts import ConflictChecker
 from .deletion_writer import read_deleted_offsets, write_deletion_file
 from .external_store import commit_manifest, external_store_of, list_versions

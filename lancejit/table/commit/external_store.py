@@ -42,8 +42,8 @@ from lancejit.core.errors import (
 )
 from lancejit.io.store import ObjectStore, join_path, register_for_close
 
-from ..naming import MANIFEST_SUFFIX, VERSIONS_DIR, NamingScheme, detect_scheme
-from ..versions import ManifestLocation, list_manifests
+from ..meta.naming import MANIFEST_SUFFIX, VERSIONS_DIR, NamingScheme, detect_scheme
+from ..meta.versions import ManifestLocation, list_manifests
 
 #: The ``committer`` attribute lancejit writes (the reference writes ``"lancedb"``).
 COMMITTER_NAME = "lancejit"

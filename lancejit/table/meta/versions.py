@@ -107,7 +107,7 @@ async def latest_location(store: ObjectStore, root: str, stats: IOStats | None =
     ``s3+ddb://`` stores ask their external manifest store first (finalizing a staged version).
     """
     if store.external_manifest is not None:
-        from .commit.external_store import resolve_latest
+        from ..commit.external_store import resolve_latest
 
         loc = await resolve_latest(store, root)
         if loc is not None:
@@ -211,7 +211,7 @@ async def read_version(
             continue
         return manifest, ManifestLocation(version, path, size, scheme)
     if store.external_manifest is not None:  # committed but still staged (s3+ddb://)
-        from .commit.external_store import resolve_version
+        from ..commit.external_store import resolve_version
 
         loc = await resolve_version(store, root, version)
         if loc is not None:

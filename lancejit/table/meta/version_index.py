@@ -40,8 +40,8 @@ import numpy as np
 
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 
-from .datafile import open_data_file
-from .fragment import FragmentReader
+from ..read.datafile import open_data_file
+from ..read.fragment import FragmentReader
 from .fragment_list import UNKNOWN, FragmentList
 
 if TYPE_CHECKING:  # pragma: no cover
