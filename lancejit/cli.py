@@ -89,7 +89,7 @@ def format_summary(summary, *, all_pages: bool = False) -> str:
 
 
 def format_dataset(info: dict) -> str:
-    """Text rendering of a dataset description (``lancejit.table.meta.describe``)."""
+    """Text rendering of a dataset description (``lancejit.table.describe``)."""
     summary = info.get("summary", {})
     lines = [
         f"dataset: {info.get('uri')}",
@@ -121,7 +121,7 @@ def _describe_dataset(uri: str, version: str | None, options: dict[str, str] | N
 
     try:
         from lancejit.table import dataset
-        from lancejit.table.meta.describe import describe
+        from lancejit.table.describe import describe
     except ImportError:  # datasets not in this build
         return None
     parsed: int | str | None = version

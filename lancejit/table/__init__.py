@@ -9,7 +9,7 @@ latest, a number, or a tag name); ``await open_dataset_async(...)`` from async c
 from lancejit.core.lazy import lazy_exports
 
 from .dataset import Dataset, Scanner, dataset, open_dataset_async
-from .meta.describe import describe, describe_async
+from .describe import describe, describe_async
 from .read.fragment import FragmentInfo
 from .meta.versions import Tag
 

@@ -26,7 +26,7 @@ from .meta.context import DatasetContext, SharedCaches, with_context
 from .meta.features import FLAG_STABLE_ROW_IDS, check_reader_flags
 from .meta.fields import TopField, top_level_fields
 from .read.fragment import ROWADDR, ROWID, FragmentInfo
-from .meta.version_index import dataset_index, index_now
+from .read.version_index import dataset_index, index_now
 from .meta.manifest import Manifest
 from .meta.versions import (
     ManifestLocation,

@@ -41,7 +41,7 @@ def test_old_release_dataset(release, tmp_path):
 def test_describe_reports_unknown_counts_as_none():
     """``lancejit inspect`` of a pre-0.8 dataset: the manifest records no row counts (None),
     not 0 rows."""
-    from lancejit.table.meta.describe import describe
+    from lancejit.table.describe import describe
 
     d = describe(lancejit.dataset(str(DATA / "v0_7_5" / "ds")))
     assert [f["physical_rows"] for f in d["fragments"]] == [None] * len(d["fragments"])

@@ -19,7 +19,7 @@ from lancejit.core.errors import RowIndexError
 from lancejit.io.sync import run_sync
 from lancejit.table import dataset
 from lancejit.table.meta.deletion import physical_of_logical
-from lancejit.table.meta.version_index import DatasetIndex, dataset_index
+from lancejit.table.read.version_index import DatasetIndex, dataset_index
 from lancejit.table.read.take import _groups
 
 lance = pytest.importorskip("lance")

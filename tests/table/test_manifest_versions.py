@@ -13,7 +13,7 @@ import pytest
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotFoundError, NotSupportedError
 from lancejit.pb import table_pb2
 from lancejit.table import dataset
-from lancejit.table.meta.describe import describe
+from lancejit.table.describe import describe
 from lancejit.table.meta.manifest import decode_inline_transaction, decode_manifest_file, manifest_position
 from lancejit.table.meta.naming import NamingScheme, manifest_name
 from lancejit.table.meta.versions import WHOLE_MANIFEST_BYTES

@@ -14,7 +14,7 @@ import pytest
 
 from lancejit.io import join_path, open_store, run_sync
 from lancejit.table import dataset
-from lancejit.table.meta.describe import describe
+from lancejit.table.describe import describe
 
 lance = pytest.importorskip("lance")
 

@@ -22,7 +22,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from ..meta.context import DatasetContext
     from ..filter.compile import CompiledFilter
-    from ..meta.version_index import DatasetIndex
+    from .version_index import DatasetIndex
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from ..meta.context import DatasetContext, with_context
 from ..meta.deletion import physical_of_logical
 from ..meta.features import FLAG_STABLE_ROW_IDS
 from .fragment import ROWADDR, ROWID, FragmentReader, numpy_array
-from ..meta.version_index import DatasetIndex, dataset_index
+from .version_index import DatasetIndex, dataset_index
 from ..meta.rowids import RowIdIndex, split_addresses
 from .scan import ScanSpec, assemble_batch, output_schema
 from .take_files import slots_of, state_for

@@ -52,7 +52,7 @@ import pyarrow as pa
 
 from . import take as _take
 from .fragment import ROWID
-from ..meta.version_index import dataset_index
+from .version_index import dataset_index
 from .scan import output_columns
 
 #: A take function: ``(ctx, request values, spec) -> table``.

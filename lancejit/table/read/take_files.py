@@ -42,7 +42,7 @@ from ..meta.fields import TopField
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..meta.context import DatasetContext
-    from ..meta.version_index import DatasetIndex
+    from .version_index import DatasetIndex
 
 #: ``slot_of_pos`` values: not looked at yet / served by the per-fragment path (UNKNOWN is the
 #: smallest: one minimum tells whether a take must admit fragments first).
