@@ -12,7 +12,7 @@ from .meta.versions import list_manifests, list_tags, read_version_hint
 
 async def describe_async(ds: Any) -> dict[str, Any]:
     """Versions, tags, fragments, files, deletions and row counts of ``ds`` (a ``Dataset``)."""
-    from .dataset import version_summary
+    from .meta.open import version_summary
 
     ctx = ds.context
     m = ctx.manifest

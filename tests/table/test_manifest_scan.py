@@ -65,7 +65,7 @@ def test_schema_converted_once_per_schema(make_dataset, monkeypatch):
 
     import lance
 
-    dataset_mod = importlib.import_module("lancejit.table.dataset")
+    dataset_mod = importlib.import_module("lancejit.table.meta.open")
     monkeypatch.setattr(manifest_scan, "kernels_ready", lambda: True)
     monkeypatch.setattr(dataset_mod, "_SCHEMAS", {})
     path = make_dataset("evolving", "2.1")

@@ -183,7 +183,7 @@ def test_concurrent_compaction_and_append_both_land(tmp_path):
     import asyncio
 
     from lancejit.table.write.compaction import compact_files_async
-    from lancejit.table.write.dataset_write import write_dataset_async
+    from lancejit.table import write_dataset_async
 
     uri = str(tmp_path / "a.lance")
     lance.write_dataset(make_table(0, 120), uri, max_rows_per_file=10)

@@ -159,7 +159,7 @@ class Manifest:
     branch: str | None
     file_size: int = field(default=0)
     #: The manifest's schema fields as stored (bytes; None when not known): equal keys give
-    #: equal schemas (see :func:`.dataset._make_context`).
+    #: equal schemas (see :func:`.open.make_context`).
     schema_key: bytes | None = field(default=None, compare=False)
 
     def fragment(self, fragment_id: int) -> Fragment | None:

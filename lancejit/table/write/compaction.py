@@ -40,7 +40,7 @@ from ..read.fragment import ROWADDR, ROWID
 from .data_files import DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..dataset import Dataset
+    from ..read.dataset_reader import DatasetReader
 
 DEFAULT_MAX_RETRIES = 5
 #: Rows gathered from the scan before each write (the writer's per-call cost dominates otherwise).
@@ -163,7 +163,7 @@ def pinned_by_indices(index_section: bytes | None, frag_ids: np.ndarray) -> np.n
     return np.isin(np.asarray(frag_ids, dtype=np.int64), np.array(covered.to_array(), dtype=np.int64))
 
 
-async def _deleted_counts(ds: "Dataset", frags: Sequence[table_pb2.DataFragment]) -> np.ndarray:
+async def _deleted_counts(ds: "DatasetReader", frags: Sequence[table_pb2.DataFragment]) -> np.ndarray:
     out = np.zeros(len(frags), dtype=np.int64)
     c = ds.context
     for i, f in enumerate(frags):
@@ -196,7 +196,7 @@ class _TaskResult:
     writer: FragmentFileWriter
 
 
-async def _rewrite_task(ds: "Dataset", lschema: LanceSchema, storage: str, frags: list[table_pb2.DataFragment],
+async def _rewrite_task(ds: "DatasetReader", lschema: LanceSchema, storage: str, frags: list[table_pb2.DataFragment],
                         options: CompactionOptions) -> _TaskResult:
     c = ds.context
     writer = FragmentFileWriter(
@@ -265,7 +265,7 @@ def _carry_row_meta(old: list[table_pb2.DataFragment], new: list[table_pb2.DataF
         start = end
 
 
-async def _reserve_ids(ds: "Dataset", groups: list[RewriteGroup]) -> list[RewriteGroup]:
+async def _reserve_ids(ds: "DatasetReader", groups: list[RewriteGroup]) -> list[RewriteGroup]:
     """Reserve fragment ids with a ``ReserveFragments`` commit and number the new fragments."""
     c = ds.context
     count = sum(len(g.new_fragments) for g in groups)
@@ -280,7 +280,7 @@ async def _reserve_ids(ds: "Dataset", groups: list[RewriteGroup]) -> list[Rewrit
     return out
 
 
-async def _compact_once(ds: "Dataset", options: CompactionOptions) -> tuple[CompactionMetrics, int | None]:
+async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tuple[CompactionMetrics, int | None]:
     c = ds.context
     lm = await load_manifest(c.store, c.root, ds.version)
     m = lm.manifest
@@ -329,7 +329,7 @@ async def _delete_written(writer: FragmentFileWriter) -> None:
         pass
 
 
-async def compact_files_async(ds: "Dataset", options: CompactionOptions,
+async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
                               max_retries: int = DEFAULT_MAX_RETRIES) -> CompactionMetrics:
     """Compact ``ds`` (re-planned on the latest version when a concurrent commit touched the
     same fragments); returns the metrics (all zero and no commit when nothing needed it)."""
@@ -349,7 +349,7 @@ async def compact_files_async(ds: "Dataset", options: CompactionOptions,
 class DatasetOptimizer:
     """``ds.optimize``: table maintenance with the reference's API shape."""
 
-    def __init__(self, ds: "Dataset") -> None:
+    def __init__(self, ds: "DatasetReader") -> None:
         self._ds = ds
 
     async def compact_files_async(self, **kwargs: Any) -> CompactionMetrics:

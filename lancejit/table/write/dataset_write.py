@@ -24,10 +24,8 @@ import pyarrow as pa
 from lancejit.core.errors import AlreadyExistsError, InvalidInputError, SchemaMismatchError
 from lancejit.core.schema import LanceSchema
 from lancejit.io import open_store
-from lancejit.io.sync import run_sync
 
 from ..commit import Append, Overwrite, commit, load_manifest, new_fragment, schema_fields
-from ..dataset import Dataset
 from .data_files import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
@@ -86,7 +84,7 @@ def _progress_callback(progress: Any) -> Callable[[WrittenFile], None] | None:
     raise InvalidInputError("progress must be a callable or have a complete(info) method")
 
 
-async def write_dataset_async(
+async def write_data_async(
     data: Any,
     uri: str | os.PathLike,
     mode: str = "create",
@@ -101,8 +99,9 @@ async def write_dataset_async(
     progress: Any = None,
     max_page_bytes: int | None = None,
     commit_message: str | None = None,
-) -> Dataset:
-    """Write ``data`` to the dataset at ``uri`` (see the module docstring); returns the new version.
+) -> tuple[str, int]:
+    """Write ``data`` to the dataset at ``uri`` (see the module docstring); returns ``(uri, the
+    version committed)``.
 
     ``progress``: a callable (or an object with ``complete(info)``) called after each data file
     with ``{"path", "num_rows", "size"}``.  ``max_page_bytes`` is passed to the file writer.
@@ -179,7 +178,7 @@ async def write_dataset_async(
     except BaseException:
         await writer.cleanup()
         raise
-    return await Dataset.open_async(uri, version, storage_options)
+    return uri, version
 
 
 def _append_fields(lschema: LanceSchema, data_schema: pa.Schema, uri: str) -> LanceSchema:
@@ -203,30 +202,4 @@ def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[
     yield from rest
 
 
-def write_dataset(
-    data: Any,
-    uri: str | os.PathLike,
-    mode: str = "create",
-    *,
-    schema: pa.Schema | None = None,
-    data_storage_version: str | None = None,
-    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-    enable_stable_row_ids: bool = False,
-    enable_v2_manifest_paths: bool = True,
-    storage_options: dict[str, Any] | None = None,
-    progress: Any = None,
-    max_page_bytes: int | None = None,
-    commit_message: str | None = None,
-) -> Dataset:
-    """Synchronous :func:`write_dataset_async` (runs on lancejit's I/O loop)."""
-    return run_sync(write_dataset_async(
-        data, uri, mode, schema=schema, data_storage_version=data_storage_version,
-        max_rows_per_file=max_rows_per_file, max_bytes_per_file=max_bytes_per_file,
-        enable_stable_row_ids=enable_stable_row_ids, enable_v2_manifest_paths=enable_v2_manifest_paths,
-        storage_options=storage_options, progress=progress, max_page_bytes=max_page_bytes,
-        commit_message=commit_message,
-    ))
-
-
-__all__ = ["MODES", "SchemaMismatchError", "batch_source", "write_dataset", "write_dataset_async"]
+__all__ = ["MODES", "SchemaMismatchError", "batch_source", "write_data_async"]

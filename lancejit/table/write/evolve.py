@@ -31,7 +31,7 @@ from ..read.fragment import ROWADDR
 from .data_files import FragmentFileWriter, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..dataset import Dataset
+    from ..read.dataset_reader import DatasetReader
 
 
 def _next_field_id(manifest: table_pb2.Manifest) -> int:
@@ -95,10 +95,10 @@ def _scatter(table: pa.Table, live: np.ndarray, physical_rows: int) -> pa.Table:
 
 
 async def add_columns_async(
-    ds: "Dataset",
+    ds: "DatasetReader",
     transforms: Any,
     read_columns: Sequence[str] | None = None,
-) -> "Dataset":
+) -> "DatasetReader":
     """Add columns to every fragment (see the module docstring); returns the new version."""
     c = ds.context
     lm = await load_manifest(c.store, c.root, ds.version)
@@ -241,7 +241,7 @@ def _drop_paths(lschema: LanceSchema, paths: list[list[str]]) -> LanceSchema:
     return LanceSchema(out, dict(lschema.metadata))
 
 
-async def drop_columns_async(ds: "Dataset", columns: Sequence[str]) -> "Dataset":
+async def drop_columns_async(ds: "DatasetReader", columns: Sequence[str]) -> "DatasetReader":
     """Remove columns (top-level names or dotted nested paths); data files are kept as is."""
     if isinstance(columns, str):
         columns = [columns]
@@ -256,7 +256,7 @@ async def drop_columns_async(ds: "Dataset", columns: Sequence[str]) -> "Dataset"
     return await ds.checkout_version_async(version)
 
 
-async def alter_columns_async(ds: "Dataset", *alterations: Mapping[str, Any]) -> "Dataset":
+async def alter_columns_async(ds: "DatasetReader", *alterations: Mapping[str, Any]) -> "DatasetReader":
     """Rename columns / relax nullability: each alteration is ``{"path": "a" or "st.x",
     "name": new name, "nullable": True}`` (type changes are not supported)."""
     from dataclasses import replace

@@ -28,13 +28,13 @@ from ..commit.manifest_writer import parse_manifest_file
 from ..meta.versions import Tag, list_manifests, list_tags
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..dataset import Dataset
+    from ..read.dataset_reader import DatasetReader
 
 #: Unreferenced files younger than this are kept unless ``delete_unverified`` (the reference's 7 days).
 UNVERIFIED_GRACE_S = 7 * 24 * 3600
 
 
-async def restore_async(ds: "Dataset", version: int | str | None = None) -> "Dataset":
+async def restore_async(ds: "DatasetReader", version: int | str | None = None) -> "DatasetReader":
     """Make ``version`` (default: the checked-out one; a number or tag name) the latest again."""
     c = ds.context
     if version is None:
@@ -50,7 +50,7 @@ class Tags:
     """A dataset's tags: iterate for :class:`Tag` values (sorted by name); ``create``, ``update``,
     ``delete``; ``list()`` gives ``{name: {"version", "manifest_size", ...}}`` like the reference."""
 
-    def __init__(self, ds: "Dataset") -> None:
+    def __init__(self, ds: "DatasetReader") -> None:
         self._ds = ds
 
     @property
@@ -156,7 +156,7 @@ def _needed(path: str, needed: set[str]) -> bool:
 
 
 async def cleanup_old_versions_async(
-    ds: "Dataset",
+    ds: "DatasetReader",
     older_than: _dt.timedelta | None = None,
     *,
     delete_unverified: bool = False,

@@ -44,7 +44,7 @@ from .mutate import _delete_offsets, _group_addresses
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..dataset import Dataset
+    from ..read.dataset_reader import DatasetReader
 
 DEFAULT_CONFLICT_RETRIES = 10
 _S, _T = "__lancejit_src", "__lancejit_tgt"
@@ -193,7 +193,7 @@ def _ambiguous(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbig
 class MergeInsertBuilder:
     """Configure then :meth:`execute` a merge insert (see :mod:`lancejit.table.write.merge_insert`)."""
 
-    def __init__(self, ds: "Dataset", on: str | Sequence[str]) -> None:
+    def __init__(self, ds: "DatasetReader", on: str | Sequence[str]) -> None:
         keys = [on] if isinstance(on, str) else list(on)
         if not keys or not all(isinstance(k, str) for k in keys):
             raise InvalidInputError("merge_insert needs one or more key column names")
@@ -262,7 +262,7 @@ class MergeInsertBuilder:
         return run_sync(self.execute_async(data))
 
     # ------------------------------------------------------------------------------ the work
-    async def _matched_updates(self, ds: "Dataset", src: pa.Table, tgt: pa.Table,
+    async def _matched_updates(self, ds: "DatasetReader", src: pa.Table, tgt: pa.Table,
                                s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The (source row, target row) pairs to update: condition applied, ambiguity checked."""
         if self._condition is not None and len(s):
@@ -283,7 +283,7 @@ class MergeInsertBuilder:
                 raise _ambiguous(src, int(s[dup[0] + 1]), self._keys)
         return s, t
 
-    async def _by_source_deletes(self, ds: "Dataset", tgt: pa.Table, matched_t: np.ndarray) -> np.ndarray:
+    async def _by_source_deletes(self, ds: "DatasetReader", tgt: pa.Table, matched_t: np.ndarray) -> np.ndarray:
         """Row addresses of target rows to delete because no source row matches them."""
         unmatched = np.ones(tgt.num_rows, dtype=bool)
         unmatched[matched_t] = False
@@ -293,7 +293,7 @@ class MergeInsertBuilder:
             addrs = np.intersect1d(addrs, hit.column(ROWADDR).to_numpy())
         return addrs.astype(np.uint64, copy=False)
 
-    async def _execute_once(self, ds: "Dataset", src: pa.Table) -> dict[str, int]:
+    async def _execute_once(self, ds: "DatasetReader", src: pa.Table) -> dict[str, int]:
         c = ds.context
         lm = await load_manifest(c.store, c.root, ds.version)
         m = lm.manifest

@@ -35,7 +35,7 @@ from ..read.fragment import ROWADDR, ROWID
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..dataset import Dataset
+    from ..read.dataset_reader import DatasetReader
 
 DEFAULT_MAX_RETRIES = 5
 
@@ -57,7 +57,7 @@ def _group_addresses(addrs: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
-async def _delete_offsets(ds: "Dataset", lm_manifest: Any, groups: Mapping[int, np.ndarray]):
+async def _delete_offsets(ds: "DatasetReader", lm_manifest: Any, groups: Mapping[int, np.ndarray]):
     """``(updated fragments, removed fragment ids)`` with ``groups`` deleted (deletion files written)."""
     c = ds.context
     updated, removed = [], []
@@ -73,8 +73,8 @@ async def _delete_offsets(ds: "Dataset", lm_manifest: Any, groups: Mapping[int, 
     return tuple(updated), tuple(removed)
 
 
-async def delete_async(ds: "Dataset", predicate: str | pc.Expression,
-                       max_retries: int = DEFAULT_MAX_RETRIES) -> "Dataset":
+async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
+                       max_retries: int = DEFAULT_MAX_RETRIES) -> "DatasetReader":
     """Delete the rows of ``ds`` matching ``predicate``; returns the new version."""
     compile_filter(predicate, ds.schema)  # bad predicates fail before any write
     current = ds
@@ -126,13 +126,13 @@ def _apply_updates(batch: pa.RecordBatch, exprs: Mapping[str, pc.Expression], ou
 
 
 async def update_async(
-    ds: "Dataset",
+    ds: "DatasetReader",
     values: Mapping[str, Any],
     where: str | pc.Expression | None = None,
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_retries: int = DEFAULT_MAX_RETRIES,
-) -> "Dataset":
+) -> "DatasetReader":
     """Set columns of the rows matching ``where`` (all rows when None).
 
     ``values`` maps top-level column names to a SQL expression string (``"x + 1"``, ``"'text'"``),
@@ -151,7 +151,7 @@ async def update_async(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def _update_once(ds: "Dataset", values: Mapping[str, Any], where: Any, max_rows_per_file: int) -> "Dataset":
+async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: Any, max_rows_per_file: int) -> "DatasetReader":
     c = ds.context
     lm = await load_manifest(c.store, c.root, ds.version)
     m = lm.manifest
