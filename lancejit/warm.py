@@ -261,7 +261,7 @@ def warmup(*, byte_compile: bool = True, rows: int = 5000, seed: int = 0) -> War
     importlib.import_module("lancejit.encoding.v21.repdef_kernels")
     before = sum(jit.cache_misses().values())
     _exercise(rows, seed)
-    from lancejit.table.filter.fast import warm as warm_filters
+    from lancejit.table.filter.compile import warm as warm_filters
 
     warm_filters()  # the filter kernels (lancejit.encoding.kernels.filter)
     all_k = jit.kernels()

@@ -31,6 +31,7 @@ from lancejit.core.errors import InvalidInputError
 from .evaluate import (
     BoolNode, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree, negate,
 )
+from .columns import resolve_column as _resolve
 from .fast import FastNode, fast_positions, plan_fast
 from .floats import float_key, key_set, literal_key
 from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
@@ -65,23 +66,6 @@ class CompiledFilter:
     def expression(self) -> pc.Expression:
         """The filter as one Arrow expression (InvalidInputError for n-ary trees)."""
         return check_expression(self.root, f"filter {self.text[:200]!r}")
-
-
-def _resolve(name_parts: list[str], schema: pa.Schema, text: str) -> tuple[str, ...]:
-    """Map identifier parts to a field path, matching names exactly, then case-insensitively."""
-    path: list[str] = []
-    fields = list(schema)
-    for i, part in enumerate(name_parts):
-        match = next((f for f in fields if f.name == part), None)
-        if match is None:
-            lowered = [f for f in fields if f.name.lower() == part.lower()]
-            match = lowered[0] if len(lowered) == 1 else None
-        if match is None:
-            raise InvalidInputError(f"filter {text!r}: no column {'.'.join(name_parts[: i + 1])!r}")
-        path.append(match.name)
-        t = match.type
-        fields = list(t) if pa.types.is_struct(t) else []
-    return tuple(path)
 
 
 _TYPE_MAP = {
@@ -409,3 +393,24 @@ def filter_positions(compiled: CompiledFilter, table: pa.Table, num_rows: int | 
         return evaluate_expression(compiled.root, table)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"filter {compiled.text!r} cannot be evaluated: {exc}") from None
+
+
+def warm() -> None:
+    """Compile (or load) every filter kernel for the argument types scans hand them (for
+    ``lancejit.warmup``): each leaf kind on int8/int64/float32/float64/string/large_string
+    columns with and without NULLs."""
+    n = 64
+    ints = np.arange(n, dtype=np.int64) - 20
+    mask = ints % 5 == 0
+    table = pa.table({
+        "i": pa.array(ints), "n": pa.array(ints, mask=mask), "b": pa.array(ints.astype(np.int8)),
+        "x": pa.array(ints / 4.0, mask=mask), "y": pa.array((ints / 4.0).astype(np.float32)),
+        "s": pa.array([f"w{i}" for i in range(n)], mask=mask),
+        "l": pa.array([f"w{i}" for i in range(n)], pa.large_string()),
+    })
+    for text in ("i > 3 AND n <= 7 AND b = 1", "x >= 0.5 OR y < -1", "i < 2.5", "n % 7 = 3",
+                 "i IN (1, 5, 9)", "i IN (1, 9223372036854775807)", "x IN (0.5, 1)", "s LIKE 'w1%'",
+                 "l LIKE 'w12345678%'", "n IS NULL", "x IS NOT NULL", "s = 'w1' OR l IN ('w2', 'w3')"):
+        compiled = compile_filter(text, table.schema)
+        assert compiled.fast is not None, text
+        fast_positions(compiled.fast, table)

@@ -26,6 +26,7 @@ from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
 
+from .columns import resolve_column
 from .floats import key_set, total_keys
 
 #: Most leaves of a kernel-evaluated filter (one pass over a column each).
@@ -151,9 +152,7 @@ class _Planner:
         parts = self.comp.column_parts(node)
         if parts is None or len(parts) != 1:
             raise _Unsupported
-        from .compile import _resolve
-
-        name = _resolve(parts, self.comp.schema, self.comp.text)[0]
+        name = resolve_column(parts, self.comp.schema, self.comp.text)[0]
         return name, self.comp.schema.field(name).type
 
     def leaf(self, leaf: Leaf) -> Leaf:
@@ -439,26 +438,3 @@ def positions(mask: np.ndarray) -> np.ndarray:
     out = np.empty(count + 1, dtype=np.int64)
     fk.mask_positions(mask, out)
     return out[:count]
-
-
-def warm() -> None:
-    """Compile (or load) every filter kernel for the argument types scans hand them (for
-    ``lancejit.warmup``): each leaf kind on int8/int64/float32/float64/string/large_string
-    columns with and without NULLs."""
-    from .compile import compile_filter
-
-    n = 64
-    ints = np.arange(n, dtype=np.int64) - 20
-    mask = ints % 5 == 0
-    table = pa.table({
-        "i": pa.array(ints), "n": pa.array(ints, mask=mask), "b": pa.array(ints.astype(np.int8)),
-        "x": pa.array(ints / 4.0, mask=mask), "y": pa.array((ints / 4.0).astype(np.float32)),
-        "s": pa.array([f"w{i}" for i in range(n)], mask=mask),
-        "l": pa.array([f"w{i}" for i in range(n)], pa.large_string()),
-    })
-    for text in ("i > 3 AND n <= 7 AND b = 1", "x >= 0.5 OR y < -1", "i < 2.5", "n % 7 = 3",
-                 "i IN (1, 5, 9)", "i IN (1, 9223372036854775807)", "x IN (0.5, 1)", "s LIKE 'w1%'",
-                 "l LIKE 'w12345678%'", "n IS NULL", "x IS NOT NULL", "s = 'w1' OR l IN ('w2', 'w3')"):
-        compiled = compile_filter(text, table.schema)
-        assert compiled.fast is not None, text
-        fast_positions(compiled.fast, table)

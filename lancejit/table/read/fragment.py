@@ -261,3 +261,16 @@ class FragmentInfo:
     @property
     def num_rows(self) -> int | None:
         return None if self.num_deletions is None else self.physical_rows - self.num_deletions
+
+
+async def unit_live_offsets(frag: FragmentReader, lo: int, hi: int) -> np.ndarray | None:
+    """Physical offsets (int64) of the live rows of ``[lo, hi)``; None when all are live."""
+    deleted = await frag.deleted()
+    if deleted is None or not len(deleted):
+        return None
+    a, b = np.searchsorted(deleted, [lo, hi])
+    if b <= a:
+        return None
+    mask = np.ones(hi - lo, dtype=bool)
+    mask[deleted[a:b].astype(np.int64) - lo] = False
+    return np.flatnonzero(mask).astype(np.int64) + lo

@@ -20,11 +20,11 @@ import pyarrow as pa
 
 from ..meta.context import DatasetContext
 from ..meta.fields import TopField
-from .fragment import FragmentReader
+from .fragment import FragmentReader, unit_live_offsets as _live
 
 if TYPE_CHECKING:
     from ..filter.compile import CompiledFilter
-    from .scan import ScanSpec
+    from .spec import ScanSpec
 
 #: Fraction of a unit's rows below which rows are fetched by take rather than by range.
 TAKE_FRACTION = 0.2
@@ -89,19 +89,6 @@ async def _select_async(arrays: list, positions: np.ndarray, n: int) -> list:
     if len(positions) < n and len(positions) >= OFFLOAD_SELECT_ROWS:
         return await asyncio.to_thread(_select, arrays, positions, n)
     return _select(arrays, positions, n)
-
-
-async def _live(frag: FragmentReader, lo: int, hi: int) -> np.ndarray | None:
-    """Physical offsets (int64) of the live rows of ``[lo, hi)``; None when all are live."""
-    deleted = await frag.deleted()
-    if deleted is None or not len(deleted):
-        return None
-    a, b = np.searchsorted(deleted, [lo, hi])
-    if b <= a:
-        return None
-    mask = np.ones(hi - lo, dtype=bool)
-    mask[deleted[a:b].astype(np.int64) - lo] = False
-    return np.flatnonzero(mask).astype(np.int64) + lo
 
 
 def _chunks(array: Any) -> list:

@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Itera
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.config import DEFAULT_BATCH_SIZE
-
 from ..meta.context import DatasetContext
 from ..meta.fields import TopField
-from .fragment import ROWADDR, ROWID, FragmentReader
+from .fragment import ROWADDR, ROWID, FragmentReader, unit_live_offsets as _live
 from .heap import keep_scan_buffers
+from .spec import DEFAULT_READAHEAD, OutColumn, ScanSpec, output_columns
 from .version_index import dataset_index
-from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _live, _read_rows, read_small_group
+from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _read_rows, read_small_group
 from .scan_multi import filter_members, member_lives, read_members
 from .scan_plan import ScanPlan, plan_units
 
@@ -58,7 +57,6 @@ GROUP_UNIT_ROWS = 1 << 16
 #: ... and this many estimated encoded bytes per group.
 GROUP_BYTES = 16 * 1024 * 1024
 #: Units in flight at least (big units: this bounds memory).
-DEFAULT_READAHEAD = 4
 #: More units run ahead while their estimated encoded bytes stay under this...
 READAHEAD_BYTES = 64 * 1024 * 1024
 #: ... and at most this many are in flight (many small fragments are opened and read together).
@@ -66,49 +64,6 @@ MAX_UNITS_IN_FLIGHT = 64
 #: Filtered scans read the filter's columns first and the others only for matching rows;
 #: False reads every needed column of a unit at once (for measurements and tests).
 LATE_MATERIALIZATION = True
-
-
-@dataclass(frozen=True, slots=True)
-class OutColumn:
-    """One output column: ``name``; either a top-level field ``top`` (``path``: struct children
-    to descend into, e.g. ``("x",)`` for ``st.x``) or a meta column (``_rowid``/``_rowaddr``)."""
-
-    name: str
-    top: str | None
-    path: tuple[str, ...] = ()
-    #: Keep only these struct sub-paths of ``top`` (the reference's take shape for ``st.x``).
-    prune: tuple[tuple[str, ...], ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ScanSpec:
-    """What to read: top-level fields, filter, meta columns, output order and paging.
-
-    ``outputs`` (None = the ``tops`` in order, then ``_rowid``, then ``_rowaddr``) names the
-    result columns in order.
-    """
-
-    tops: tuple[TopField, ...]
-    filter: CompiledFilter | None = None
-    with_row_id: bool = False
-    with_row_address: bool = False
-    limit: int | None = None
-    offset: int = 0
-    batch_size: int = DEFAULT_BATCH_SIZE
-    readahead: int = DEFAULT_READAHEAD
-    fragment_ids: tuple[int, ...] | None = None
-    outputs: tuple[OutColumn, ...] | None = None
-
-
-def output_columns(spec: ScanSpec) -> tuple[OutColumn, ...]:
-    if spec.outputs is not None:
-        return spec.outputs
-    cols = [OutColumn(t.name, t.name) for t in spec.tops]
-    if spec.with_row_id:
-        cols.append(OutColumn(ROWID, None))
-    if spec.with_row_address:
-        cols.append(OutColumn(ROWADDR, None))
-    return tuple(cols)
 
 
 def _pruned_type(t: pa.DataType, paths: tuple[tuple[str, ...], ...]) -> pa.DataType:

@@ -24,7 +24,7 @@ from .datafile import collector_paused
 from ..meta.fields import TopField
 from lancejit.file.multi_decode import file_scan, read_scans
 
-from .fragment import FragmentReader
+from .fragment import FragmentReader, unit_live_offsets as _live
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..filter.compile import CompiledFilter
@@ -251,7 +251,6 @@ async def _read_known(ctx: DatasetContext, scans: list[Any], members: Sequence[M
 
 async def member_lives(members: Sequence[Member]) -> list[np.ndarray | None]:
     """Live physical offsets (int64) of every member's ``[lo, hi)``, None when all are live."""
-    from .late import _live
 
     return [None if frag.fragment.deletion_file is None else await _live(frag, lo, hi)
             for frag, lo, hi in members]

@@ -1,22 +1,72 @@
-"""The scan a reader call describes: user arguments (columns, filter, limit, offset, row ids,
-fragments) checked and resolved into a :class:`~.scan.ScanSpec` over one version's fields."""
+"""What a scan reads (:class:`ScanSpec`, :class:`OutColumn`), and the scan a reader call describes:
+user arguments (columns, filter, limit, offset, row ids, fragments) checked and resolved into a
+:class:`ScanSpec` over one version's fields."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.config import DEFAULT_BATCH_SIZE
 from lancejit.core.errors import InvalidInputError
 
 from ..meta.context import DatasetContext
 from ..meta.fields import TopField
 from .fragment import ROWADDR, ROWID
-from .scan import OutColumn, ScanSpec
 
 if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by opening a dataset
     import pyarrow.compute as pc
+
+    from ..filter.compile import CompiledFilter
+
+
+DEFAULT_READAHEAD = 4
+
+
+@dataclass(frozen=True, slots=True)
+class OutColumn:
+    """One output column: ``name``; either a top-level field ``top`` (``path``: struct children
+    to descend into, e.g. ``("x",)`` for ``st.x``) or a meta column (``_rowid``/``_rowaddr``)."""
+
+    name: str
+    top: str | None
+    path: tuple[str, ...] = ()
+    #: Keep only these struct sub-paths of ``top`` (the reference's take shape for ``st.x``).
+    prune: tuple[tuple[str, ...], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSpec:
+    """What to read: top-level fields, filter, meta columns, output order and paging.
+
+    ``outputs`` (None = the ``tops`` in order, then ``_rowid``, then ``_rowaddr``) names the
+    result columns in order.
+    """
+
+    tops: tuple[TopField, ...]
+    filter: CompiledFilter | None = None
+    with_row_id: bool = False
+    with_row_address: bool = False
+    limit: int | None = None
+    offset: int = 0
+    batch_size: int = DEFAULT_BATCH_SIZE
+    readahead: int = DEFAULT_READAHEAD
+    fragment_ids: tuple[int, ...] | None = None
+    outputs: tuple[OutColumn, ...] | None = None
+
+
+def output_columns(spec: ScanSpec) -> tuple[OutColumn, ...]:
+    if spec.outputs is not None:
+        return spec.outputs
+    cols = [OutColumn(t.name, t.name) for t in spec.tops]
+    if spec.with_row_id:
+        cols.append(OutColumn(ROWID, None))
+    if spec.with_row_address:
+        cols.append(OutColumn(ROWADDR, None))
+    return tuple(cols)
 
 
 def compile_filter(*args: Any, **kwargs: Any) -> Any:
@@ -147,4 +197,4 @@ def scan_spec(
     )
 
 
-__all__ = ["compile_filter", "scan_spec"]
+__all__ = ["DEFAULT_READAHEAD", "OutColumn", "ScanSpec", "compile_filter", "output_columns", "scan_spec"]
