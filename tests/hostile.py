@@ -357,4 +357,194 @@ def write_case(directory: Path, name: str, data: bytes, suffix: str = ".lance") 
     return str(path)
 
 
-Editor = Callable[[V2File], None]
+# ------------------------------------------------------------------- corpora of real files
+
+#: Rows of the ``narrow`` corpus table and of the ``wide`` one.
+N = 3000
+WIDE_N = 300
+
+
+def corpus_tables(seed: int = 3, struct_nulls: bool = True) -> dict[str, Any]:
+    """One column per layout and compression: bit-packed, plain, float, FSST, dictionary, RLE,
+    constant, all-null, lists, structs, lists of strings (``narrow``, N rows); full-zip
+    binaries, vectors and blobs (``wide``, fewer rows).  ``struct_nulls=False`` for 2.0 files
+    (which do not store struct validity)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(seed)
+
+    def nulls_in(arr: pa.Array, p: float = 0.2) -> pa.Array:
+        mask = pa.array(rng.random(len(arr)) < p)
+        return pc.if_else(mask, pa.nulls(len(arr), arr.type), arr)
+
+    def lists(child: pa.Array, n: int) -> pa.Array:
+        lens = rng.integers(0, 6, n)
+        offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+        return nulls_in(pa.ListArray.from_arrays(pa.array(offsets), child.slice(0, int(offsets[-1]))))
+
+    letters = np.array(list("abcdefghij"))
+
+    def strings(n: int, card: int | None = None) -> pa.Array:
+        pool = ["".join(rng.choice(letters, size=int(rng.integers(0, 12)))) for _ in range(card or n)]
+        return nulls_in(pa.array([pool[i] for i in rng.integers(0, len(pool), n)]))
+
+    narrow = pa.table({
+        "bp": pa.array(rng.integers(0, 100, N), pa.int64()),
+        "plain": nulls_in(pa.array(rng.integers(-(2**40), 2**40, N), pa.int64())),
+        "f32": nulls_in(pa.array(rng.standard_normal(N).astype(np.float32))),
+        "fsst": pa.array([f"prefix-{i * 7919}-common-suffix-{i % 7}" for i in range(N)]),
+        "dict": strings(N, card=5),
+        "rle": pa.array(np.repeat(np.arange(N // 100, dtype=np.int32), 100)),
+        "const": pa.array(np.full(N, 7, np.int32)),
+        "nulls": pa.nulls(N, pa.int64()),
+        "lst": lists(pa.array(rng.integers(-1000, 1000, 5 * N), pa.int32()), N),
+        "st": pa.StructArray.from_arrays(
+            [nulls_in(pa.array(rng.integers(0, 1000, N), pa.int32())), nulls_in(pa.array(rng.random(N) < 0.5))],
+            names=["x", "y"], mask=pa.array(rng.random(N) < 0.2) if struct_nulls else None),
+        "ls": lists(strings(5 * N), N),
+    })
+    n = WIDE_N
+    big = [bytes(rng.integers(0, 256, size=int(rng.integers(300, 400)), dtype=np.uint8)) for _ in range(n)]
+    wide = pa.table(
+        [pa.array(big, pa.large_binary()),
+         pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(64 * n).astype(np.float32)), 64),
+         pa.array(big, pa.large_binary())],
+        schema=pa.schema([pa.field("big", pa.large_binary()), pa.field("vec", pa.list_(pa.float32(), 64)),
+                          pa.field("blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})]))
+    return {"narrow": narrow, "wide": wide}
+
+
+def write_pylance(path: Path, table: Any, version: str) -> Path:
+    import numpy as np
+    import pyarrow as pa
+    from lance.file import LanceFileWriter
+
+    with LanceFileWriter(str(path), table.schema, version=version) as w:
+        step = table.num_rows // 3
+        for a in range(0, table.num_rows, step):
+            # take() gives offset-0 arrays (pylance mis-handles sliced struct validity)
+            w.write_batch(table.take(pa.array(np.arange(a, min(a + step, table.num_rows)))))
+    return path
+
+
+def write_lancejit(path: Path, table: Any, version: str) -> Path:
+    import lancejit
+
+    with lancejit.LanceFileWriter(str(path), table.schema, version=version) as w:
+        w.write_batch(table)
+    return path
+
+
+WRITERS = {"pylance": write_pylance, "lancejit": write_lancejit}
+
+
+# ------------------------------------------------------------------- edits of 2.x files
+
+
+def _first_pages(f: V2File):
+    for c, cm in enumerate(f.columns):
+        if len(cm.pages):
+            yield c, 0
+
+
+def layout_cases(f: V2File):
+    """(name, edited bytes): every integer field of each column's first page layout."""
+    for c, p in _first_pages(f):
+        url, enc = f.page_encoding(c, p)
+        seen = set()
+        for path, msg, fd in list(int_fields(enc)):
+            for v in huge_values(fd):
+                if (path, v) in seen:
+                    continue
+                seen.add((path, v))
+                g = V2File.parse(f.data)
+                url2, enc2 = g.page_encoding(c, p)
+                target = dict((q, (m, d)) for q, m, d in int_fields(enc2))[path]
+                set_int(target[0], target[1], v)
+                g.set_page_encoding(c, p, url2, enc2)
+                yield f"c{c}.{path}={v}", g.build()
+
+
+def page_meta_cases(f: V2File):
+    """Page lengths, buffer offsets and sizes; the descriptor's row count (alone and with
+    every column's pages made to agree)."""
+    for c, p in _first_pages(f):
+        page = f.columns[c].pages[p]
+        for v in HUGE:
+            g = V2File.parse(f.data)
+            g.columns[c].pages[p].length = v
+            yield f"c{c}.length={v}", g.build()
+            for b in range(len(page.buffer_sizes)):
+                for fieldname in ("buffer_sizes", "buffer_offsets"):
+                    g = V2File.parse(f.data)
+                    getattr(g.columns[c].pages[p], fieldname)[b] = v
+                    yield f"c{c}.{fieldname}[{b}]={v}", g.build()
+    for c, cm in enumerate(f.columns):  # column buffers (2.0 dictionaries, 2.1 column metadata)
+        for b in range(len(cm.buffer_sizes)):
+            for fieldname in ("buffer_sizes", "buffer_offsets"):
+                for v in HUGE:
+                    g = V2File.parse(f.data)
+                    getattr(g.columns[c], fieldname)[b] = v
+                    yield f"c{c}.column_{fieldname}[{b}]={v}", g.build()
+    for v in HUGE:
+        g = V2File.parse(f.data)
+        d = g.descriptor()
+        d.length = v
+        g.set_descriptor(d)
+        yield f"descriptor.length={v}", g.build()
+
+
+def claim_cases(f: V2File):
+    """A file that claims more rows than it holds, consistently: every column's first page and
+    the descriptor claim ``v - held`` more rows, and every count in the page layouts equal to
+    the page's row count says the same (all-null/constant pages hold nothing per row, so
+    such a file can be valid: reads must allocate for the rows asked)."""
+    held = f.descriptor().length
+    for v in HUGE:
+        g = V2File.parse(f.data)
+        for c, p in _first_pages(g):
+            page = g.columns[c].pages[p]
+            old = page.length
+            page.length = old + v - held
+            url, enc = g.page_encoding(c, p)
+            for _, msg, fd in int_fields(enc):
+                if not fd.is_repeated and getattr(msg, fd.name) == old:
+                    try:
+                        setattr(msg, fd.name, page.length)
+                    except ValueError:  # a 32-bit count: as large as it goes
+                        setattr(msg, fd.name, 2**32 - 1)
+            g.set_page_encoding(c, p, url, enc)
+        d = g.descriptor()
+        d.length = v
+        g.set_descriptor(d)
+        yield f"claims={v}", g.build()
+
+
+WORDS = [("<H", 0, 0xFFFF), ("<H", 2, 0xFFFF), ("<I", 0, 0xFFFFFFF0), ("<I", 4, 0xFFFFFFF0),
+         ("<I", 8, 0xFFFFFFF0), ("<Q", 0, 2**40), ("<Q", 8, 2**40)]
+
+
+def buffer_word_cases(f: V2File):
+    """Counts inside page buffers: words at the start of each buffer of each first page."""
+    for c, p in _first_pages(f):
+        page = f.columns[c].pages[p]
+        for b, (off, size) in enumerate(zip(page.buffer_offsets, page.buffer_sizes)):
+            for fmt, at, v in WORDS:
+                if at + struct.calcsize(fmt) > size:
+                    continue
+                data = bytearray(f.data)
+                struct.pack_into(fmt, data, off + at, v)
+                yield f"c{c}.buf{b}@{at}{fmt}={v:#x}", bytes(data)
+
+
+def build_cases(tmp: Path, key: str, f: V2File, gens) -> list[Case]:
+    cases = []
+    for gen in gens:
+        for name, data in gen(f):
+            uri = write_case(tmp, f"{key}-{name}", data)
+            cases.append(Case(f"{key} {name}", "file", uri, (Path(uri).name,)))
+    return cases
+
+
