@@ -522,8 +522,17 @@ def claim_cases(f: V2File):
         yield f"claims={v}", g.build()
 
 
+#: ``(struct format, position, value)`` of the words written into buffers: a negative
+#: position counts from the buffer's end (chunk tables and repetition indices often end there).
 WORDS = [("<H", 0, 0xFFFF), ("<H", 2, 0xFFFF), ("<I", 0, 0xFFFFFFF0), ("<I", 4, 0xFFFFFFF0),
-         ("<I", 8, 0xFFFFFFF0), ("<Q", 0, 2**40), ("<Q", 8, 2**40)]
+         ("<I", 8, 0xFFFFFFF0), ("<Q", 0, 2**40), ("<Q", 8, 2**40),
+         ("<H", -2, 0xFFFF), ("<I", -4, 0xFFFFFFF0), ("<Q", -8, 2**40), ("<Q", -16, 2**40)]
+
+
+def word_at(size: int, fmt: str, at: int) -> int | None:
+    """The buffer-relative position of a :data:`WORDS` entry in a buffer of ``size`` bytes."""
+    pos = at if at >= 0 else size + at
+    return pos if 0 <= pos and pos + struct.calcsize(fmt) <= size else None
 
 
 def buffer_word_cases(f: V2File):
@@ -532,10 +541,11 @@ def buffer_word_cases(f: V2File):
         page = f.columns[c].pages[p]
         for b, (off, size) in enumerate(zip(page.buffer_offsets, page.buffer_sizes)):
             for fmt, at, v in WORDS:
-                if at + struct.calcsize(fmt) > size:
+                pos = word_at(size, fmt, at)
+                if pos is None:
                     continue
                 data = bytearray(f.data)
-                struct.pack_into(fmt, data, off + at, v)
+                struct.pack_into(fmt, data, off + pos, v)
                 yield f"c{c}.buf{b}@{at}{fmt}={v:#x}", bytes(data)
 
 

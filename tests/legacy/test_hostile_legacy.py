@@ -128,10 +128,11 @@ def page_table_cases(f: LegacyFile):
 def page_word_cases(f: LegacyFile):
     for k, (_, pos, length) in enumerate(f.page_entries()):
         for fmt, at, v in H.WORDS:
-            if at + struct.calcsize(fmt) > length:
+            where = H.word_at(length, fmt, at)
+            if where is None:
                 continue
             data = bytearray(f.data)
-            struct.pack_into(fmt, data, pos + at, v)
+            struct.pack_into(fmt, data, pos + where, v)
             yield f"page{k}@{at}{fmt}={v:#x}", bytes(data)
 
 
