@@ -178,7 +178,7 @@ def _assign_ids(frags: list[table_pb2.DataFragment], next_id: int) -> int:
 
 def _row_ids_of(frag: table_pb2.DataFragment) -> np.ndarray | None:
     if frag.WhichOneof("row_id_sequence") == "inline_row_ids":
-        return decode_row_id_sequence(frag.inline_row_ids, f"<fragment {frag.id} row ids>")
+        return decode_row_id_sequence(frag.inline_row_ids, f"<fragment {frag.id} row ids>", frag.physical_rows or None)
     return None
 
 

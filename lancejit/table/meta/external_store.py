@@ -41,6 +41,7 @@ from lancejit.core.errors import (
     NotFoundError,
     StoreError,
 )
+from lancejit.io.loop_close import LoopCloser, close_with_loop
 from lancejit.io.store import ObjectStore, join_path, register_for_close
 
 from .naming import MANIFEST_SUFFIX, VERSIONS_DIR, ManifestLocation, NamingScheme, detect_scheme
@@ -109,6 +110,9 @@ class DynamoDBManifestStore(ExternalManifestStore):
         self._clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future]" = (
             weakref.WeakKeyDictionary()
         )
+        self._closers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopCloser]" = (
+            weakref.WeakKeyDictionary()
+        )
         register_for_close(self)
 
     async def _open_client(self) -> tuple[Any, Any]:
@@ -126,9 +130,14 @@ class DynamoDBManifestStore(ExternalManifestStore):
         loop = asyncio.get_running_loop()
         for old in [lp for lp in self._clients if lp.is_closed()]:
             del self._clients[old]
+            closer = self._closers.pop(old, None)
+            if closer is not None:
+                closer.discard()
         fut = self._clients.get(loop)
         if fut is None:
             fut = self._clients[loop] = asyncio.ensure_future(self._open_client())
+            if loop not in self._closers:  # closed when the loop shuts down (asyncio.run per call)
+                self._closers[loop] = close_with_loop(self.aclose)
         try:
             client, _ = await asyncio.shield(fut)
         except (LanceJitError, asyncio.CancelledError):

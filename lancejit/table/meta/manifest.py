@@ -14,6 +14,7 @@ holds the whole manifest; otherwise one more range read fetches the rest.
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -242,10 +243,23 @@ def _fragment(pb: Any, stats_trusted: bool = True) -> Fragment:
     )
 
 
-def manifest_from_pb(pb: Any, file_size: int = 0, scanned: ScannedManifest | None = None) -> Manifest:
+def _fragment_of(path: str, pb: Any, stats_trusted: bool = True) -> Fragment:
+    """:func:`_fragment`, its errors naming the manifest file ``path``."""
+    try:
+        return _fragment(pb, stats_trusted)
+    except CorruptFileError as exc:
+        if exc.path is None:
+            raise CorruptFileError(str(exc), path=path) from None
+        raise
+
+
+def manifest_from_pb(pb: Any, file_size: int = 0, scanned: ScannedManifest | None = None,
+                     path: str | None = None) -> Manifest:
     """Convert a decoded ``lance.table.Manifest`` message (with ``scanned``: the message
-    without its fragments, which ``scanned`` holds)."""
+    without its fragments, which ``scanned`` holds; ``path``: the manifest file, named by the
+    errors of fragments converted later)."""
     has = pb.HasField
+    convert = _fragment if path is None else functools.partial(_fragment_of, path)
     txn = pb.transaction_section if has("transaction_section") else (
         pb.transaction_section_deprecated if has("transaction_section_deprecated") else None)
     ts = pb.timestamp
@@ -258,8 +272,8 @@ def manifest_from_pb(pb: Any, file_size: int = 0, scanned: ScannedManifest | Non
         fields=tuple(pb.fields),
         schema_metadata={k: bytes(v) for k, v in metadata.items()} if len(metadata) else {},
         # converted on first access (opening a dataset of many fragments builds none)
-        fragments=FragmentList(pb.fragments, has("writer_version"), _fragment) if scanned is None
-        else FragmentList(scanned.fragments, has("writer_version"), _fragment, scanned.arrays),
+        fragments=FragmentList(pb.fragments, has("writer_version"), convert) if scanned is None
+        else FragmentList(scanned.fragments, has("writer_version"), convert, scanned.arrays),
         timestamp_ns=ts.seconds * 1_000_000_000 + ts.nanos,
         tag=pb.tag,
         reader_feature_flags=pb.reader_feature_flags,
@@ -326,7 +340,7 @@ def decode_manifest(section: bytes | memoryview, file_size: int, path: str) -> M
     except (DecodeError, ValueError) as exc:
         raise CorruptFileError(f"manifest protobuf does not decode: {exc}", path=path) from None
     try:
-        return manifest_from_pb(pb, file_size, scanned)
+        return manifest_from_pb(pb, file_size, scanned, path)
     except CorruptFileError as exc:
         if exc.path is None:
             raise CorruptFileError(str(exc), path=path) from None

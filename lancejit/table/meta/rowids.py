@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from lancejit.core.bounds import claim
 from lancejit.core.errors import CorruptFileError
 from lancejit.pb import rowids_pb2
 
@@ -52,45 +53,71 @@ def decode_encoded_array(msg: rowids_pb2.EncodedU64Array, path: str) -> np.ndarr
     raise CorruptFileError("row id array has no representation", path=path)
 
 
-def _range(start: int, end: int, path: str) -> np.ndarray:
-    if end < start or end - start > _MAX_SEGMENT_LEN:
+def _range_len(start: int, end: int, limit: int, path: str) -> int:
+    """Ids in ``[start, end)``, checked against ``limit`` before anything is expanded."""
+    if end < start:
         raise CorruptFileError(f"invalid row id range [{start}, {end})", path=path)
-    return np.arange(start, end, dtype=np.uint64)
+    return claim(end - start, limit, f"row ids of the range [{start}, {end})", path)
 
 
-def decode_segment(seg: rowids_pb2.U64Segment, path: str) -> np.ndarray:
-    """Row ids (uint64) of one segment."""
+def _encoded_len(msg: rowids_pb2.EncodedU64Array) -> int:
+    """Values an ``EncodedU64Array`` holds (from its byte length, nothing decoded)."""
+    which = msg.WhichOneof("array")
+    if which == "u16_array":
+        return len(msg.u16_array.offsets) // 2
+    if which == "u32_array":
+        return len(msg.u32_array.offsets) // 4
+    if which == "u64_array":
+        return len(msg.u64_array.values) // 8
+    return 0
+
+
+def decode_segment(seg: rowids_pb2.U64Segment, path: str, limit: int = _MAX_SEGMENT_LEN) -> np.ndarray:
+    """Row ids (uint64) of one segment; a segment that would expand to more than ``limit``
+    ids is refused before it is expanded."""
     which = seg.WhichOneof("segment")
     if which == "range":
-        return _range(seg.range.start, seg.range.end, path)
+        n = _range_len(seg.range.start, seg.range.end, limit, path)
+        return np.arange(seg.range.start, seg.range.start + n, dtype=np.uint64)
     if which == "range_with_holes":
         r = seg.range_with_holes
-        ids = _range(r.start, r.end, path)
+        n = _range_len(r.start, r.end, limit + _encoded_len(r.holes), path)
+        ids = np.arange(r.start, r.start + n, dtype=np.uint64)
         holes = decode_encoded_array(r.holes, path)
         return ids[~np.isin(ids, holes, assume_unique=False)]
     if which == "range_with_bitmap":
         r = seg.range_with_bitmap
-        ids = _range(r.start, r.end, path)
         bits = np.frombuffer(r.bitmap, dtype=np.uint8)
-        if len(bits) * 8 < len(ids):
+        if r.end < r.start or r.end - r.start > len(bits) * 8:
             raise CorruptFileError(
-                f"row id bitmap has {len(bits) * 8} bits for a range of {len(ids)}", path=path
+                f"row id bitmap has {len(bits) * 8} bits for the range [{r.start}, {r.end})", path=path
             )
-        present = np.unpackbits(bits, bitorder="little")[: len(ids)].astype(bool)
-        return ids[present]
+        present = np.flatnonzero(np.unpackbits(bits, bitorder="little")[: r.end - r.start])
+        claim(len(present), limit, "row ids of a range with a bitmap", path)
+        return np.uint64(r.start) + present.astype(np.uint64)
     if which in ("sorted_array", "array"):
         return decode_encoded_array(getattr(seg, which), path)
     raise CorruptFileError("row id segment has no representation", path=path)
 
 
-def decode_row_id_sequence(data: bytes | memoryview, path: str) -> np.ndarray:
-    """The row ids (uint64, one per physical row, in row order) of a serialized ``RowIdSequence``."""
+def decode_row_id_sequence(data: bytes | memoryview, path: str, physical_rows: int | None = None) -> np.ndarray:
+    """The row ids (uint64, one per physical row, in row order) of a serialized
+    ``RowIdSequence``; with ``physical_rows``, segments claiming more ids than the fragment's
+    rows are refused before they are expanded."""
     msg = rowids_pb2.RowIdSequence()
     try:
         msg.ParseFromString(bytes(data))
     except (DecodeError, ValueError) as exc:
         raise CorruptFileError(f"row id sequence does not decode: {exc}", path=path) from None
-    parts = [decode_segment(s, path) for s in msg.segments]
+    remaining = _MAX_SEGMENT_LEN if physical_rows is None else int(physical_rows)
+    parts = []
+    for s in msg.segments:
+        part = decode_segment(s, path, remaining)
+        remaining -= len(part)
+        if remaining < 0:
+            raise CorruptFileError(f"row id sequence holds more ids than the fragment's {physical_rows} rows",
+                                   path=path)
+        parts.append(part)
     if not parts:
         return np.empty(0, dtype=np.uint64)
     return np.concatenate(parts)

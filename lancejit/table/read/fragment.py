@@ -131,10 +131,10 @@ class FragmentReader:
                 path = self.ctx.path(src.path)
                 with self.ctx.errors(path):
                     (data,) = await self.ctx.reader(self.ctx.store, path).read_ranges([(src.offset, src.offset + src.size)])
-                    ids = decode_row_id_sequence(data, self.ctx.store.uri(path))
+                    ids = decode_row_id_sequence(data, self.ctx.store.uri(path), self.physical_rows or None)
             else:
                 with self.ctx.errors(self.ctx.manifest_path):
-                    ids = decode_row_id_sequence(src, f"fragment {self.fragment.id} row ids")
+                    ids = decode_row_id_sequence(src, f"fragment {self.fragment.id} row ids", self.physical_rows or None)
             if len(ids) != self.physical_rows:
                 raise CorruptFileError(
                     f"{self.ctx.describe_where(self.ctx.manifest_path)}: fragment {self.fragment.id} has "
@@ -183,6 +183,11 @@ class FragmentReader:
         if got is None:
             handle = await open_data_file(self.ctx, df)
             store, path = self.ctx.data_file_location(df)
+            if self.physical_rows and handle.num_rows < self.physical_rows:
+                with self.ctx.errors(path, store):
+                    raise CorruptFileError(
+                        f"fragment {self.fragment.id} records {self.physical_rows} rows but its data "
+                        f"file holds {handle.num_rows}")
             got = self._handles[df.path] = (handle, store, path)
         return got
 
