@@ -18,6 +18,18 @@ one per callee), skips Numba's extension entry-point scan unless it compiles, an
 environments of Numba library code inlined in a kernel without importing their modules
 (``numba.np.arrayobj`` & co., ~20 ms).  ``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this off.
 
+The fast loader replaces private Numba functions (``Cache.load_overload``,
+``environment._rebuild_env``): it is installed only for the Numba versions it was verified with
+(:data:`FAST_LOAD_VERIFIED`, a half-open range); other versions get Numba's own behaviour.
+
+Specializations: a kernel declares the argument types it is called with next to its definition
+(``@njit(..., specs=("ro(u1[::1]), i8, i8",))``, see :func:`parse_spec`); ``lancejit warmup``
+compiles exactly those (:func:`discover` finds every kernel under ``lancejit/``), and the tests
+check a broad workload after it compiles nothing.  Kernels called only from other kernels need
+none (their code is compiled into their callers).  Calls from kernel code are typed without
+literal constants (:func:`_unliteral_calls`): a helper called with ``0`` on one path and an
+``int64`` on another is compiled once, not once per literal.
+
 Tier 0 (:mod:`lancejit.encoding.kernels.tier0`): while Numba is not loaded, small calls of the
 take kernels run their Python source instead (a fresh process serving a small take never imports
 Numba); ``LANCEJIT_TIER0=0`` turns it off.
@@ -60,6 +72,36 @@ class NumbaName:
 
 #: Numba scalar types kernels use as casts.
 uint64 = NumbaName("uint64")
+int64 = NumbaName("int64")
+
+#: Numba versions the fast loader was verified with: ``[low, high)`` as (major, minor) tuples.
+FAST_LOAD_VERIFIED = ((0, 60), (0, 69))
+
+
+def _version(text: str) -> tuple[int, int]:
+    """``(major, minor)`` of a version string such as ``0.68.1`` or ``0.69.0rc1``."""
+    parts = []
+    for piece in text.split(".")[:2]:
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        parts.append(int(digits or 0))
+    while len(parts) < 2:
+        parts.append(0)
+    return parts[0], parts[1]
+
+
+def fast_load_supported(version: str) -> bool:
+    """Whether the fast loader may be installed on Numba ``version`` (:data:`FAST_LOAD_VERIFIED`)."""
+    low, high = FAST_LOAD_VERIFIED
+    return low <= _version(version) < high
+
+
+def fast_load_wanted() -> bool:
+    """``LANCEJIT_NUMBA_FAST_LOAD`` is not ``0``."""
+    return os.environ.get("LANCEJIT_NUMBA_FAST_LOAD", "1").strip() != "0"
 
 
 def _fast_cache_load(cache_cls: Any) -> None:
@@ -134,7 +176,7 @@ def numba() -> Any:
             if _NUMBA is None:
                 import numba as nb
 
-                if os.environ.get("LANCEJIT_NUMBA_FAST_LOAD", "1") != "0":
+                if fast_load_wanted() and fast_load_supported(nb.__version__):
                     try:
                         from numba.core.caching import Cache
 
@@ -156,6 +198,8 @@ class LazyKernel:
 
     def __init__(self, fn: Callable[..., Any], opts: dict[str, Any]) -> None:
         self._fn = fn
+        #: Declared specializations (argument type specs, see :func:`parse_spec`).
+        self.specs: tuple[str, ...] = tuple(opts.pop("specs", ()))
         self._opts = opts
         self._disp: Any = None
         self.__name__ = fn.__name__
@@ -206,6 +250,7 @@ class LazyKernel:
                 disp = nb.njit(**self._opts)(self._fn)
                 if _FAST:
                     disp._compilation_chain_init_hook = _no_init_hook
+                _unliteral_calls(disp)
                 self._disp = disp
                 _swap(self, disp)
         return self._disp
@@ -238,6 +283,26 @@ class LazyKernel:
     def __repr__(self) -> str:
         state = "loaded" if self._disp is not None else "not loaded"
         return f"<lancejit kernel {self.__module__}.{self.__qualname__} ({state})>"
+
+
+def _unliteral_calls(disp: Any) -> None:
+    """Type calls of ``disp`` from kernel code with the non-literal types of their arguments.
+
+    Numba types a constant argument as ``Literal[int](0)`` and a loop-carried variable first
+    as its initial literal: a helper called as ``f(buf, 0, end)`` and ``f(buf, pos, end)`` was
+    compiled (and its cache entries written) once per literal and once for ``int64``, the
+    callers' type inference redone each time.  Only on the Numba versions of
+    :data:`FAST_LOAD_VERIFIED` (``get_call_template`` is how Numba types such calls there)."""
+    if not fast_load_supported(_NUMBA.__version__):
+        return
+    from numba.core.types import unliteral
+
+    original = disp.get_call_template
+
+    def get_call_template(args: Any, kws: Any) -> Any:
+        return original(tuple(unliteral(a) for a in args), {k: unliteral(v) for k, v in kws.items()})
+
+    disp.get_call_template = get_call_template
 
 
 def _interpreted_global(value: Any, name: str) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from lancejit.encoding.kernels.jit import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(u1[::1]), i8, ro(u1[::1]), i8, i8, u1[::1]",))
 def rle_expand(values, width, lengths, num_runs, num_values, out):  # pragma: no cover
     """Write the first ``num_values`` expanded values (``num_values * width`` bytes) to ``out``.
 
