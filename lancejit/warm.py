@@ -17,7 +17,8 @@ Later processes load the compiled kernels from the cache on first use instead of
 outside lancejit's own directories (the cache lives in the package's ``__pycache__``).
 
 ``python -m lancejit.warm --worker I N`` is one worker: it compiles the I-th of N shares and
-prints one JSON line per kernel.
+prints one JSON line per kernel; ``python -m lancejit.warm --background`` is the background
+compile process of :mod:`lancejit.encoding.kernels.background`.
 """
 
 from __future__ import annotations
@@ -153,6 +154,62 @@ def _worker(index: int, count: int, out: TextIO) -> None:
         out.flush()
 
 
+def lock_path() -> str:
+    """The file locked by the background compile process (one per installation at a time)."""
+    from lancejit.encoding.kernels import jit
+
+    cache_dir = os.path.join(os.path.dirname(os.path.abspath(jit.__file__)), "__pycache__")
+    if os.access(cache_dir, os.W_OK) or (not os.path.exists(cache_dir) and os.access(os.path.dirname(cache_dir), os.W_OK)):
+        os.makedirs(cache_dir, exist_ok=True)
+        return os.path.join(cache_dir, "lancejit-background.lock")
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(cache_dir.encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"lancejit-background-{tag}.lock")
+
+
+def _background(requests: TextIO) -> None:
+    """The background compile process (:mod:`lancejit.encoding.kernels.background`): kernels
+    named on ``requests`` (one per line) first, then every other declared specialization."""
+    import fcntl
+    from collections import deque
+
+    from lancejit.encoding.kernels import jit
+
+    try:
+        os.nice(10)
+    except OSError:  # pragma: no cover - not allowed: run at the same priority
+        pass
+    wanted: deque[str] = deque()
+    closed = threading.Event()
+
+    def read() -> None:
+        for line in requests:
+            wanted.append(line.strip())
+        closed.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    with open(lock_path(), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        jit.numba()
+        kernels = [k for k in discover() if k.specs]
+        by_name = {_name(k): k for k in kernels}
+        done: set[str] = set()
+        order = [k for s in shares(kernels, 1) for k in s]
+        while len(done) < len(order):
+            k = None
+            while wanted:
+                k = by_name.get(wanted.popleft())
+                if k is not None and _name(k) not in done:
+                    break
+                k = None
+            if k is None:
+                k = next(x for x in order if _name(x) not in done)
+            done.add(_name(k))
+            compile_kernel(k)
+
+
 def _byte_compile() -> None:
     import lancejit
 
@@ -240,5 +297,7 @@ def warmup(*, byte_compile: bool = True, jobs: int | None = None,
 if __name__ == "__main__":  # pragma: no cover - worker processes of warmup()
     if len(sys.argv) == 4 and sys.argv[1] == "--worker":
         _worker(int(sys.argv[2]), int(sys.argv[3]), sys.stdout)
+    elif sys.argv[1:] == ["--background"]:
+        _background(sys.stdin)
     else:
-        sys.exit("usage: python -m lancejit.warm --worker INDEX COUNT")
+        sys.exit("usage: python -m lancejit.warm --worker INDEX COUNT | --background")

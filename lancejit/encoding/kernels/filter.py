@@ -191,5 +191,5 @@ def mask_positions(mask, out):  # pragma: no cover - compiled
     j = 0
     for i in range(mask.shape[0]):
         out[j] = i
-        j += mask[i]
+        j += np.int64(mask[i])
     return j

@@ -37,7 +37,7 @@ from lancejit.encoding.kernels.jit import njit, uint64
 
 def _kernel(*specs: str):  # noqa: ANN202 - the lazy njit decorator
     """A kernel of this module, compiled for the specializations ``specs``."""
-    return njit(cache=True, nogil=True, _nrt=False, specs=specs)
+    return njit(cache=True, nogil=True, _nrt=False, specs=specs, interpret=False)
 
 
 _leaf = njit(cache=True, nogil=True, _nrt=False, inline="always")
