@@ -233,7 +233,7 @@ def warmup(*, byte_compile: bool = True, jobs: int | None = None,
     """Byte-compile lancejit and compile every kernel's declared specializations into Numba's
     cache (see the module docstring).  ``jobs``: worker processes (default: one per core; 0
     compiles in this process); ``progress(line)`` is called once per kernel compiled.
-    A few seconds with a warm cache; under half a minute on two cores with an empty one."""
+    A few seconds with a warm cache."""
     t0 = time.perf_counter()
     from lancejit.encoding.kernels import jit
 
