@@ -158,12 +158,15 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     """``lancejit warmup``: see :mod:`lancejit.warm`."""
     from lancejit.warm import warmup
 
-    rep = warmup(byte_compile=not args.no_byte_compile)
-    print(f"lancejit warmup: {rep.kernels - len(rep.not_exercised)} of {rep.kernels} kernels ready "
-          f"({rep.loaded} entry points), {rep.compiled} compiled now, "
-          f"{rep.seconds:.1f} s")
-    if rep.not_exercised:
-        print("not exercised (compiled on first use): " + ", ".join(rep.not_exercised))
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, flush=True)
+
+    rep = warmup(byte_compile=not args.no_byte_compile, jobs=args.jobs, progress=progress)
+    print(f"lancejit warmup: {rep.kernels} kernels, {rep.specializations} specializations ready, "
+          f"{rep.compiled} compiled now, {rep.seconds:.1f} s")
+    if rep.undeclared:
+        print("declaring no specialization (compiled on first use): " + ", ".join(rep.undeclared))
     return 0
 
 
@@ -190,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_inspect)
     p = sub.add_parser("warmup", help="byte-compile lancejit and compile every kernel (run once after installing)")
     p.add_argument("--no-byte-compile", action="store_true", help="only compile the Numba kernels")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="worker processes compiling kernels (default: one per core; 0: this process)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no line per kernel")
     p.set_defaults(func=cmd_warmup)
     from lancejit.bench.cli import add_bench_commands
 

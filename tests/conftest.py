@@ -18,6 +18,10 @@ import pytest
 
 # Keep gcsfs on its plain HTTP client (see /work/shared/notes/stores.md) whoever imports it first.
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+# Kernel tests call kernels with types no caller uses: compile them here, as before, rather than
+# interpreting them while a background process compiles (tests/api/test_background_compile.py
+# turns it on in its own processes).
+os.environ.setdefault("LANCEJIT_BACKGROUND_COMPILE", "0")
 
 
 def _load_emulators():

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
+from lancejit.encoding.arrow_build import array_of, scalar_of
 
 from .evaluate import (
     BoolNode, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree, negate,
@@ -41,7 +42,7 @@ GROUP_EQUALITIES = 8
 #: Filters with a kernel plan are evaluated by :mod:`.filter_fast` (False: always by Arrow,
 #: for measurements and tests).
 USE_KERNELS = True
-_NULL_BOOL = pa.scalar(None, pa.bool_())
+_NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 _I64_MAX = (1 << 63) - 1
 _U64_MAX = (1 << 64) - 1
 _COMPARE = {
@@ -127,9 +128,9 @@ class _Compiler:
     def value_set(self, values: InList, target: pa.DataType | None, node: exp.Expression) -> pa.Array:
         try:
             if values.kind == "str":
-                arr = pa.array(values.values, pa.string())
+                arr = array_of(values.values, pa.string())
             else:
-                arr = pa.array(values.values)
+                arr = array_of(values.values)
             if target is not None and arr.type != target:
                 arr = arr.cast(target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, OverflowError) as exc:
@@ -202,14 +203,14 @@ class _Compiler:
 
     def literal(self, node: exp.Literal) -> pc.Expression:
         if node.is_string:
-            return pc.scalar(node.this)
+            return pc.scalar(scalar_of(node.this))
         text = node.this
         if re.fullmatch(r"[+-]?\d+", text):
             value = int(text)
             if value > _U64_MAX:
                 raise InvalidInputError(f"filter {self.text!r}: integer literal {text[:40]} out of range")
-            return pc.scalar(pa.scalar(value, pa.uint64() if value > _I64_MAX else pa.int64()))
-        return pc.scalar(float(text))
+            return pc.scalar(scalar_of(value, pa.uint64() if value > _I64_MAX else pa.int64()))
+        return pc.scalar(scalar_of(float(text)))
 
     def cast(self, node: exp.Cast) -> pc.Expression:
         to = node.to

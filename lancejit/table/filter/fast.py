@@ -211,7 +211,8 @@ class _Planner:
         if t.id not in _INT_TYPES or values.kind == "str":
             raise _Unsupported
         arr = self.comp.value_set(values, t, node).drop_null()
-        members = np.unique(arr.to_numpy(zero_copy_only=False).astype(np.int64))
+        members = np.unique((arr.to_numpy(zero_copy_only=True) if arr.null_count == 0 and pa.types.is_integer(arr.type)
+                         else arr.to_numpy(zero_copy_only=False)).astype(np.int64))
         if len(members) and int(members[-1]) - int(members[0]) < BITMAP_SPAN:
             base = int(members[0])
             bits = np.zeros((int(members[-1]) - base) // 8 + 1, dtype=np.uint8)

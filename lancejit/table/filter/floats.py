@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancejit.encoding.arrow_build import scalar_of
+
 _KEY_FN = "lancejit_float_total_key"
 _KEY_FN_FOLD = "lancejit_float_total_key_fold_zero"
 _MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
@@ -82,10 +84,11 @@ def float_key(expr: pc.Expression, fold_zero: bool) -> pc.Expression:
 
 def literal_key(value: float) -> pc.Expression:
     """The key of a numeric literal (``-0.0`` folded to ``0.0``) as an Arrow scalar expression."""
-    return pc.scalar(pa.scalar(int(total_keys(np.array([float(value)]), True)[0]), pa.int64()))
+    return pc.scalar(scalar_of(int(total_keys(np.array([float(value)]), True)[0]), pa.int64()))
 
 
 def key_set(values: pa.Array) -> pa.Array:
     """Keys of a float ``IN`` list (``-0.0`` folded; nulls dropped: they never match)."""
-    vals = values.drop_null().cast(pa.float64()).to_numpy(zero_copy_only=False)
-    return pa.array(total_keys(vals, True), pa.int64())
+    vals = np.asarray(values.drop_null().cast(pa.float64()).to_numpy(zero_copy_only=True))  # no nulls: no copy
+    keys = np.ascontiguousarray(total_keys(vals, True), dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(keys), [None, pa.py_buffer(keys)])

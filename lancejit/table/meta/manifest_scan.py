@@ -78,9 +78,15 @@ class ScannedManifest:
 
 
 def kernels_ready() -> bool:
-    """True when lancejit has loaded Numba in this process (loading a cached kernel is then
-    cheap; see the module docstring)."""
-    return getattr(_jit, "_NUMBA", None) is not None
+    """True when lancejit has loaded Numba in this process and the wire-format kernels load
+    without compiling (see :func:`lancejit.encoding.kernels.jit.ready`; loading a cached kernel
+    is then cheap; see the module docstring)."""
+    if getattr(_jit, "_NUMBA", None) is None:
+        return False
+    from lancejit.encoding.kernels import frag_index, pbwire
+
+    return _jit.ready(pbwire.count_fragments) and _jit.ready(pbwire.scan_manifest) and _jit.ready(
+        frag_index.index_arrays)
 
 
 def scan_manifest(body: bytes | memoryview, force: bool = False) -> ScannedManifest | None:
