@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 import threading
-from typing import IO
+from typing import IO, Callable
 
 #: Seconds between two cache checks of a kernel whose specialization was missing.
 RETRY_S = 0.25
@@ -35,14 +35,12 @@ _proc: subprocess.Popen | None = None
 _asked: set[str] = set()
 
 
-def active() -> bool:
-    """Whether misses go to the background process (fast loader installed, not turned off)."""
-    from lancejit.encoding.kernels import jit
-
+def active(fast_loader: Callable[[], bool]) -> bool:
+    """Whether misses go to the background process: not turned off, and ``fast_loader()`` (the
+    caller's check that Numba is loaded with the fast cache loader) is true."""
     if os.environ.get(ENV, "1").strip() == "0":
         return False
-    jit.numba()
-    return jit._FAST
+    return fast_loader()
 
 
 def request(kernel: str) -> None:

@@ -203,6 +203,12 @@ def _no_init_hook() -> None:
     """Dispatcher hook replaced for lancejit kernels (see :func:`_fast_cache_load`)."""
 
 
+def _fast_loader() -> bool:
+    """Numba loaded (imported now if needed) with the fast cache loader installed."""
+    numba()
+    return _FAST
+
+
 def numba() -> Any:
     """The ``numba`` module, imported (and the cache loader set up) on first use."""
     global _NUMBA, _FAST
@@ -261,7 +267,7 @@ class LazyKernel:
                 ok, out = tier0.run(self.interpreted(), args)
                 if ok:
                     return out
-            if not background.active():
+            if not background.active(_fast_loader):
                 return self.dispatcher()(*args)
             disp = self.dispatcher(swap=False)
         if self._swapped:
@@ -305,7 +311,7 @@ class LazyKernel:
             return False
         if self._swapped:
             return True
-        if not background.active():
+        if not background.active(_fast_loader):
             return True
         now = time.monotonic()
         if now < self._retry_at:

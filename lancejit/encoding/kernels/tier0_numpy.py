@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from lancejit.encoding.kernels.bitpack import FL_ORDER
+from lancejit.encoding.kernels.layouts import FL_ORDER
 
 
 def unpack_blocks(packed: np.ndarray, width: Any, num_blocks: Any, out: np.ndarray) -> None:
