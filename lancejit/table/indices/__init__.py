@@ -1,0 +1,1 @@
+"""Dataset indices: readers and writers of the reference's index formats."""

@@ -1,0 +1,138 @@
+"""Exact (flat) k-nearest-neighbour search over a dataset's rows.
+
+The vector column is scanned with row ids (deleted rows skipped by the scan; a prefilter, if
+any, applied by it), in blocks of :data:`BLOCK_ROWS` rows; every block is scored by
+:func:`.kernels.flat_topk` (or ``hamming_topk``) on the worker threads while the scan reads the
+next blocks.  Null vectors and NaN distances never make the result (the reference's
+``_distance IS NOT NULL``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from . import cache as vcache
+from . import kernels as K
+from .topk import Heaps, Result, TopK
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancejit.table.dataset import Dataset
+
+    from .query import NearestQuery
+
+#: Rows per scanned block.
+BLOCK_ROWS = 1 << 17
+_ROWID = "_rowid"
+_ROWADDR = "_rowaddr"
+
+
+def vectors_of(arr: pa.Array | pa.ChunkedArray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(values (n, dim), keep)`` of a fixed-size-list array: ``keep`` uint8 (1 = valid), empty
+    when no value is null; float16 values widened to float32."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
+    n = len(arr)
+    child = arr.values.slice(arr.offset * dim, n * dim)
+    if child.null_count:
+        child = child.fill_null(0)
+    vals = child.to_numpy(zero_copy_only=False).reshape(n, dim)
+    if vals.dtype == np.float16:
+        vals = vals.astype(np.float32)
+    keep = np.empty(0, np.uint8)
+    if arr.null_count:
+        keep = np.asarray(arr.is_valid(), dtype=np.uint8)
+    return np.ascontiguousarray(vals), keep
+
+
+def qnorms(q: np.ndarray) -> np.ndarray:
+    """``|q_j|^2`` of each query row (the query's dtype)."""
+    return np.einsum("ij,ij->i", q, q).astype(q.dtype)
+
+
+def score_block(top: TopK, vals: np.ndarray, rowids: np.ndarray, keep: np.ndarray, q: np.ndarray,
+                qn: np.ndarray, metric: int):
+    """A :meth:`TopK.run` callback scoring the rows ``[lo, hi)`` of one block."""
+
+    def fn(h: Heaps, lo: int, hi: int) -> None:
+        kp = keep[lo:hi] if len(keep) else keep
+        if metric == K.HAMMING:
+            K.hamming_topk(vals[lo:hi], q, rowids[lo:hi], kp, h.d, h.ids, h.n)
+        else:
+            K.flat_topk(vals[lo:hi], q, qn, rowids[lo:hi], kp, metric, h.d, h.ids, h.n)
+
+    return fn
+
+
+def _fragment_key(ds: "Dataset", frag: Any, column: str) -> tuple:
+    c = ds.context
+    dfile = frag.deletion_file
+    dkey = None if dfile is None else (dfile.file_type, dfile.read_version, dfile.id, dfile.base_id)
+    return (c.store.uri(c.root), frag.id, tuple((f.path, f.base_id) for f in frag.files), dkey, column)
+
+
+def _split_by_fragment(addr: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(fragment id, lo, hi)`` runs of a batch's row addresses (fragments in scan order)."""
+    frag = (addr >> np.uint64(32)).astype(np.int64)
+    cuts = np.flatnonzero(frag[1:] != frag[:-1]) + 1
+    bounds = np.concatenate([[0], cuts, [len(frag)]])
+    return [(int(frag[bounds[i]]), int(bounds[i]), int(bounds[i + 1])) for i in range(len(bounds) - 1)]
+
+
+async def flat_search(ds: "Dataset", query: "NearestQuery", metric: int, k: int, *,
+                      fragment_ids: Sequence[int] | None = None, prefilter: Any = None) -> list[Result]:
+    """Each query's ``k`` nearest live rows (of ``fragment_ids``, default all; matching the
+    ``prefilter`` SQL text or expression if given), sorted by distance then row id.  Unfiltered
+    searches keep each fragment's decoded vectors in :mod:`.cache`."""
+    top = TopK(query.q.shape[0], k)
+    q = query.q
+    qn = qnorms(q) if metric == K.COSINE else np.zeros(q.shape[0], q.dtype)
+    wanted = None if fragment_ids is None else set(int(f) for f in fragment_ids)
+    frags = [f for f in ds.manifest.fragments if wanted is None or f.id in wanted]
+    if not frags:
+        return top.results()
+
+    async def score(vals: np.ndarray, rowids: np.ndarray, keep: np.ndarray) -> None:
+        if vals.dtype != q.dtype and metric != K.HAMMING:
+            vals = vals.astype(q.dtype)
+        await top.run(len(vals), score_block(top, vals, rowids, keep, q, qn, metric))
+
+    use_cache = prefilter is None and vcache.budget() > 0
+    missing = []
+    keys: dict[int, tuple] = {}
+    for f in frags:
+        if use_cache:
+            keys[f.id] = key = _fragment_key(ds, f, query.column)
+            hit = vcache.get(key)
+            if hit is not None:
+                for b in hit.blocks:
+                    await score(b.values, b.row_ids, b.keep)
+                continue
+        missing.append(f.id)
+    if not missing:
+        return top.results()
+    scanner = ds.scanner(columns=[query.column], filter=prefilter, with_row_id=True,
+                         with_row_address=use_cache, fragment_ids=missing, batch_size=BLOCK_ROWS)
+    pieces: dict[int, list[vcache.Block]] = {}
+    async for batch in scanner.batches_async():
+        if batch.num_rows == 0:
+            continue
+        vals, keep = vectors_of(batch.column(query.column), query.dim)
+        rowids = batch.column(_ROWID).to_numpy()
+        await score(vals, rowids, keep)
+        if use_cache:
+            addr = batch.column(_ROWADDR).to_numpy()
+            for fid, lo, hi in _split_by_fragment(addr):
+                pieces.setdefault(fid, []).append(
+                    vcache.Block(vals[lo:hi], rowids[lo:hi], keep[lo:hi] if len(keep) else keep))
+    for fid in missing:  # fragments with no live row cache an empty entry
+        if use_cache:
+            vcache.put(keys[fid], vcache.Entry(tuple(pieces.get(fid, ()))))
+    return top.results()
+
+
+__all__ = ["BLOCK_ROWS", "flat_search", "qnorms", "score_block", "vectors_of"]
