@@ -191,7 +191,7 @@ def pq_topk(codes, n, table, nbits, rowids, keep, bias, heap_d, heap_id, heap_n)
 def sq_topk(codes, qcode, metric, scale, rowids, keep, heap_d, heap_id, heap_n):  # pragma: no cover
     """Scalar-quantized (uint8 ``codes`` ``(n, dim)``) distances to the quantized query
     ``qcode``: l2 (and cosine, on normalized vectors) ``sum((c - q)^2)``, dot ``1 - sum(c q)``,
-    times ``scale``; top-k for one query."""
+    times ``scale / 255**2`` (``scale``: the quantization range squared); top-k for one query."""
     n = codes.shape[0]
     dim = codes.shape[1]
     k = heap_d.shape[1]
@@ -203,13 +203,13 @@ def sq_topk(codes, qcode, metric, scale, rowids, keep, heap_d, heap_id, heap_n):
             acc = np.float32(0)
             for t in range(dim):
                 acc += np.float32(codes[i, t]) * np.float32(qcode[t])
-            d = (np.float32(1) - acc) * scale
+            d = (np.float32(1) - acc) * scale / np.float32(65025)
         else:
             acc2 = np.uint32(0)
             for t in range(dim):
                 e = np.int32(codes[i, t]) - np.int32(qcode[t])
                 acc2 += np.uint32(e * e)
-            d = np.float32(acc2) * scale
+            d = np.float32(acc2) * scale / np.float32(65025)
         heap_n[0] = heap_push(heap_d[0], heap_id[0], heap_n[0], k, d, rowids[i])
     return n
 

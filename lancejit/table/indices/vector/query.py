@@ -5,7 +5,7 @@ uint8 for hamming), ``q`` (one vector, or a 2-D array / list of vectors: a batch
 result carries a ``query_index`` column), ``k`` (default 10), ``metric`` (``l2``/``euclidean``,
 ``cosine``, ``dot``, ``hamming``; default: the index's, else l2), ``use_index`` (default True),
 ``nprobes`` (sets both ``minimum_nprobes`` and ``maximum_nprobes``), ``minimum_nprobes``
-(default 1), ``maximum_nprobes`` (default: every partition), ``refine_factor``, ``ef``.
+(default :data:`DEFAULT_NPROBES`), ``maximum_nprobes`` (default: every partition), ``refine_factor``, ``ef``.
 Errors are those the reference raises (``ValueError``, ``TypeError``), as lancejit's classes.
 """
 
@@ -22,6 +22,8 @@ from lancejit.core.errors import InvalidInputError, InvalidTypeError, NotSupport
 from . import kernels as K
 
 DEFAULT_K = 10
+#: Partitions an index search probes at least when ``nprobes`` / ``minimum_nprobes`` is not given.
+DEFAULT_NPROBES = 20
 _METRICS = {"l2": K.L2, "euclidean": K.L2, "cosine": K.COSINE, "dot": K.DOT, "hamming": K.HAMMING}
 METRIC_NAMES = {K.L2: "l2", K.COSINE: "cosine", K.DOT: "dot", K.HAMMING: "hamming"}
 _KEYS = {"column", "q", "k", "metric", "use_index", "nprobes", "minimum_nprobes", "maximum_nprobes",
@@ -126,8 +128,8 @@ def parse_nearest(spec: Any, schema: pa.Schema) -> NearestQuery:
         raise InvalidInputError(f"Query vector size {q.shape[1]} does not match index column size {dim}")
     k = _count(spec, "k", 1)
     nprobes = _count(spec, "nprobes", 1)
-    lo = _count(spec, "minimum_nprobes", 0)
-    hi = _count(spec, "maximum_nprobes", 0)
+    lo = _count(spec, "minimum_nprobes", 1)
+    hi = _count(spec, "maximum_nprobes", 1)
     if nprobes is not None:
         if lo is not None or hi is not None:
             raise InvalidInputError("nprobes cannot be set in combination with minimum_nprobes or maximum_nprobes")
@@ -154,8 +156,8 @@ def parse_nearest(spec: Any, schema: pa.Schema) -> NearestQuery:
             raise NotSupportedError(f"nearest: {key} is not supported")
     use_index = spec.get("use_index", True)
     return NearestQuery(column, qv, batched, DEFAULT_K if k is None else k, code,
-                        True if use_index is None else bool(use_index), 1 if lo is None else lo, hi,
+                        True if use_index is None else bool(use_index), DEFAULT_NPROBES if lo is None else lo, hi,
                         refine, ef, dim, vt)
 
 
-__all__ = ["DEFAULT_K", "METRIC_NAMES", "NearestQuery", "metric_code", "parse_nearest", "vector_type"]
+__all__ = ["DEFAULT_K", "DEFAULT_NPROBES", "METRIC_NAMES", "NearestQuery", "metric_code", "parse_nearest", "vector_type"]

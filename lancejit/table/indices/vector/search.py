@@ -1,0 +1,268 @@
+"""Vector search of a dataset version: through an IVF index when one covers the column (and
+``use_index``), else flat; then the result rows.
+
+Index search, per query vector: partitions are ranked by the distance of their centroid to
+the query (l2 for l2 and cosine (query normalized), dot for dot); the nearest
+``minimum_nprobes`` (at least 1) are searched, then further ones while fewer than ``k`` rows
+were found, up to ``maximum_nprobes`` (default all).  Each partition's rows are scored from
+their stored form (raw vectors, PQ distance tables, SQ codes) into one top-``k * refine_factor``
+heap; rows deleted since the index was built (and, with ``prefilter``, rows failing the filter)
+are skipped.  Fragments the index does not cover are searched flat and merged.  With
+``refine_factor`` the candidates' raw vectors are read and re-ranked by exact distance.
+
+Result: the projected columns, ``_distance`` (float32), ``_rowid`` when asked for, rows nearest
+first; a batched query (2-D ``q``) leads with ``query_index`` (int32).  A filter without
+``prefilter`` applies to the ``k`` rows found (the reference's postfilter: fewer rows may come
+back); ``offset`` / ``limit`` apply last.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.errors import InvalidInputError
+
+from . import kernels as K
+from .flat import flat_search, qnorms, vectors_of
+from .ivf import IvfIndex, index_entries, load_index
+from .query import NearestQuery, parse_nearest
+from .topk import Heaps, Result, TopK
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancejit.table.dataset import Dataset
+
+DISTANCE = "_distance"
+ROWID = "_rowid"
+ROWADDR = "_rowaddr"
+QUERY_INDEX = "query_index"
+
+
+def _normalized(q: np.ndarray) -> np.ndarray:
+    n = np.sqrt(np.einsum("ij,ij->i", q, q)).astype(q.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.ascontiguousarray(q / n[:, None])
+
+
+def partition_order(index: IvfIndex, q: np.ndarray) -> np.ndarray:
+    """Partitions nearest first for one (normalized for cosine) float32 query."""
+    c = index.centroids
+    if index.metric == K.DOT:
+        d = 1.0 - c @ q
+    else:
+        diff = c - q[None, :]
+        d = np.einsum("ij,ij->i", diff, diff)
+    return np.argsort(d, kind="stable")
+
+
+def _keep_for(row_ids: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+    if allowed is None:
+        return np.empty(0, np.uint8)
+    pos = np.searchsorted(allowed, row_ids)
+    pos[pos >= len(allowed)] = 0
+    return (allowed[pos] == row_ids).astype(np.uint8) if len(allowed) else np.zeros(len(row_ids), np.uint8)
+
+
+def _search_partition(index: IvfIndex, p: int, q: np.ndarray, keep: np.ndarray, h: Heaps) -> None:
+    lo, n = int(index.offsets[p]), int(index.lengths[p])
+    if n == 0:
+        return
+    rid = index.row_ids[lo:lo + n]
+    kind = index.storage
+    if kind == "IVF_FLAT":
+        metric = index.metric
+        qq = q[None, :].astype(index.codes.dtype)
+        K.flat_topk(index.codes[lo:lo + n], qq, qnorms(qq), rid, keep, metric, h.d, h.ids, h.n)
+    elif kind == "IVF_SQ":
+        start, end = index.bounds
+        rng = end - start
+        if rng == 0:
+            qcode = np.zeros(len(q), np.uint8)
+        else:
+            v = (q.astype(np.float64) - start) * 255.0 / rng
+            qcode = np.clip(np.nan_to_num(np.floor(v), nan=0.0), 0, 255).astype(np.uint8)
+        metric = K.DOT if index.metric == K.DOT else K.L2
+        K.sq_topk(index.codes[lo:lo + n], qcode, metric, np.float32(np.float32(rng) ** 2), rid, keep,
+                  h.d, h.ids, h.n)
+    else:
+        book = index.codebook
+        m, kc, sw = book.shape
+        if index.metric == K.DOT:
+            qs = q.reshape(m, 1, sw)
+            table = (1.0 - np.einsum("mkd,mkd->mk", book, np.broadcast_to(qs, book.shape))).astype(np.float32)
+            bias = np.float32(-(m - 1))
+        else:
+            r = (q - index.centroids[p]).reshape(m, 1, sw)
+            diff = book - r
+            table = np.einsum("mkd,mkd->mk", diff, diff).astype(np.float32)
+            bias = np.float32(0)
+        flat_codes = index.codes[lo:lo + n].reshape(-1)
+        K.pq_topk(flat_codes, n, np.ascontiguousarray(table), index.nbits, rid, keep, bias, h.d, h.ids, h.n)
+
+
+def ann_one(index: IvfIndex, q: np.ndarray, k: int, kk: int, lo_probes: int, hi_probes: int | None,
+            allowed: np.ndarray | None) -> Result:
+    """One query's ``kk`` best candidates from the index (see the module docstring)."""
+    q = q.astype(np.float32)
+    if index.metric == K.COSINE:
+        q = _normalized(q[None, :])[0]
+    order = partition_order(index, q)
+    hi = len(order) if hi_probes is None else min(len(order), max(hi_probes, 1))
+    lo = min(hi, max(lo_probes, 1))
+    h = Heaps.empty(1, kk)
+    for i, p in enumerate(order[:hi]):
+        if i >= lo and h.n[0] >= k:
+            break
+        off, n = int(index.offsets[p]), int(index.lengths[p])
+        keep = _keep_for(index.row_ids[off:off + n], allowed)
+        _search_partition(index, int(p), q, keep, h)
+    n = int(h.n[0])
+    order2 = np.lexsort((h.ids[0, :n], h.d[0, :n]))
+    return Result(h.d[0, :n][order2], h.ids[0, :n][order2])
+
+
+def _merge(a: Result, b: Result, k: int) -> Result:
+    d = np.concatenate([a.distances, b.distances])
+    ids = np.concatenate([a.row_ids, b.row_ids])
+    order = np.lexsort((ids, d))[:k]
+    return Result(d[order], ids[order])
+
+
+async def _allowed_rows(ds: "Dataset", fragment_ids: Sequence[int], prefilter: Any) -> np.ndarray:
+    """Sorted row ids of the live rows of ``fragment_ids`` (matching ``prefilter``)."""
+    if not fragment_ids:
+        return np.empty(0, np.uint64)
+    ids = []
+    async for b in ds.scanner(columns=[ROWID], filter=prefilter, fragment_ids=list(fragment_ids)).batches_async():
+        ids.append(b.column(ROWID).to_numpy())
+    return np.sort(np.concatenate(ids)) if ids else np.empty(0, np.uint64)
+
+
+async def _exact(ds: "Dataset", query: NearestQuery, metric: int, q: np.ndarray, cands: Result, k: int) -> Result:
+    """Re-rank ``cands`` by exact distance to ``q`` (refine)."""
+    if len(cands.row_ids) == 0:
+        return cands
+    t = await ds.take_rows_async(cands.row_ids, columns=[query.column], with_row_id=True)
+    vals, keep = vectors_of(t.column(query.column), query.dim)
+    rid = t.column(ROWID).to_numpy()
+    qq = q[None, :].astype(vals.dtype if vals.dtype == np.float64 else np.float32)
+    vals = vals.astype(qq.dtype, copy=False)
+    h = Heaps.empty(1, k)
+    if metric == K.HAMMING:
+        K.hamming_topk(vals, qq.astype(np.uint8), rid, keep, h.d, h.ids, h.n)
+    else:
+        K.flat_topk(np.ascontiguousarray(vals), qq, qnorms(qq), rid, keep, metric, h.d, h.ids, h.n)
+    n = int(h.n[0])
+    order = np.lexsort((h.ids[0, :n], h.d[0, :n]))
+    return Result(h.d[0, :n][order], h.ids[0, :n][order])
+
+
+async def search(ds: "Dataset", query: NearestQuery, *, filter: Any = None, prefilter: bool = False) -> list[Result]:
+    """Each query vector's nearest rows (sorted), through an index when usable."""
+    prefilter_expr = filter if prefilter else None
+    ctx = ds.context
+    field_id = next((t.id for t in ctx.top_fields if t.name == query.column), None)
+    entry = None
+    if query.use_index:
+        entries = [e for e in await index_entries(ctx) if e.field_id == field_id]
+        entry = entries[0] if entries else None
+    if entry is not None:
+        index = await load_index(ctx, entry)
+        if query.metric is not None and query.metric != index.metric:
+            entry = None
+    if entry is None:
+        metric = query.metric_or(K.L2)
+        return await flat_search(ds, query, metric, query.k, prefilter=prefilter_expr)
+    k = query.k
+    kk = k * (query.refine_factor or 1)
+    present = {f.id: f for f in ctx.manifest.fragments}
+    covered = sorted(f for f in entry.fragment_ids if f in present)
+    uncovered = sorted(f for f in present if f not in entry.fragment_ids)
+    needs_mask = prefilter_expr is not None or any(present[f].deletion_file is not None for f in covered) \
+        or len(covered) != len(entry.fragment_ids)
+    allowed = await _allowed_rows(ds, covered, prefilter_expr) if needs_mask else None
+    flat = await flat_search(ds, query, index.metric, kk, fragment_ids=uncovered, prefilter=prefilter_expr) \
+        if uncovered else None
+    out = []
+    for j in range(query.q.shape[0]):
+        got = ann_one(index, query.q[j], kk, kk, query.minimum_nprobes, query.maximum_nprobes, allowed)
+        if query.refine_factor:
+            got = await _exact(ds, query, index.metric, query.q[j], got, k)
+        if flat is not None:
+            got = _merge(got, flat[j], k)
+        else:
+            got = Result(got.distances[:k], got.row_ids[:k])
+        out.append(got)
+    return out
+
+
+def _projection(ds: "Dataset", columns: Sequence[str] | None) -> list[str]:
+    if columns is None:
+        return list(ds.schema.names)
+    if isinstance(columns, str):
+        columns = [columns]
+    return list(columns)
+
+
+async def nearest_table(ds: "Dataset", nearest: Any, *, columns: Sequence[str] | None = None, filter: Any = None,
+                        prefilter: bool = False, limit: int | None = None, offset: int | None = None,
+                        with_row_id: bool = False) -> pa.Table:
+    """The result of ``to_table(nearest=...)`` (see the module docstring)."""
+    query = parse_nearest(nearest, ds.schema)
+    results = await search(ds, query, filter=filter, prefilter=prefilter)
+    proj = _projection(ds, columns)
+    data_cols = [c for c in proj if c not in (DISTANCE, ROWID, ROWADDR)]
+    if with_row_id and ROWID not in proj:
+        proj = proj + [ROWID]
+    if DISTANCE not in proj:
+        at = proj.index(ROWID) if ROWID in proj and columns is None else len(proj)
+        if ROWID in proj and columns is not None and proj[-1] == ROWID and with_row_id:
+            at = len(proj) - 1
+        proj = proj[:at] + [DISTANCE] + proj[at:]
+    filter_cols: list[str] = []
+    compiled = None
+    if filter is not None and not prefilter:
+        from lancejit.table.filter import compile_filter
+
+        compiled = compile_filter(filter, ds.schema)
+        filter_cols = [c for c in sorted(compiled.columns) if c not in data_cols]
+    all_ids = np.concatenate([r.row_ids for r in results]) if results else np.empty(0, np.uint64)
+    all_d = np.concatenate([r.distances for r in results]) if results else np.empty(0, np.float32)
+    qidx = np.concatenate([np.full(len(r.row_ids), j, np.int32) for j, r in enumerate(results)]) \
+        if results else np.empty(0, np.int32)
+    read_cols = data_cols + filter_cols
+    if read_cols:
+        rows = await ds.take_rows_async(all_ids, columns=read_cols)
+        if rows.num_rows != len(all_ids):
+            raise InvalidInputError("rows found by the vector search are no longer in the dataset")
+    else:
+        rows = pa.table({})
+    cols: dict[str, Any] = {}
+    if query.batched:
+        cols[QUERY_INDEX] = pa.array(qidx, pa.int32())
+    for c in proj:
+        if c == DISTANCE:
+            cols[c] = pa.array(all_d, pa.float32())
+        elif c == ROWID:
+            cols[c] = pa.array(all_ids, pa.uint64())
+        elif c == ROWADDR:
+            raise InvalidInputError("_rowaddr is not available with nearest")
+        else:
+            cols[c] = rows.column(c)
+    table = pa.table(cols) if cols else pa.table({DISTANCE: pa.array(all_d, pa.float32())})
+    if compiled is not None:
+        from lancejit.table.filter import filter_positions
+
+        probe = table
+        for c in filter_cols:
+            probe = probe.append_column(c, rows.column(c))
+        table = table.take(pa.array(filter_positions(compiled, probe), pa.int64()))
+    start = offset or 0
+    if start or limit is not None:
+        table = table.slice(start, limit if limit is not None else max(0, table.num_rows - start))
+    return table
+
+
+__all__ = ["DISTANCE", "QUERY_INDEX", "ann_one", "nearest_table", "partition_order", "search"]
