@@ -149,6 +149,8 @@ def parse_nearest(spec: Any, schema: pa.Schema) -> NearestQuery:
         qv = q.astype(np.uint8)
     elif vt == pa.float64():
         qv = np.ascontiguousarray(q, dtype=np.float64)
+    elif vt == pa.float16():  # the query takes the column's precision, scored in float32
+        qv = np.ascontiguousarray(np.asarray(q, dtype=np.float16), dtype=np.float32)
     else:
         qv = np.ascontiguousarray(q, dtype=np.float32)
     for key in ("distance_range", "lower_bound", "upper_bound"):

@@ -7,8 +7,10 @@ the query (l2 for l2 and cosine (query normalized), dot for dot); the nearest
 were found, up to ``maximum_nprobes`` (default all).  Each partition's rows are scored from
 their stored form (raw vectors, PQ distance tables, SQ codes) into one top-``k * refine_factor``
 heap; rows deleted since the index was built (and, with ``prefilter``, rows failing the filter)
-are skipped.  Fragments the index does not cover are searched flat and merged.  With
-``refine_factor`` the candidates' raw vectors are read and re-ranked by exact distance.
+are skipped.  With ``refine_factor`` the candidates' raw vectors are read and re-ranked by exact
+distance.  Fragments the index does not cover are searched flat and merged; the index's
+candidates then get their exact distances too (as in the reference's plan, which scores the
+union of both again).
 
 Result: the projected columns, ``_distance`` (float32), ``_rowid`` when asked for, rows nearest
 first; a batched query (2-D ``q``) leads with ``query_index`` (int32).  A filter without
@@ -190,6 +192,8 @@ async def search(ds: "Dataset", query: NearestQuery, *, filter: Any = None, pref
         got = ann_one(index, query.q[j], kk, kk, query.minimum_nprobes, query.maximum_nprobes, allowed)
         if query.refine_factor:
             got = await _exact(ds, query, index.metric, query.q[j], got, k)
+        elif flat is not None:  # the union with the flat results is scored exactly (the reference's plan)
+            got = await _exact(ds, query, index.metric, query.q[j], got, kk)
         if flat is not None:
             got = _merge(got, flat[j], k)
         else:

@@ -1,0 +1,99 @@
+"""Flat (exact) nearest-neighbour search against pylance: metrics, value types, filters
+(prefilter / postfilter), deletions, null vectors, offset / limit, projections, batched queries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import make_dataset, vectors_table
+from helpers import assert_same, ours, theirs
+
+from lancejit.core.errors import InvalidInputError, InvalidTypeError
+
+
+@pytest.fixture(scope="module")
+def flat_paths(vec_root):
+    out = {}
+    for dt in (np.float16, np.float32, np.float64):
+        name = np.dtype(dt).name
+        out[name] = make_dataset(vec_root, f"flat_{name}", vectors_table(1000, 16, seed=1, dtype=dt),
+                                 delete="id % 7 = 3")
+    out["nulls"] = make_dataset(vec_root, "flat_nulls", vectors_table(700, 8, seed=2, null_every=10))
+    out["u8"] = make_dataset(vec_root, "flat_u8", vectors_table(600, 8, seed=3, dtype=np.uint8))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+@pytest.mark.parametrize("k", [1, 10, 57])
+def test_flat_matches_reference(flat_paths, dtype, metric, k):
+    rng = np.random.default_rng(k)
+    for _ in range(2):
+        q = rng.standard_normal(16)
+        nn = {"column": "vec", "q": q, "k": k, "metric": metric}
+        assert_same(ours(flat_paths[dtype], nn), theirs(flat_paths[dtype], nn),
+                    rtol=2e-3 if dtype == "float16" else 1e-4)
+
+
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_filters(flat_paths, prefilter):
+    p = flat_paths["float32"]
+    q = np.random.default_rng(5).standard_normal(16)
+    for flt in ("cat = 2", "id > 500 AND cat <> 1", "id < 0"):
+        nn = {"column": "vec", "q": q, "k": 15}
+        kw = dict(filter=flt, prefilter=prefilter, columns=["id", "cat"])
+        assert_same(ours(p, nn, **kw), theirs(p, nn, **kw))
+
+
+def test_projection_offset_limit_rowid(flat_paths):
+    p = flat_paths["float32"]
+    q = np.random.default_rng(6).standard_normal(16)
+    nn = {"column": "vec", "q": q, "k": 20}
+    assert_same(ours(p, nn), theirs(p, nn))
+    for kw in (dict(columns=["id"], limit=5, offset=3), dict(columns=["cat", "id"], with_row_id=True),
+               dict(columns=["id"], offset=18), dict(columns=["id", "_distance"])):
+        assert_same(ours(p, nn, **kw), theirs(p, nn, **kw))
+
+
+def test_batched_queries(flat_paths):
+    p = flat_paths["float32"]
+    q = np.random.default_rng(7).standard_normal((3, 16))
+    nn = {"column": "vec", "q": q, "k": 6}
+    assert_same(ours(p, nn, columns=["id"]), theirs(p, nn, columns=["id"]))
+    nn = {"column": "vec", "q": [list(x) for x in q], "k": 4}
+    assert_same(ours(p, nn, columns=["id"]), theirs(p, nn, columns=["id"]))
+
+
+def test_null_vectors_skipped(flat_paths):
+    q = np.random.default_rng(8).standard_normal(8)
+    nn = {"column": "vec", "q": q, "k": 700}
+    a, b = ours(flat_paths["nulls"], nn, columns=["id"]), theirs(flat_paths["nulls"], nn, columns=["id"])
+    assert_same(a, b)
+    assert a.num_rows == 630
+
+
+def test_hamming(flat_paths):
+    q = np.random.default_rng(9).integers(0, 256, 8).astype(np.uint8)
+    nn = {"column": "vec", "q": q, "k": 12, "metric": "hamming"}
+    a, b = ours(flat_paths["u8"], nn, columns=["id"]), theirs(flat_paths["u8"], nn, columns=["id"])
+    assert a["_distance"].to_pylist() == b["_distance"].to_pylist()
+    assert_same(a, b)
+
+
+def test_errors(flat_paths):
+    p = flat_paths["float32"]
+    with pytest.raises(InvalidInputError):
+        ours(p, {"column": "nope", "q": np.zeros(16)})
+    with pytest.raises(InvalidTypeError):
+        ours(p, {"column": "id", "q": np.zeros(16)})
+    with pytest.raises(TypeError):
+        ours(p, {"column": "cat", "q": np.zeros(16)})
+    with pytest.raises(ValueError):
+        ours(p, {"column": "vec", "q": np.zeros(15)})
+    with pytest.raises(ValueError):
+        ours(p, {"column": "vec", "q": np.zeros(16), "k": 0})
+    with pytest.raises(ValueError):
+        ours(p, {"column": "vec", "q": np.zeros(16), "nprobes": 2, "minimum_nprobes": 1})
+    with pytest.raises(ValueError):
+        ours(p, {"column": "vec", "q": np.zeros(16), "metric": "manhattan"})
