@@ -129,6 +129,70 @@ def _exercise(rows: int, seed: int) -> None:
         _exercise_versions(rows, seed, tmp + "/")
     _exercise_manifest_scan()
     _exercise_multi_file_take()
+    _exercise_vector()
+
+
+def _exercise_vector() -> None:
+    """The vector-search kernels (:mod:`lancejit.table.indices.vector.kernels`) with the argument
+    types flat search, index search and index building pass."""
+    from lancejit.table.indices.vector import kernels as K
+
+    rng = np.random.default_rng(0)
+    ids = np.arange(64, dtype=np.uint64)
+    none = np.empty(0, np.uint8)
+    keep = np.ones(64, np.uint8)
+    for dt in (np.float32, np.float64):
+        x = rng.standard_normal((64, 8)).astype(dt)
+        q = x[:2].copy()
+        for kp in (none, keep):
+            hd, hi, hn = np.empty((2, 4), np.float32), np.empty((2, 4), np.uint64), np.zeros(2, np.int64)
+            K.flat_topk(x, q, np.ones(2, dt), ids, kp, K.L2, hd, hi, hn)
+    u8 = rng.integers(0, 255, (64, 8)).astype(np.uint8)
+    hd, hi, hn = np.empty((1, 4), np.float32), np.empty((1, 4), np.uint64), np.zeros(1, np.int64)
+    K.hamming_topk(u8, u8[:1].copy(), ids, none, hd, hi, hn)
+    K.sq_topk(u8, u8[0].copy(), K.L2, np.float32(1), ids, none, hd, hi, hn)
+    table = np.ones((2, 256), np.float32)
+    K.pq_topk(u8[:, :2].reshape(-1).copy(), 64, table, 8, ids, none, np.float32(0), hd, hi, hn)
+    x = rng.standard_normal((64, 8)).astype(np.float32)
+    part, dist = np.empty(64, np.int32), np.empty(64, np.float32)
+    K.assign(x, x[:4].copy(), np.ones(4, np.float32), K.L2, part, dist)
+    K.assign(x[:, :4].copy(), x[:4, :4].copy(), np.ones(4, np.float32), K.L2, part, dist)
+    K.accumulate(x, part, np.zeros((4, 8)), np.zeros(4, np.int64))
+    _exercise_vector_search()
+
+
+def _exercise_vector_search() -> None:
+    """Searches and index builds on a small dataset (the kernels meet read-only Arrow buffers
+    there, a specialization of their own)."""
+    from lancejit.io.sync import run_sync
+    from lancejit.table import dataset, write_dataset
+    from lancejit.table.indices.vector.build import create_index_async
+    from lancejit.table.indices.vector.search import nearest_table
+
+    rng = np.random.default_rng(1)
+    n, dim = 600, 16
+    with tempfile.TemporaryDirectory(prefix="lancejit-warmup-vec-") as tmp:
+        for dt in (np.float16, np.float32, np.float64):
+            v = rng.standard_normal((n, dim)).astype(dt)
+            t = pa.table({"id": np.arange(n), "vec": pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), dim)})
+            uri = f"{tmp}/{np.dtype(dt).name}"
+            write_dataset(t, uri)
+            ds = dataset(uri)
+            for metric in ("l2", "cosine", "dot"):
+                run_sync(nearest_table(ds, {"column": "vec", "q": v[0], "k": 5, "metric": metric}))
+            run_sync(nearest_table(ds, {"column": "vec", "q": v[:2], "k": 5}, filter="id > 3", prefilter=True))
+        ds = dataset(f"{tmp}/float32")
+        q = {"column": "vec", "q": rng.standard_normal(dim), "k": 5, "nprobes": 2}
+        for kind, kw in (("IVF_PQ", {"num_sub_vectors": 4}), ("IVF_PQ", {"num_sub_vectors": 4, "num_bits": 4}),
+                         ("IVF_SQ", {}), ("IVF_FLAT", {})):
+            ds = run_sync(create_index_async(ds, "vec", kind, num_partitions=2, max_iters=2, seed=0, **kw))
+            run_sync(nearest_table(ds, q))
+            run_sync(nearest_table(ds, {**q, "refine_factor": 2}))
+        ds.delete("id < 10")
+        run_sync(nearest_table(dataset(f"{tmp}/float32"), q))
+        u8 = rng.integers(0, 256, (n, 8)).astype(np.uint8)
+        write_dataset(pa.table({"vec": pa.FixedSizeListArray.from_arrays(pa.array(u8.reshape(-1)), 8)}), f"{tmp}/u8")
+        run_sync(nearest_table(dataset(f"{tmp}/u8"), {"column": "vec", "q": u8[0], "k": 5}))
 
 
 def _exercise_multi_file_take() -> None:

@@ -28,15 +28,16 @@ _BUDGET: int | None = None
 @dataclass(frozen=True, slots=True)
 class Block:
     """One fragment's live vectors: ``values`` ``(n, dim)``, ``row_ids`` uint64 (the ids a search
-    returns), ``keep`` uint8 (empty: every row valid)."""
+    returns), ``keep`` uint8 (empty: every row valid), ``addrs`` uint64 row addresses."""
 
     values: np.ndarray
     row_ids: np.ndarray
     keep: np.ndarray
+    addrs: np.ndarray
 
     @property
     def nbytes(self) -> int:
-        return self.values.nbytes + self.row_ids.nbytes + self.keep.nbytes
+        return self.values.nbytes + self.row_ids.nbytes + self.keep.nbytes + self.addrs.nbytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,38 +101,78 @@ async def flat_search(ds: "Dataset", query: "NearestQuery", metric: int, k: int,
             vals = vals.astype(q.dtype)
         await top.run(len(vals), score_block(top, vals, rowids, keep, q, qn, metric))
 
-    use_cache = prefilter is None and vcache.budget() > 0
+    if vcache.budget() <= 0:  # no cache: one scan, the prefilter applied by it
+        async for batch in ds.scanner(columns=[query.column], filter=prefilter, with_row_id=True,
+                                      fragment_ids=[f.id for f in frags], batch_size=BLOCK_ROWS).batches_async():
+            if batch.num_rows:
+                vals, keep = vectors_of(batch.column(query.column), query.dim)
+                await score(vals, batch.column(_ROWID).to_numpy(), keep)
+        return top.results()
+    blocks: dict[int, tuple[vcache.Block, ...]] = {}
     missing = []
     keys: dict[int, tuple] = {}
     for f in frags:
-        if use_cache:
-            keys[f.id] = key = _fragment_key(ds, f, query.column)
-            hit = vcache.get(key)
-            if hit is not None:
-                for b in hit.blocks:
-                    await score(b.values, b.row_ids, b.keep)
-                continue
-        missing.append(f.id)
-    if not missing:
-        return top.results()
-    scanner = ds.scanner(columns=[query.column], filter=prefilter, with_row_id=True,
-                         with_row_address=use_cache, fragment_ids=missing, batch_size=BLOCK_ROWS)
-    pieces: dict[int, list[vcache.Block]] = {}
-    async for batch in scanner.batches_async():
-        if batch.num_rows == 0:
+        keys[f.id] = key = _fragment_key(ds, f, query.column)
+        hit = vcache.get(key)
+        if hit is None:
+            missing.append(f.id)
             continue
-        vals, keep = vectors_of(batch.column(query.column), query.dim)
-        rowids = batch.column(_ROWID).to_numpy()
-        await score(vals, rowids, keep)
-        if use_cache:
+        blocks[f.id] = hit.blocks
+        if prefilter is None:
+            for b in hit.blocks:
+                await score(b.values, b.row_ids, b.keep)
+    if missing:
+        pieces: dict[int, list[vcache.Block]] = {}
+        scanner = ds.scanner(columns=[query.column], with_row_id=True, with_row_address=True,
+                             fragment_ids=missing, batch_size=BLOCK_ROWS)
+        async for batch in scanner.batches_async():
+            if batch.num_rows == 0:
+                continue
+            vals, keep = vectors_of(batch.column(query.column), query.dim)
+            rowids = batch.column(_ROWID).to_numpy()
+            if prefilter is None:
+                await score(vals, rowids, keep)
             addr = batch.column(_ROWADDR).to_numpy()
             for fid, lo, hi in _split_by_fragment(addr):
                 pieces.setdefault(fid, []).append(
-                    vcache.Block(vals[lo:hi], rowids[lo:hi], keep[lo:hi] if len(keep) else keep))
-    for fid in missing:  # fragments with no live row cache an empty entry
-        if use_cache:
-            vcache.put(keys[fid], vcache.Entry(tuple(pieces.get(fid, ()))))
+                    vcache.Block(vals[lo:hi], rowids[lo:hi], keep[lo:hi] if len(keep) else keep, addr[lo:hi]))
+        for fid in missing:  # fragments with no live row cache an empty entry
+            blocks[fid] = tuple(pieces.get(fid, ()))
+            vcache.put(keys[fid], vcache.Entry(blocks[fid]))
+    if prefilter is not None:
+        masks = await _filter_masks(ds, [f.id for f in frags], prefilter)
+        for f in frags:
+            sel = masks.get(f.id)
+            fb = [b for b in blocks.get(f.id, ()) if len(b.addrs)]
+            if sel is None or not fb:
+                continue
+            mask = np.zeros(max(int(sel[-1]), int(fb[-1].addrs[-1] & np.uint64(0xFFFFFFFF))) + 1, np.uint8)
+            mask[sel] = 1
+            for b in fb:
+                keep = mask[(b.addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)]
+                if len(b.keep):
+                    keep &= b.keep
+                await score(b.values, b.row_ids, keep)
     return top.results()
+
+
+async def _filter_masks(ds: "Dataset", fragment_ids: list[int], prefilter: Any) -> dict[int, np.ndarray]:
+    """Per fragment, the sorted row offsets (int64) of its rows matching ``prefilter``."""
+    addrs = []
+    async for b in ds.scanner(columns=[_ROWADDR], filter=prefilter, fragment_ids=fragment_ids,
+                              batch_size=1 << 20).batches_async():
+        addrs.append(b.column(_ROWADDR).to_numpy())
+    if not addrs:
+        return {}
+    addr = np.concatenate(addrs)
+    frag = (addr >> np.uint64(32)).astype(np.int64)
+    off = (addr & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    if len(addr) > 1 and not bool(np.all(addr[1:] > addr[:-1])):  # scans give them ascending
+        order = np.argsort(addr, kind="stable")
+        frag, off = frag[order], off[order]
+    cuts = np.flatnonzero(frag[1:] != frag[:-1]) + 1
+    bounds = np.concatenate([[0], cuts, [len(frag)]])
+    return {int(frag[bounds[i]]): off[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)}
 
 
 __all__ = ["BLOCK_ROWS", "flat_search", "qnorms", "score_block", "vectors_of"]
