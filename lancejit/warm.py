@@ -155,8 +155,7 @@ def _exercise_vector() -> None:
     K.pq_topk(u8[:, :2].reshape(-1).copy(), 64, table, 8, ids, none, np.float32(0), hd, hi, hn)
     x = rng.standard_normal((64, 8)).astype(np.float32)
     part, dist = np.empty(64, np.int32), np.empty(64, np.float32)
-    K.assign(x, x[:4].copy(), np.ones(4, np.float32), K.L2, part, dist)
-    K.assign(x[:, :4].copy(), x[:4, :4].copy(), np.ones(4, np.float32), K.L2, part, dist)
+    K.assign(x, x[:4].T.copy(), np.ones(4, np.float32), K.L2, part, dist)
     K.accumulate(x, part, np.zeros((4, 8)), np.zeros(4, np.int64))
     _exercise_vector_search()
 

@@ -123,3 +123,40 @@ def test_cache_off_and_new_deletions(vec_root, cache_bytes):
                 lance.write_dataset(vectors_table(100, 8, seed=33 + step, start=1000 * step), path, mode="append")
     finally:
         cache.set_budget(None)
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_concurrent_searches_merged(flat_paths, merge, monkeypatch):
+    """Concurrent async searches on one dataset (merged into one batched search, or not) answer
+    as each search alone does."""
+    import asyncio
+
+    import lancejit
+    from lancejit.table.indices.vector import merge as M
+    from lancejit.table.indices.vector.search import nearest_table
+
+    monkeypatch.setattr(M, "ENABLED", merge)
+    p = flat_paths["float32"]
+    ds = lancejit.dataset(p)
+    qs = np.random.default_rng(40).standard_normal((6, 16))
+    calls = [({"column": "vec", "q": q, "k": 7}, dict(columns=["id"])) for q in qs]
+    calls.append(({"column": "vec", "q": qs[:2], "k": 7}, dict(columns=["id"])))
+    calls.append(({"column": "vec", "q": qs[0], "k": 7}, dict(columns=["id"], filter="cat = 1", prefilter=True)))
+
+    async def run():
+        return await asyncio.gather(*(nearest_table(ds, nn, **kw) for nn, kw in calls))
+
+    from lancejit.table.indices.vector import search as S
+
+    searched = []
+    real = S.search
+
+    async def counting(ds_, query, **kw):
+        searched.append(query.q.shape[0])
+        return await real(ds_, query, **kw)
+
+    monkeypatch.setattr(S, "search", counting)
+    got = asyncio.run(run())
+    assert sorted(searched) == ([1, 8] if merge else [1] * 7 + [2])
+    for (nn, kw), t in zip(calls, got):
+        assert_same(t, theirs(p, nn, **kw))

@@ -32,8 +32,9 @@ from lancejit.io.store import join_path
 from . import kernels as K
 from . import pb
 from .flat import vectors_of
-from .ivf import AUX_FILE, INDEX_FILE, _CACHE as _LOADED  # noqa: F401 - the reader's cache key space
+from .ivf import AUX_FILE, INDEX_FILE
 from .query import METRIC_NAMES, metric_code, vector_type
+from .topk import WORKERS, pool
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancejit.table.dataset import Dataset
@@ -45,10 +46,19 @@ _HINTS = {"lance.ivf.max_iters": "50", "lance.ivf.sample_rate": "256", "lance.sk
 
 
 def _assign(data: np.ndarray, centroids: np.ndarray, metric: int) -> tuple[np.ndarray, np.ndarray]:
-    part = np.empty(len(data), np.int32)
-    dist = np.empty(len(data), np.float32)
+    """Nearest centroid and distance of every row (:func:`.kernels.assign` over the worker
+    threads, one slice of rows each)."""
+    n = len(data)
+    part = np.empty(n, np.int32)
+    dist = np.empty(n, np.float32)
+    ct = np.ascontiguousarray(centroids.T, np.float32)
     cn = np.einsum("ij,ij->i", centroids, centroids).astype(np.float32)
-    K.assign(data, np.ascontiguousarray(centroids, np.float32), cn, metric, part, dist)
+    parts = WORKERS if n >= 4096 else 1
+    bounds = np.linspace(0, n, parts + 1).astype(np.int64)
+    futs = [pool().submit(K.assign, data[lo:hi], ct, cn, metric, part[lo:hi], dist[lo:hi])
+            for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    for f in futs:
+        f.result()
     return part, dist
 
 

@@ -215,34 +215,41 @@ def sq_topk(codes, qcode, metric, scale, rowids, keep, heap_d, heap_id, heap_n):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
-def assign(data, centroids, cnorm2, metric, out_part, out_dist):  # pragma: no cover - compiled
+def assign(data, centroids_t, cnorm2, metric, out_part, out_dist):  # pragma: no cover - compiled
     """Nearest centroid of each row: ``out_part[i]`` (int32) and its distance ``out_dist[i]``
-    (float32; l2 squared, dot ``1 - x.c``, cosine on rows and centroids given normalized = l2).
-    ``cnorm2[c]`` = ``|c|^2``: l2 is computed as ``|x|^2 - 2 x.c + |c|^2``, clamped at 0."""
+    (float32; l2 squared, dot ``1 - x.c``; cosine on rows and centroids given normalized = l2).
+    ``centroids_t``: the centroids transposed, ``(dim, nc)`` (every row is scored against all
+    centroids at once, a contiguous loop over centroids); ``cnorm2[c]`` = ``|c|^2``: l2 is
+    ``|x|^2 - 2 x.c + |c|^2``, clamped at 0.  Ties go to the lower centroid."""
     n = data.shape[0]
     dim = data.shape[1]
-    nc = centroids.shape[0]
+    nc = centroids_t.shape[1]
+    acc = np.empty(nc, np.float32)
     for i in range(n):
-        x = data[i]
+        acc[:] = 0
         xx = np.float32(0)
         for t in range(dim):
-            xx += x[t] * x[t]
+            xt = data[i, t]
+            xx += xt * xt
+            row = centroids_t[t]
+            for c in range(nc):
+                acc[c] += xt * row[c]
         best = np.float32(np.inf)
         bi = 0
-        for c in range(nc):
-            cv = centroids[c]
-            dot = np.float32(0)
-            for t in range(dim):
-                dot += x[t] * cv[t]
-            if metric == 2:
-                d = np.float32(1) - dot
-            else:
-                d = xx - np.float32(2) * dot + cnorm2[c]
-                if d < 0:
-                    d = np.float32(0)
-            if d < best:
-                best = d
-                bi = c
+        if metric == 2:
+            for c in range(nc):
+                d = np.float32(1) - acc[c]
+                if d < best:
+                    best = d
+                    bi = c
+        else:
+            for c in range(nc):
+                d = xx - np.float32(2) * acc[c] + cnorm2[c]
+                if d < best:
+                    best = d
+                    bi = c
+            if best < 0:
+                best = np.float32(0)
         out_part[i] = bi
         out_dist[i] = best
     return n

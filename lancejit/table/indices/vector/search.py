@@ -15,7 +15,7 @@ union of both again).
 Result: the projected columns, ``_distance`` (float32), ``_rowid`` when asked for, rows nearest
 first; a batched query (2-D ``q``) leads with ``query_index`` (int32).  A filter without
 ``prefilter`` applies to the ``k`` rows found (the reference's postfilter: fewer rows may come
-back); ``offset`` / ``limit`` apply last.
+back); ``offset`` / ``limit`` apply last.  Concurrent calls are merged (:mod:`.merge`).
 """
 
 from __future__ import annotations
@@ -214,8 +214,10 @@ async def nearest_table(ds: "Dataset", nearest: Any, *, columns: Sequence[str] |
                         prefilter: bool = False, limit: int | None = None, offset: int | None = None,
                         with_row_id: bool = False) -> pa.Table:
     """The result of ``to_table(nearest=...)`` (see the module docstring)."""
+    from .merge import search_merged
+
     query = parse_nearest(nearest, ds.schema)
-    results = await search(ds, query, filter=filter, prefilter=prefilter)
+    results = await search_merged(ds, query, filter=filter, prefilter=prefilter)
     proj = _projection(ds, columns)
     data_cols = [c for c in proj if c not in (DISTANCE, ROWID, ROWADDR)]
     if with_row_id and ROWID not in proj:
