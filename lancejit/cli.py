@@ -120,7 +120,8 @@ def _describe_dataset(uri: str, version: str | None, options: dict[str, str] | N
     from lancejit.core.errors import NotFoundError
 
     try:
-        from lancejit.table import dataset, describe
+        from lancejit.table import dataset
+        from lancejit.table.describe import describe
     except ImportError:  # datasets not in this build
         return None
     parsed: int | str | None = version

@@ -196,7 +196,7 @@ def _exercise_vector_search() -> None:
 
 def _exercise_multi_file_take() -> None:
     """The multi-file take's planning kernel (datasets only; its decode kernels are the file
-    take's), with the argument types :mod:`lancejit.table.take_files` passes."""
+    take's), with the argument types :mod:`lancejit.table.read.take_files` passes."""
     from lancejit.encoding.kernels.take import plan_take_files
 
     segs = np.zeros((7, 4), dtype=np.int64)
@@ -213,7 +213,7 @@ def _exercise_manifest_scan() -> None:
     loaded Numba)."""
     from lancejit.encoding.kernels.frag_index import index_arrays
     from lancejit.pb import table_pb2
-    from lancejit.table.manifest_scan import scan_manifest
+    from lancejit.table.meta.manifest_scan import scan_manifest
 
     m = table_pb2.Manifest(version=1)
     frag = m.fragments.add(id=0, physical_rows=10)
@@ -324,7 +324,7 @@ def warmup(*, byte_compile: bool = True, rows: int = 5000, seed: int = 0) -> War
     importlib.import_module("lancejit.encoding.v21.repdef_kernels")
     before = sum(jit.cache_misses().values())
     _exercise(rows, seed)
-    from lancejit.table.filter_fast import warm as warm_filters
+    from lancejit.table.filter.fast import warm as warm_filters
 
     warm_filters()  # the filter kernels (lancejit.encoding.kernels.filter)
     all_k = jit.kernels()

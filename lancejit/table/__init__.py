@@ -10,16 +10,16 @@ from lancejit.core.lazy import lazy_exports
 
 from .dataset import Dataset, Scanner, dataset, open_dataset_async
 from .describe import describe, describe_async
-from .fragment import FragmentInfo
-from .versions import Tag
+from .read.fragment import FragmentInfo
+from .meta.versions import Tag
 
 #: The reference's class name for a dataset.
 LanceDataset = Dataset
 
 #: Names imported on first use (the write side and maintenance load the commit machinery,
 #: ~10 ms a process that only reads does not need).
-_LAZY = {"CleanupStats": ".maintenance", "Tags": ".maintenance", "write_dataset": ".write",
-         "write_dataset_async": ".write"}
+_LAZY = {"CleanupStats": ".write.maintenance", "Tags": ".write.maintenance", "write_dataset": ".write.dataset_write",
+         "write_dataset_async": ".write.dataset_write"}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)

@@ -19,16 +19,16 @@ from lancejit.core.schema import LanceSchema
 from lancejit.io import open_store
 from lancejit.io.sync import iter_sync, run_sync
 
-from . import scan as _scan
-from . import take as _take
-from . import take_batch as _take_batch
-from .context import DatasetContext, SharedCaches, with_context
-from .features import FLAG_STABLE_ROW_IDS, check_reader_flags
-from .fields import TopField, top_level_fields
-from .fragment import ROWADDR, ROWID, FragmentInfo
-from .index import dataset_index, index_now
-from .manifest import Manifest
-from .versions import (
+from .read import scan as _scan
+from .read import take as _take
+from .read import take_batch as _take_batch
+from .meta.context import DatasetContext, SharedCaches, with_context
+from .meta.features import FLAG_STABLE_ROW_IDS, check_reader_flags
+from .meta.fields import TopField, top_level_fields
+from .read.fragment import ROWADDR, ROWID, FragmentInfo
+from .read.version_index import dataset_index, index_now
+from .meta.manifest import Manifest
+from .meta.versions import (
     ManifestLocation,
     Tag,
     latest_location,
@@ -45,9 +45,9 @@ if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by ope
 
 
 def compile_filter(*args: Any, **kwargs: Any) -> Any:
-    """:func:`lancejit.table.filter.compile_filter`, imported on the first filter (sqlglot is not
+    """:func:`lancejit.table.filter.compile.compile_filter`, imported on the first filter (sqlglot is not
     loaded by opening a dataset or taking rows)."""
-    from .filter import compile_filter as compile_
+    from .filter.compile import compile_filter as compile_
 
     return compile_(*args, **kwargs)
 
@@ -194,7 +194,7 @@ class Scanner:
         return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
 
     async def to_table_async(self) -> pa.Table:
-        from .datafile import collector_paused
+        from .read.datafile import collector_paused
 
         ctx = self._ds._ctx
         # A table scan of many fragments runs with the collector paused (the batched opens'
@@ -332,7 +332,7 @@ class Dataset:
     def tags(self) -> "Tags":
         """The tags: iterate for ``Tag(name, version, ...)`` sorted by name; ``create(name,
         version)``, ``update``, ``delete(name)``, ``list()`` (see :class:`.maintenance.Tags`)."""
-        from .maintenance import Tags
+        from .write.maintenance import Tags
 
         return Tags(self)
 
@@ -473,7 +473,7 @@ class Dataset:
         """Rows at logical offsets ``indices`` (after deletions), in request order.
 
         Concurrent calls with the same columns and options on this event loop are merged into one
-        take (``batch``: None = the process default, see :mod:`lancejit.table.take_batch`)."""
+        take (``batch``: None = the process default, see :mod:`lancejit.table.read.take_batch`)."""
         key = (None if columns is None else tuple(columns) if not isinstance(columns, str) else (columns,),
                with_row_id, with_row_address)
         spec = self._take_spec(key, columns, with_row_id, with_row_address)
@@ -518,7 +518,7 @@ class Dataset:
 
     # ------------------------------------------------------------------ writes (thin wrappers)
     async def delete_async(self, predicate: str | pc.Expression) -> "Dataset":
-        from .mutate import delete_async
+        from .write.mutate import delete_async
 
         return await delete_async(self, predicate)
 
@@ -528,7 +528,7 @@ class Dataset:
 
     async def update_async(self, values: dict[str, Any], where: str | pc.Expression | None = None,
                            **kwargs: Any) -> "Dataset":
-        from .mutate import update_async
+        from .write.mutate import update_async
 
         return await update_async(self, values, where, **kwargs)
 
@@ -537,7 +537,7 @@ class Dataset:
         return run_sync(self.update_async(values, where, **kwargs))
 
     async def add_columns_async(self, transforms: Any, read_columns: Sequence[str] | None = None) -> "Dataset":
-        from .evolve import add_columns_async
+        from .write.evolve import add_columns_async
 
         return await add_columns_async(self, transforms, read_columns)
 
@@ -546,7 +546,7 @@ class Dataset:
         return run_sync(self.add_columns_async(transforms, read_columns))
 
     async def drop_columns_async(self, columns: Sequence[str]) -> "Dataset":
-        from .evolve import drop_columns_async
+        from .write.evolve import drop_columns_async
 
         return await drop_columns_async(self, columns)
 
@@ -554,7 +554,7 @@ class Dataset:
         return run_sync(self.drop_columns_async(columns))
 
     async def alter_columns_async(self, *alterations: dict[str, Any]) -> "Dataset":
-        from .evolve import alter_columns_async
+        from .write.evolve import alter_columns_async
 
         return await alter_columns_async(self, *alterations)
 
@@ -563,7 +563,7 @@ class Dataset:
         return run_sync(self.alter_columns_async(*alterations))
 
     async def restore_async(self, version: int | str | None = None) -> "Dataset":
-        from .maintenance import restore_async
+        from .write.maintenance import restore_async
 
         return await restore_async(self, version)
 
@@ -579,7 +579,7 @@ class Dataset:
 
     async def cleanup_old_versions_async(self, older_than: Any = None, *, delete_unverified: bool = False,
                                          error_if_tagged_old_versions: bool = True) -> Any:
-        from .maintenance import cleanup_old_versions_async
+        from .write.maintenance import cleanup_old_versions_async
 
         return await cleanup_old_versions_async(self, older_than, delete_unverified=delete_unverified,
                                                 error_if_tagged_old_versions=error_if_tagged_old_versions)
@@ -592,7 +592,7 @@ class Dataset:
             error_if_tagged_old_versions=error_if_tagged_old_versions))
 
     async def insert_async(self, data: Any, mode: str = "append", **kwargs: Any) -> "Dataset":
-        from .write import write_dataset_async
+        from .write.dataset_write import write_dataset_async
 
         return await write_dataset_async(data, self.uri, mode, storage_options=self._ctx.storage_options, **kwargs)
 
@@ -603,14 +603,14 @@ class Dataset:
     @property
     def optimize(self) -> Any:
         """Maintenance operations (``ds.optimize.compact_files(...)``), as in the reference."""
-        from .compaction import DatasetOptimizer
+        from .write.compaction import DatasetOptimizer
 
         return DatasetOptimizer(self)
 
     def merge_insert(self, on: str | Sequence[str]) -> Any:
         """An upsert builder keyed on column(s) ``on`` (``.when_matched_update_all()`` ...
         ``.execute(data)``), as in the reference."""
-        from .merge_insert import MergeInsertBuilder
+        from .write.merge_insert import MergeInsertBuilder
 
         return MergeInsertBuilder(self, on)
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from lancejit.io.sync import run_sync
 
-from .features import flag_names
-from .versions import list_manifests, list_tags, read_version_hint
+from .meta.features import flag_names
+from .meta.versions import list_manifests, list_tags, read_version_hint
 
 
 async def describe_async(ds: Any) -> dict[str, Any]:

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import lancejit
-from lancejit.table import manifest_scan
-from lancejit.table.fragment_list import FragmentList
-from lancejit.table.manifest import decode_manifest_file
-from lancejit.table.manifest_scan import RawFragments
+from lancejit.table.meta import manifest_scan
+from lancejit.table.meta.fragment_list import FragmentList
+from lancejit.table.meta.manifest import decode_manifest_file
+from lancejit.table.meta.manifest_scan import RawFragments
 
 KINDS = [("evolving", "2.1"), ("stable", "2.1"), ("v1names", "2.0"), ("bigdel", "2.1"), ("mixed", "2.1"),
          ("evolving", "legacy")]

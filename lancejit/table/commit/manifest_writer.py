@@ -28,15 +28,15 @@ import numpy as np
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.pb import table_pb2
 
-from ..features import (
+from ..meta.features import (
     FLAG_BASE_PATHS,
     FLAG_DELETION_FILES,
     FLAG_DISABLE_TRANSACTION_FILE,
     FLAG_STABLE_ROW_IDS,
     FLAG_TABLE_CONFIG,
 )
-from ..manifest import FOOTER_LEN, MAGIC, manifest_position
-from ..rowids import decode_row_id_sequence
+from ..meta.manifest import FOOTER_LEN, MAGIC, manifest_position
+from ..meta.rowids import decode_row_id_sequence
 from .operations import (
     Append,
     Delete,

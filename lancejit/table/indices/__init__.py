@@ -1,1 +1,2 @@
-"""Dataset indices: readers and writers of the reference's index formats."""
+"""The indices a dataset carries: reading (and building) the reference's index files.
+"""

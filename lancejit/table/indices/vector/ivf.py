@@ -43,7 +43,7 @@ from . import pb
 from .query import metric_code
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lancejit.table.context import DatasetContext
+    from lancejit.table.meta.context import DatasetContext
 
 INDEX_FILE = "index.idx"
 AUX_FILE = "auxiliary.idx"
@@ -113,7 +113,7 @@ def vector_indices(section: Any, field_ids: dict[str, int] | None = None) -> lis
 
 async def index_entries(ctx: "DatasetContext") -> list[IndexEntry]:
     """The vector indices of this version (one manifest read when it has an index section)."""
-    from lancejit.table.manifest import decode_index_section
+    from lancejit.table.meta.manifest import decode_index_section
 
     m = ctx.manifest
     if m.index_section is None:

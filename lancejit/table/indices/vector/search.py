@@ -230,7 +230,7 @@ async def nearest_table(ds: "Dataset", nearest: Any, *, columns: Sequence[str] |
     filter_cols: list[str] = []
     compiled = None
     if filter is not None and not prefilter:
-        from lancejit.table.filter import compile_filter
+        from lancejit.table.filter.compile import compile_filter
 
         compiled = compile_filter(filter, ds.schema)
         filter_cols = [c for c in sorted(compiled.columns) if c not in data_cols]
@@ -259,7 +259,7 @@ async def nearest_table(ds: "Dataset", nearest: Any, *, columns: Sequence[str] |
             cols[c] = rows.column(c)
     table = pa.table(cols) if cols else pa.table({DISTANCE: pa.array(all_d, pa.float32())})
     if compiled is not None:
-        from lancejit.table.filter import filter_positions
+        from lancejit.table.filter.compile import filter_positions
 
         probe = table
         for c in filter_cols:

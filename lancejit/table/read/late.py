@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from .context import DatasetContext
-from .fields import TopField
+from ..meta.context import DatasetContext
+from ..meta.fields import TopField
 from .fragment import FragmentReader
 
 if TYPE_CHECKING:
-    from .filter import CompiledFilter
+    from ..filter.compile import CompiledFilter
     from .scan import ScanSpec
 
 #: Fraction of a unit's rows below which rows are fetched by take rather than by range.
@@ -133,11 +133,11 @@ async def _group_matches(
     cols = [pa.chunked_array([c for arrs in arrays for c in _chunks(arrs[i])], type=schema.field(i).type)
             for i in range(len(ftops))]
     ftable = pa.Table.from_arrays(cols, schema=schema)
-    from .filter import filter_positions  # sqlglot loads with the first filter
+    from ..filter.compile import filter_positions  # sqlglot loads with the first filter
 
     matches = None
     if big and compiled.fast is not None and ftable.num_columns and OFFLOAD_EVAL:
-        from .filter_fast import fast_positions
+        from ..filter.fast import fast_positions
 
         # the kernels release the GIL: other units decode meanwhile
         matches = await asyncio.to_thread(fast_positions, compiled.fast, ftable)
@@ -161,7 +161,7 @@ def _stages(compiled: "CompiledFilter", ftops: list[TopField]) -> list[tuple[Top
     AND of predicates each on one column, over at least two columns; else None.  Integer
     columns come first (keys and timestamps are often clustered: their predicates tend to
     reject whole units), then floats, then strings."""
-    from .filter_fast import Junction, columns_of
+    from ..filter.fast import Junction, columns_of
 
     fast = compiled.fast
     if not isinstance(fast, Junction) or fast.op != "and":
@@ -200,7 +200,7 @@ async def _staged_matches(
     ``_stages``): each column is read only for the members with rows still passing; a member
     left without rows gets None for the columns it did not read.  None when a decoded chunk
     has a layout the kernels do not read (the caller evaluates the usual way)."""
-    from .filter_fast import fast_mask, positions
+    from ..filter.fast import fast_mask, positions
 
     n_lives = [(hi - lo) if live is None else len(live) for (_, lo, hi), live in zip(members, lives)]
     got: list[dict[str, Any]] = [{} for _ in members]

@@ -18,12 +18,12 @@ import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 
-from .context import DatasetContext
+from ..meta.context import DatasetContext
 from .datafile import DataFileHandle, open_data_file
-from .deletion import decode_deletion_file, live_offsets
-from .fields import TopField
-from .manifest import DataFile, ExternalFile, Fragment
-from .rowids import decode_row_id_sequence, row_addresses
+from ..meta.deletion import decode_deletion_file, live_offsets
+from ..meta.fields import TopField
+from ..meta.manifest import DataFile, ExternalFile, Fragment
+from ..meta.rowids import decode_row_id_sequence, row_addresses
 
 ROWID = "_rowid"
 ROWADDR = "_rowaddr"

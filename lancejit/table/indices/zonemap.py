@@ -27,10 +27,10 @@ import pyarrow as pa
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.io.store import join_path
 
-from .manifest import decode_index_section
+from ..meta.manifest import decode_index_section
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import DatasetContext
+    from ..meta.context import DatasetContext
 
 ZONEMAP_DETAILS = "ZoneMapIndexDetails"
 ZONEMAP_FILE = "zonemap.lance"

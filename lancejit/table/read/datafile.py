@@ -19,11 +19,11 @@ import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 
-from .fields import TopField, conform_array
-from .manifest import DataFile
+from ..meta.fields import TopField, conform_array
+from ..meta.manifest import DataFile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import DatasetContext
+    from ..meta.context import DatasetContext
 
 
 class DataFileHandle:
@@ -161,7 +161,7 @@ class _SmallFileReader:
     def __init__(self, inner: Any, expected_size: int | None = None, budget: Any = None,
                  uri: str | None = None) -> None:
         self.inner = inner
-        #: A :class:`~lancejit.table.context.WholeFileBudget` bounding the bytes held whole.
+        #: A :class:`~lancejit.table.meta.context.WholeFileBudget` bounding the bytes held whole.
         self.budget = budget
         #: The size the manifest records (bytes), checked on the first tail read.
         self.expected_size = expected_size
@@ -282,7 +282,7 @@ async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile])
     Errors are those of :func:`open_data_file`, for the first failing file in ``data_files``
     order (``NotFoundError`` "data file is missing", ``CorruptFileError``...), naming it.
     Batches of many new files open with the collector paused (:func:`collector_paused`), and
-    set the C heap to keep freed memory (:func:`lancejit.table.heap.keep_scan_buffers`)."""
+    set the C heap to keep freed memory (:func:`lancejit.table.read.heap.keep_scan_buffers`)."""
     files = ctx.caches.files
     out: list[Any] = [None] * len(data_files)
     todo: dict[str, tuple[list[int], DataFile, Any, str]] = {}  # uri -> (indexes, file, store, path)
@@ -321,7 +321,7 @@ async def _open_new(ctx: "DatasetContext", todo: dict, out: list) -> None:
     from lancejit.file.reader import AsyncLanceFileReader, tail_error
     from lancejit.io.multi_read import read_tails
 
-    from .context import with_context
+    from ..meta.context import with_context
 
     files = ctx.caches.files
     budget = ctx.caches.whole_files

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Callable, Optional
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import DatasetContext
-    from .filter import CompiledFilter
-    from .index import DatasetIndex
+    from ..meta.context import DatasetContext
+    from ..filter.compile import CompiledFilter
+    from .version_index import DatasetIndex
 
 
 @dataclass(frozen=True, slots=True)

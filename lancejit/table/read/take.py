@@ -14,12 +14,12 @@ import pyarrow as pa
 
 from lancejit.core.errors import InvalidInputError, LanceJitError, RowIndexError
 
-from .context import DatasetContext, with_context
-from .deletion import physical_of_logical
-from .features import FLAG_STABLE_ROW_IDS
+from ..meta.context import DatasetContext, with_context
+from ..meta.deletion import physical_of_logical
+from ..meta.features import FLAG_STABLE_ROW_IDS
 from .fragment import ROWADDR, ROWID, FragmentReader, numpy_array
-from .index import DatasetIndex, dataset_index
-from .rowids import RowIdIndex, split_addresses
+from .version_index import DatasetIndex, dataset_index
+from ..meta.rowids import RowIdIndex, split_addresses
 from .scan import ScanSpec, assemble_batch, output_schema
 from .take_files import slots_of, state_for
 

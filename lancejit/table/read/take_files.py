@@ -36,13 +36,13 @@ import pyarrow as pa
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.io.multi_read import FileSource, read_files
 
-from .context import with_context
+from ..meta.context import with_context
 from .datafile import collector_paused, open_data_files
-from .fields import TopField
+from ..meta.fields import TopField
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import DatasetContext
-    from .index import DatasetIndex
+    from ..meta.context import DatasetContext
+    from .version_index import DatasetIndex
 
 #: ``slot_of_pos`` values: not looked at yet / served by the per-fragment path (UNKNOWN is the
 #: smallest: one minimum tells whether a take must admit fragments first).

@@ -4,7 +4,7 @@ A service awaits many small takes at once (``await ds.take_async(ids)`` from man
 handlers).  Calls on the same dataset version (the same :class:`~.context.DatasetContext`) with
 the same projection and options that arrive within one *window* on one event loop are merged
 into one take: their indices are concatenated, the existing take function
-(:func:`lancejit.table.take.take_offsets` / :func:`~lancejit.table.take.take_rows`) runs once
+(:func:`lancejit.table.read.take.take_offsets` / :func:`~lancejit.table.read.take.take_rows`) runs once
 -- one version-index lookup, one ``np.unique`` over all requested rows, one I/O plan, one batched
 read per touched column page, one decode per column -- and the result is split back, each
 caller getting exactly its rows in its own order (zero-copy slices of the merged table).
@@ -52,7 +52,7 @@ import pyarrow as pa
 
 from . import take as _take
 from .fragment import ROWID
-from .index import dataset_index
+from .version_index import dataset_index
 from .scan import output_columns
 
 #: A take function: ``(ctx, request values, spec) -> table``.
@@ -275,7 +275,7 @@ def _enabled(batch: bool | None) -> bool:
 
 
 async def take_offsets(ctx: Any, indices: Any, spec: Any, key: Hashable, batch: bool | None = None) -> pa.Table:
-    """:func:`lancejit.table.take.take_offsets`, merged with the concurrent calls of the same
+    """:func:`lancejit.table.read.take.take_offsets`, merged with the concurrent calls of the same
     ``ctx`` and ``key`` (the projection and options that built ``spec``) on this event loop."""
     if not _enabled(batch):
         return await _take.take_offsets(ctx, indices, spec)
@@ -315,7 +315,7 @@ def _split_by_survivors(hidden: bool) -> Callable[..., list[pa.Table]]:
 
 async def take_rows(ctx: Any, row_ids: Any, make_spec: Callable[[bool], Any], stable: bool, key: Hashable,
                     batch: bool | None = None) -> pa.Table:
-    """:func:`lancejit.table.take.take_rows`, merged like :func:`take_offsets`.
+    """:func:`lancejit.table.read.take.take_rows`, merged like :func:`take_offsets`.
 
     ``make_spec(with_row_id)`` builds the caller's spec (with ``_rowid`` forced on or not)."""
     spec = make_spec(False)

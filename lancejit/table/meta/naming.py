@@ -1,4 +1,5 @@
-"""Manifest file names: the two naming schemes of ``_versions/`` and detached versions.
+"""Manifest file names: the two naming schemes of ``_versions/`` and detached versions, and
+:class:`ManifestLocation` (where one version's manifest lives).
 
 * V1: ``{version}.manifest`` (legacy).
 * V2: ``{u64::MAX - version:020}.manifest`` -- zero-padded to 20 digits and inverted so that a
@@ -11,6 +12,7 @@ A directory mixing V1 and V2 names is invalid.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 from lancejit.core.errors import CorruptFileError
 
@@ -27,6 +29,17 @@ class NamingScheme(enum.Enum):
 
     V1 = 1
     V2 = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestLocation:
+    """Where one version's manifest lives: store ``path`` and ``size`` in bytes (None if unknown)."""
+
+    version: int
+    path: str
+    size: int | None
+    scheme: NamingScheme
+    detached: bool = False
 
 
 def is_detached(version: int) -> bool:

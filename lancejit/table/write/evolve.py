@@ -25,13 +25,13 @@ from lancejit.core.errors import InvalidInputError, NotSupportedError
 from lancejit.core.schema import LanceField, LanceSchema, parse_field_path
 from lancejit.pb import table_pb2
 
-from .commit import Merge, Project, commit, load_manifest
-from .filter import compile_filter
-from .fragment import ROWADDR
-from .write_files import FragmentFileWriter, normalize_storage_version
+from ..commit import Merge, Project, commit, load_manifest
+from ..filter.compile import compile_filter
+from ..read.fragment import ROWADDR
+from .data_files import FragmentFileWriter, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dataset import Dataset
+    from ..dataset import Dataset
 
 
 def _next_field_id(manifest: table_pb2.Manifest) -> int:

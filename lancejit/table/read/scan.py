@@ -22,18 +22,18 @@ import pyarrow as pa
 
 from lancejit.core.config import DEFAULT_BATCH_SIZE
 
-from .context import DatasetContext
-from .fields import TopField
+from ..meta.context import DatasetContext
+from ..meta.fields import TopField
 from .fragment import ROWADDR, ROWID, FragmentReader
 from .heap import keep_scan_buffers
-from .index import dataset_index
+from .version_index import dataset_index
 from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _live, _read_rows, read_small_group
 from .scan_multi import filter_members, member_lives, read_members
 from .scan_plan import ScanPlan, plan_units
 
 if TYPE_CHECKING:
-    from .filter import CompiledFilter
-    from .index import DatasetIndex
+    from ..filter.compile import CompiledFilter
+    from .version_index import DatasetIndex
 
 #: Target encoded bytes per unit (bounds batch memory).  Larger units waste less at their
 #: edges (a page straddling two units is read and decoded by both): 32 MiB costs ~15% less CPU

@@ -28,12 +28,12 @@ from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
 
-from .filter_eval import (
+from .evaluate import (
     BoolNode, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree, negate,
 )
-from .filter_fast import FastNode, fast_positions, plan_fast
-from .filter_floats import float_key, key_set, literal_key
-from .filter_parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
+from .fast import FastNode, fast_positions, plan_fast
+from .floats import float_key, key_set, literal_key
+from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
 
 #: ``col = literal`` terms of one OR chain on one column from which they become one set lookup.
 GROUP_EQUALITIES = 8
@@ -249,7 +249,7 @@ class _Compiler:
             if value is not None or isinstance(node, exp.Null):
                 return isinstance(value, float)
             try:  # a computed operand: its type from an empty evaluation
-                from .filter_eval import _project
+                from .evaluate import _project
 
                 t = _project(self.schema.empty_table(), [compiled])[0].type
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError, TypeError):

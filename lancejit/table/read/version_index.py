@@ -42,11 +42,11 @@ from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 
 from .datafile import open_data_file
 from .fragment import FragmentReader
-from .fragment_list import UNKNOWN, FragmentList
+from ..meta.fragment_list import UNKNOWN, FragmentList
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import DatasetContext
-    from .manifest import Fragment
+    from ..meta.context import DatasetContext
+    from ..meta.manifest import Fragment
 
 
 #: Rows a fragment can hold: local offsets are the low 32 bits of a row address.

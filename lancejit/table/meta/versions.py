@@ -27,6 +27,7 @@ from .naming import (
     MIXED_SCHEMES,
     VERSIONS_DIR,
     U64_MAX,
+    ManifestLocation,
     NamingScheme,
     manifest_name,
     parse_manifest_name,
@@ -50,17 +51,6 @@ async def list_dir(store: ObjectStore, path: str, stats: IOStats | None = None) 
     if stats is not None:
         stats.record_list()
     return infos
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestLocation:
-    """Where one version's manifest lives: store ``path`` and ``size`` in bytes (None if unknown)."""
-
-    version: int
-    path: str
-    size: int | None
-    scheme: NamingScheme
-    detached: bool = False
 
 
 _VERSION_OF = attrgetter("version")
@@ -101,13 +91,25 @@ async def list_manifests(store: ObjectStore, root: str, stats: IOStats | None = 
     return out
 
 
+async def list_versions(store: ObjectStore, root: str) -> list[ManifestLocation]:
+    """Every version's manifest, sorted: the listing of ``_versions/`` after the latest version
+    of the external store (if any) was finalized, so the list ends with it."""
+    from .external_store import resolve_latest
+
+    latest = await resolve_latest(store, root)
+    locs = await list_manifests(store, root)
+    if latest is not None and (not locs or locs[-1].version < latest.version):
+        locs.append(latest)
+    return locs
+
+
 async def latest_location(store: ObjectStore, root: str, stats: IOStats | None = None) -> ManifestLocation:
     """The newest version's manifest; :class:`NotFoundError` when there is none.
 
     ``s3+ddb://`` stores ask their external manifest store first (finalizing a staged version).
     """
     if store.external_manifest is not None:
-        from .commit.external_store import resolve_latest
+        from .external_store import resolve_latest
 
         loc = await resolve_latest(store, root)
         if loc is not None:
@@ -211,7 +213,7 @@ async def read_version(
             continue
         return manifest, ManifestLocation(version, path, size, scheme)
     if store.external_manifest is not None:  # committed but still staged (s3+ddb://)
-        from .commit.external_store import resolve_version
+        from .external_store import resolve_version
 
         loc = await resolve_version(store, root, version)
         if loc is not None:

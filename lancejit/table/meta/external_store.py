@@ -1,4 +1,5 @@
-"""External manifest store: commits to object stores without put-if-absent (``s3+ddb://``).
+"""External manifest store: the key-value store that orders commits to object stores without
+put-if-absent (``s3+ddb://``), and how versions are found and finalized through it.
 
 The protocol (the reference's, so both engines can commit to one dataset through one table):
 
@@ -42,8 +43,7 @@ from lancejit.core.errors import (
 )
 from lancejit.io.store import ObjectStore, join_path, register_for_close
 
-from ..naming import MANIFEST_SUFFIX, VERSIONS_DIR, NamingScheme, detect_scheme
-from ..versions import ManifestLocation, list_manifests
+from .naming import MANIFEST_SUFFIX, VERSIONS_DIR, ManifestLocation, NamingScheme, detect_scheme
 
 #: The ``committer`` attribute lancejit writes (the reference writes ``"lancedb"``).
 COMMITTER_NAME = "lancejit"
@@ -323,43 +323,13 @@ async def resolve_version(store: ObjectStore, root: str, version: int) -> Manife
     return await _located(store, root, ext, await ext.get(root, version))
 
 
-async def list_versions(store: ObjectStore, root: str) -> list[ManifestLocation]:
-    """Every version's manifest, sorted: the listing of ``_versions/`` after the latest version
-    of the external store (if any) was finalized, so the list ends with it."""
-    latest = await resolve_latest(store, root)
-    locs = await list_manifests(store, root)
-    if latest is not None and (not locs or locs[-1].version < latest.version):
-        locs.append(latest)
-    return locs
-
-
-async def commit_manifest(store: ObjectStore, root: str, ext: ExternalManifestStore, version: int,
-                          final_path: str, data: bytes) -> None:
-    """Commit ``data`` as ``version``'s manifest (stage, claim, finalize; module docstring).
-
-    Raises :class:`AlreadyExistsError` when another writer claimed ``version`` first.
-    """
-    staged = staging_path(final_path)
-    await store.put(staged, data)
-    try:
-        await ext.put_if_not_exists(root, version, staged, len(data))
-    except BaseException:
-        with contextlib.suppress(Exception):
-            await store.delete(staged)
-        raise
-    # a writer dying here leaves a committed, staged version: the next resolve finalizes it
-    await finalize(store, root, ext, ExternalVersion(version, staged, len(data)), bytes(data))
-
-
 __all__ = [
     "COMMITTER_NAME",
     "DynamoDBManifestStore",
     "ExternalManifestStore",
     "ExternalVersion",
-    "commit_manifest",
     "external_store_of",
     "finalize",
-    "list_versions",
     "resolve_latest",
     "resolve_version",
     "staging_path",

@@ -28,14 +28,14 @@ import pyarrow.dataset as pads
 from lancejit.core.errors import InvalidInputError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
 
-from .commit import REWRITE_ROWS, Delete, Update, commit, delete_rows, load_manifest, new_fragment
-from .commit.rowid_writer import encode_row_id_sequence
-from .filter import compile_filter
-from .fragment import ROWADDR, ROWID
-from .write_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, normalize_storage_version
+from ..commit import REWRITE_ROWS, Delete, Update, commit, delete_rows, load_manifest, new_fragment
+from ..commit.rowid_writer import encode_row_id_sequence
+from ..filter.compile import compile_filter
+from ..read.fragment import ROWADDR, ROWID
+from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dataset import Dataset
+    from ..dataset import Dataset
 
 DEFAULT_MAX_RETRIES = 5
 

@@ -26,7 +26,7 @@ from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
 
-from .filter_floats import key_set, total_keys
+from .floats import key_set, total_keys
 
 #: Most leaves of a kernel-evaluated filter (one pass over a column each).
 MAX_LEAVES = 32
@@ -151,7 +151,7 @@ class _Planner:
         parts = self.comp.column_parts(node)
         if parts is None or len(parts) != 1:
             raise _Unsupported
-        from .filter import _resolve
+        from .compile import _resolve
 
         name = _resolve(parts, self.comp.schema, self.comp.text)[0]
         return name, self.comp.schema.field(name).type
@@ -445,7 +445,7 @@ def warm() -> None:
     """Compile (or load) every filter kernel for the argument types scans hand them (for
     ``lancejit.warmup``): each leaf kind on int8/int64/float32/float64/string/large_string
     columns with and without NULLs."""
-    from .filter import compile_filter
+    from .compile import compile_filter
 
     n = 64
     ints = np.arange(n, dtype=np.int64) - 20

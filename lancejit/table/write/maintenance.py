@@ -22,13 +22,13 @@ from lancejit.io.store import join_path
 from lancejit.io.sync import run_sync
 from lancejit.pb import table_pb2
 
-from .commit import Restore, commit, latest_version
-from .commit import tags as _tags
-from .commit.manifest_writer import parse_manifest_file
-from .versions import Tag, list_manifests, list_tags
+from ..commit import Restore, commit, latest_version
+from ..commit import tags as _tags
+from ..commit.manifest_writer import parse_manifest_file
+from ..meta.versions import Tag, list_manifests, list_tags
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dataset import Dataset
+    from ..dataset import Dataset
 
 #: Unreferenced files younger than this are kept unless ``delete_unverified`` (the reference's 7 days).
 UNVERIFIED_GRACE_S = 7 * 24 * 3600

@@ -26,9 +26,9 @@ from lancejit.core.schema import LanceSchema
 from lancejit.io import open_store
 from lancejit.io.sync import run_sync
 
-from .commit import Append, Overwrite, commit, load_manifest, new_fragment, schema_fields
-from .dataset import Dataset
-from .write_files import (
+from ..commit import Append, Overwrite, commit, load_manifest, new_fragment, schema_fields
+from ..dataset import Dataset
+from .data_files import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentFileWriter,

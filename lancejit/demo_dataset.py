@@ -1,5 +1,5 @@
 """The dataset part of the main job (``./run demo``): create a local dataset with
-:func:`~lancejit.table.write.write_dataset`, append to it, take random rows and scan it,
+:func:`~lancejit.table.write.dataset_write.write_dataset`, append to it, take random rows and scan it,
 printing rows, read requests, bytes and latency.
 
 ``lancejit/demo.py`` calls :func:`run_dataset_demo` after its single-file part.

@@ -33,14 +33,14 @@ from lancejit.core.errors import InvalidInputError, NotSupportedError, Retryable
 from lancejit.core.schema import LanceSchema
 from lancejit.pb import table_pb2
 
-from .commit import ReserveFragments, Transaction, commit, commit_transaction, load_manifest, read_deleted_offsets
-from .commit.operations import Rewrite, RewriteGroup
-from .commit.rowid_writer import decode_version_runs, encode_row_id_sequence, encode_version_runs
-from .fragment import ROWADDR, ROWID
-from .write_files import DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
+from ..commit import ReserveFragments, Transaction, commit, commit_transaction, load_manifest, read_deleted_offsets
+from ..commit.operations import Rewrite, RewriteGroup
+from ..commit.rowid_writer import decode_version_runs, encode_row_id_sequence, encode_version_runs
+from ..read.fragment import ROWADDR, ROWID
+from .data_files import DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dataset import Dataset
+    from ..dataset import Dataset
 
 DEFAULT_MAX_RETRIES = 5
 #: Rows gathered from the scan before each write (the writer's per-call cost dominates otherwise).
@@ -373,7 +373,7 @@ class DatasetOptimizer:
     ) -> CompactionMetrics:
         """Merge small fragments into fragments of about ``target_rows_per_fragment`` rows and
         rewrite fragments with more than ``materialize_deletions_threshold`` (fraction) of their
-        rows deleted; see :mod:`lancejit.table.compaction`.  None means the reference's default;
+        rows deleted; see :mod:`lancejit.table.write.compaction`.  None means the reference's default;
         ``excluded_fragment_ids`` are never rewritten.  Returns :class:`CompactionMetrics`."""
         from lancejit.io.sync import run_sync
 

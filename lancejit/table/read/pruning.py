@@ -40,11 +40,11 @@ import pyarrow.compute as pc
 from lancejit.core.errors import InvalidInputError
 
 from .datafile import open_data_file
-from .zonemaps import zone_maps
+from ..indices.zonemap import zone_maps
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import DatasetContext
-    from .filter import CompiledFilter
+    from ..meta.context import DatasetContext
+    from ..filter.compile import CompiledFilter
     from .fragment import FragmentReader
 
 _FLIP = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
@@ -109,7 +109,7 @@ def _column(node: Any, schema: pa.Schema) -> str | None:
 def _condition(node: Any, schema: pa.Schema, in_lists: dict) -> Condition | None:
     from sqlglot import expressions as exp
 
-    from .filter_parse import PLACEHOLDER
+    from ..filter.parse import PLACEHOLDER
 
     ops = {exp.EQ: "eq", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
     op = ops.get(type(node))
@@ -148,7 +148,7 @@ def conditions_of(text: str, schema: pa.Schema) -> tuple[Condition, ...]:
     """The prunable conjuncts of the filter ``text`` against the dataset's Arrow ``schema``."""
     from sqlglot import expressions as exp
 
-    from .filter_parse import parse_filter
+    from ..filter.parse import parse_filter
 
     try:
         parsed = parse_filter(text)

@@ -36,15 +36,15 @@ import pyarrow.compute as pc
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
 
-from .commit import REWRITE_ROWS, Update, commit, load_manifest, new_fragment
-from .commit.rowid_writer import encode_row_id_sequence
-from .filter import compile_filter, evaluate_filter
-from .fragment import ROWADDR, ROWID
+from ..commit import REWRITE_ROWS, Update, commit, load_manifest, new_fragment
+from ..commit.rowid_writer import encode_row_id_sequence
+from ..filter.compile import compile_filter, evaluate_filter
+from ..read.fragment import ROWADDR, ROWID
 from .mutate import _delete_offsets, _group_addresses
-from .write_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
+from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dataset import Dataset
+    from ..dataset import Dataset
 
 DEFAULT_CONFLICT_RETRIES = 10
 _S, _T = "__lancejit_src", "__lancejit_tgt"
@@ -191,7 +191,7 @@ def _ambiguous(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbig
 
 
 class MergeInsertBuilder:
-    """Configure then :meth:`execute` a merge insert (see :mod:`lancejit.table.merge_insert`)."""
+    """Configure then :meth:`execute` a merge insert (see :mod:`lancejit.table.write.merge_insert`)."""
 
     def __init__(self, ds: "Dataset", on: str | Sequence[str]) -> None:
         keys = [on] if isinstance(on, str) else list(on)

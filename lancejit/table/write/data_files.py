@@ -1,6 +1,6 @@
 """Writing new data files of a dataset: record batches -> ``data/<name>.lance`` files -> fragments.
 
-Used by :func:`lancejit.table.write.write_dataset`, ``update`` (rewritten rows) and
+Used by :func:`lancejit.table.write.dataset_write.write_dataset`, ``update`` (rewritten rows) and
 ``add_columns`` (one new file per fragment).  Names follow the reference: 24 binary digits from
 the first 3 bytes of a random UUIDv4, then the other 13 bytes in hex, then ``.lance``.
 

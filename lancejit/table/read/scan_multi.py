@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .context import DatasetContext
+from ..meta.context import DatasetContext
 from .datafile import collector_paused
-from .fields import TopField
+from ..meta.fields import TopField
 from lancejit.file.multi_decode import file_scan, read_scans
 
 from .fragment import FragmentReader
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .filter import CompiledFilter
+    from ..filter.compile import CompiledFilter
 
 Member = tuple[FragmentReader, int, int]
 
@@ -122,7 +122,7 @@ async def _open_scans(ctx: DatasetContext, tops: Sequence[TopField], key: tuple[
     each one's ``FileScan`` (or None) in ``out`` and in its fragment's cache."""
     from lancejit.core.errors import LanceJitError
 
-    from .context import with_context
+    from ..meta.context import with_context
     from .datafile import open_data_files
 
     handles = await open_data_files(ctx, [df for _, _, df in todo])
@@ -276,7 +276,7 @@ async def evaluate_members(
     np.cumsum([(hi - lo) if live is None else len(live) for (_, lo, hi), live in zip(members, lives)],
               out=bounds[1:])
     schema = pa.schema([ctx.schema.field(t.name) for t in ftops])
-    from .filter import filter_positions  # sqlglot loads with the first filter
+    from ..filter.compile import filter_positions  # sqlglot loads with the first filter
 
     matches = filter_positions(compiled, pa.Table.from_arrays(arrays, schema=schema), int(bounds[-1]))
     return ftops, lives, arrays, matches, bounds
