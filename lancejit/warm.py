@@ -151,8 +151,9 @@ def _exercise_vector() -> None:
     hd, hi, hn = np.empty((1, 4), np.float32), np.empty((1, 4), np.uint64), np.zeros(1, np.int64)
     K.hamming_topk(u8, u8[:1].copy(), ids, none, hd, hi, hn)
     K.sq_topk(u8, u8[0].copy(), K.L2, np.float32(1), ids, none, hd, hi, hn)
-    table = np.ones((2, 256), np.float32)
-    K.pq_topk(u8[:, :2].reshape(-1).copy(), 64, table, 8, ids, none, np.float32(0), hd, hi, hn)
+    book = np.ones((2, 256, 4), np.float32)
+    K.pq_topk(u8[:, :2].reshape(-1).copy(), 64, book, np.ones(8, np.float32), K.L2, 8, ids, none, np.float32(0),
+              hd, hi, hn)
     x = rng.standard_normal((64, 8)).astype(np.float32)
     part, dist = np.empty(64, np.int32), np.empty(64, np.float32)
     K.assign(x, x[:4].T.copy(), np.ones(4, np.float32), K.L2, part, dist)

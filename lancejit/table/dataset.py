@@ -429,29 +429,53 @@ class Dataset:
 
     # ------------------------------------------------------------------ reads
     def scanner(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
-                with_row_address=False, batch_size=None, fragment_ids=None, readahead=None) -> Scanner:
+                with_row_address=False, batch_size=None, fragment_ids=None, readahead=None, *,
+                nearest=None, prefilter=False) -> Any:
         """A scan of this version; see :meth:`to_table` for the arguments."""
+        if nearest is not None:
+            from .indices.vector.scanner import NearestScanner
+
+            return NearestScanner(self, nearest, columns=columns, filter=filter, prefilter=prefilter, limit=limit,
+                                  offset=offset, with_row_id=with_row_id, with_row_address=with_row_address,
+                                  batch_size=batch_size, fragment_ids=fragment_ids)
         return Scanner(self, self._spec(columns, filter, limit, offset, with_row_id, with_row_address,
                                         batch_size, fragment_ids, readahead))
 
     async def to_table_async(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
-                             with_row_address=False, batch_size=None, fragment_ids=None) -> pa.Table:
+                             with_row_address=False, batch_size=None, fragment_ids=None, *,
+                             nearest=None, prefilter=False) -> pa.Table:
         return await self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
-                                  batch_size, fragment_ids).to_table_async()
+                                  batch_size, fragment_ids, nearest=nearest, prefilter=prefilter).to_table_async()
 
     def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
-                 with_row_address=False, batch_size=None, fragment_ids=None) -> pa.Table:
+                 with_row_address=False, batch_size=None, fragment_ids=None, *, nearest=None,
+                 prefilter=False) -> pa.Table:
         """Rows of this version: ``columns`` (top-level names, plus ``_rowid``/``_rowaddr``),
         ``filter`` (SQL string or ``pyarrow.compute.Expression``), then ``offset``/``limit`` in
-        scan order; ``with_row_id``/``with_row_address`` append uint64 ``_rowid``/``_rowaddr``."""
-        return run_sync(self.to_table_async(columns, filter, limit, offset, with_row_id,
-                                            with_row_address, batch_size, fragment_ids), store=self._ctx.store)
+        scan order; ``with_row_id``/``with_row_address`` append uint64 ``_rowid``/``_rowaddr``.
+        ``nearest``: a vector search (see :mod:`lancejit.table.indices.vector.search`), the
+        filter applied before it with ``prefilter``, after it otherwise."""
+        return run_sync(self.to_table_async(columns, filter, limit, offset, with_row_id, with_row_address,
+                                            batch_size, fragment_ids, nearest=nearest, prefilter=prefilter),
+                        store=self._ctx.store)
 
     def to_batches(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
-                   with_row_address=False, batch_size=None, fragment_ids=None) -> Iterator[pa.RecordBatch]:
+                   with_row_address=False, batch_size=None, fragment_ids=None, *, nearest=None,
+                   prefilter=False) -> Iterator[pa.RecordBatch]:
         """Like :meth:`to_table`, as an iterator of record batches (bounded readahead)."""
         return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
-                            batch_size, fragment_ids).to_batches()
+                            batch_size, fragment_ids, nearest=nearest, prefilter=prefilter).to_batches()
+
+    async def create_index_async(self, column: str, index_type: str, **kwargs: Any) -> "Dataset":
+        from .indices.vector.build import create_index_async
+
+        return await create_index_async(self, column, index_type, **kwargs)
+
+    def create_index(self, column: str, index_type: str, **kwargs: Any) -> "Dataset":
+        """Build a vector index (``IVF_PQ``, ``IVF_FLAT``, ``IVF_SQ``) on ``column`` and commit it;
+        returns the new version (see :func:`lancejit.table.indices.vector.build.create_index_async`
+        for the options)."""
+        return run_sync(self.create_index_async(column, index_type, **kwargs), store=self._ctx.store)
 
     async def count_rows_async(self, filter: str | pc.Expression | None = None) -> int:
         if filter is None:  # from the version index: no data file read when the manifest has counts

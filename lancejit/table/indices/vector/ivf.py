@@ -112,14 +112,21 @@ def vector_indices(section: Any, field_ids: dict[str, int] | None = None) -> lis
 
 
 async def index_entries(ctx: "DatasetContext") -> list[IndexEntry]:
-    """The vector indices of this version (one manifest read when it has an index section)."""
+    """The vector indices of this version (one manifest read when it has an index section, kept
+    per manifest: a manifest file never changes)."""
     from lancejit.table.meta.manifest import decode_index_section
 
     m = ctx.manifest
     if m.index_section is None:
         return []
-    _, data = await ctx.reader(ctx.store, ctx.manifest_path).read_tail(1 << 62)
-    return vector_indices(decode_index_section(data, m, ctx.store.uri(ctx.manifest_path)))
+    key = ctx.store.uri(ctx.manifest_path)
+    got = _ENTRIES.get(key)
+    if got is None:
+        _, data = await ctx.reader(ctx.store, ctx.manifest_path).read_tail(1 << 62)
+        got = _ENTRIES[key] = vector_indices(decode_index_section(data, m, key))
+        while len(_ENTRIES) > _CACHE_MAX * 4:
+            _ENTRIES.popitem(last=False)
+    return got
 
 
 async def _open(ctx: "DatasetContext", path: str) -> tuple[Any, Any]:
@@ -242,6 +249,8 @@ class _with_key:
         self.file_size = meta.file_size
 
 
+#: Vector index entries by manifest URI.
+_ENTRIES: "OrderedDict[str, list[IndexEntry]]" = OrderedDict()
 #: Loaded indices by index directory URI.
 _CACHE: "OrderedDict[str, IvfIndex]" = OrderedDict()
 _CACHE_MAX = 16

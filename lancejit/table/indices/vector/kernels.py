@@ -138,28 +138,54 @@ def hamming_topk(data, queries, rowids, keep, heap_d, heap_id, heap_n):  # pragm
     nq = queries.shape[0]
     k = heap_d.shape[1]
     use_keep = keep.shape[0] > 0
-    for i in range(n):
-        if use_keep and keep[i] == 0:
-            continue
-        for j in range(nq):
+    for j in range(nq):
+        hd = heap_d[j]
+        hi = heap_id[j]
+        cnt = heap_n[j]
+        worst = hd[0] if cnt == k else np.float32(np.inf)
+        for i in range(n):
+            if use_keep and keep[i] == 0:
+                continue
             c = 0
             for t in range(dim):
                 v = np.uint32(data[i, t] ^ queries[j, t])
                 v = v - ((v >> 1) & 0x55)
                 v = (v & 0x33) + ((v >> 2) & 0x33)
                 c += (v + (v >> 4)) & 0x0F
-            heap_n[j] = heap_push(heap_d[j], heap_id[j], heap_n[j], k, np.float32(c), rowids[i])
+            d = np.float32(c)
+            if d <= worst:
+                cnt = heap_push(hd, hi, cnt, k, d, rowids[i])
+                if cnt == k:
+                    worst = hd[0]
+        heap_n[j] = cnt
     return n
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
-def pq_topk(codes, n, table, nbits, rowids, keep, bias, heap_d, heap_id, heap_n):  # pragma: no cover
+def pq_topk(codes, n, book, r, metric, nbits, rowids, keep, bias, heap_d, heap_id, heap_n):  # pragma: no cover
     """Asymmetric PQ distances of one partition's ``n`` rows and top-k for one query.
 
     ``codes``: the partition's codes transposed (byte ``b`` of row ``i`` at ``codes[b * n + i]``;
-    4-bit codes two per byte, sub-vector ``2b`` in the low nibble); ``table`` float32
-    ``(num_sub_vectors, 2**nbits)`` per sub-vector distances; distance = table sum + ``bias``."""
-    m = table.shape[0]
+    4-bit codes two per byte, sub-vector ``2b`` in the low nibble); ``book`` float32
+    ``(m, 2**nbits, sub_dim)`` the codebooks; ``r`` float32 ``(m * sub_dim,)`` the query (its
+    residual to the partition's centroid for l2).  Per sub-vector distances: l2 ``|r_s - c|^2``,
+    dot (``metric`` 2) ``1 - r_s.c``; a row's distance is their sum + ``bias``."""
+    m = book.shape[0]
+    kc = book.shape[1]
+    sw = book.shape[2]
+    table = np.empty((m, kc), np.float32)
+    for s in range(m):
+        for j in range(kc):
+            acc0 = np.float32(0)
+            if metric == 2:
+                for t in range(sw):
+                    acc0 += r[s * sw + t] * book[s, j, t]
+                table[s, j] = np.float32(1) - acc0
+            else:
+                for t in range(sw):
+                    e = r[s * sw + t] - book[s, j, t]
+                    acc0 += e * e
+                table[s, j] = acc0
     k = heap_d.shape[1]
     use_keep = keep.shape[0] > 0
     acc = np.zeros(n, dtype=np.float32)
@@ -177,13 +203,19 @@ def pq_topk(codes, n, table, nbits, rowids, keep, bias, heap_d, heap_id, heap_n)
             for i in range(n):
                 c = codes[base + i]
                 acc[i] += lo[c & 15] + hi[c >> 4]
+    hd = heap_d[0]
+    hi = heap_id[0]
+    cnt = heap_n[0]
+    worst = hd[0] if cnt == k else np.float32(np.inf)
     for i in range(n):
         if use_keep and keep[i] == 0:
             continue
-        d = acc[i] + bias
-        if d != d:
-            continue
-        heap_n[0] = heap_push(heap_d[0], heap_id[0], heap_n[0], k, np.float32(d), rowids[i])
+        d = np.float32(acc[i] + bias)
+        if d <= worst:
+            cnt = heap_push(hd, hi, cnt, k, d, rowids[i])
+            if cnt == k:
+                worst = hd[0]
+    heap_n[0] = cnt
     return n
 
 
@@ -196,6 +228,10 @@ def sq_topk(codes, qcode, metric, scale, rowids, keep, heap_d, heap_id, heap_n):
     dim = codes.shape[1]
     k = heap_d.shape[1]
     use_keep = keep.shape[0] > 0
+    hd = heap_d[0]
+    hi = heap_id[0]
+    cnt = heap_n[0]
+    worst = hd[0] if cnt == k else np.float32(np.inf)
     for i in range(n):
         if use_keep and keep[i] == 0:
             continue
@@ -210,7 +246,11 @@ def sq_topk(codes, qcode, metric, scale, rowids, keep, heap_d, heap_id, heap_n):
                 e = np.int32(codes[i, t]) - np.int32(qcode[t])
                 acc2 += np.uint32(e * e)
             d = np.float32(acc2) * scale / np.float32(65025)
-        heap_n[0] = heap_push(heap_d[0], heap_id[0], heap_n[0], k, d, rowids[i])
+        if d <= worst:
+            cnt = heap_push(hd, hi, cnt, k, d, rowids[i])
+            if cnt == k:
+                worst = hd[0]
+    heap_n[0] = cnt
     return n
 
 

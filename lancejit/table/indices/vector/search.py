@@ -89,19 +89,13 @@ def _search_partition(index: IvfIndex, p: int, q: np.ndarray, keep: np.ndarray, 
         K.sq_topk(index.codes[lo:lo + n], qcode, metric, np.float32(np.float32(rng) ** 2), rid, keep,
                   h.d, h.ids, h.n)
     else:
-        book = index.codebook
-        m, kc, sw = book.shape
+        m = index.codebook.shape[0]
         if index.metric == K.DOT:
-            qs = q.reshape(m, 1, sw)
-            table = (1.0 - np.einsum("mkd,mkd->mk", book, np.broadcast_to(qs, book.shape))).astype(np.float32)
-            bias = np.float32(-(m - 1))
+            r, bias, metric = q, np.float32(-(m - 1)), K.DOT
         else:
-            r = (q - index.centroids[p]).reshape(m, 1, sw)
-            diff = book - r
-            table = np.einsum("mkd,mkd->mk", diff, diff).astype(np.float32)
-            bias = np.float32(0)
-        flat_codes = index.codes[lo:lo + n].reshape(-1)
-        K.pq_topk(flat_codes, n, np.ascontiguousarray(table), index.nbits, rid, keep, bias, h.d, h.ids, h.n)
+            r, bias, metric = np.ascontiguousarray(q - index.centroids[p], np.float32), np.float32(0), K.L2
+        K.pq_topk(index.codes[lo:lo + n].reshape(-1), n, index.codebook, r, metric, index.nbits, rid, keep, bias,
+                  h.d, h.ids, h.n)
 
 
 def ann_one(index: IvfIndex, q: np.ndarray, k: int, kk: int, lo_probes: int, hi_probes: int | None,

@@ -1,0 +1,47 @@
+"""The public face: ``Dataset.to_table / to_batches / scanner / to_table_async(nearest=...)`` and
+``Dataset.create_index``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from conftest import make_dataset, vectors_table
+from helpers import assert_same, theirs
+
+import lancejit
+
+
+@pytest.fixture(scope="module")
+def api_path(vec_root):
+    return make_dataset(vec_root, "api", vectors_table(800, 8, seed=51), delete="id % 10 = 0")
+
+
+def test_to_table_to_batches_scanner(api_path):
+    ds = lancejit.dataset(api_path)
+    q = np.random.default_rng(52).standard_normal(8)
+    nn = {"column": "vec", "q": q, "k": 30}
+    want = theirs(api_path, nn, columns=["id"], filter="cat < 3")
+    assert_same(ds.to_table(columns=["id"], filter="cat < 3", nearest=nn), want)
+    batches = list(ds.to_batches(columns=["id"], filter="cat < 3", nearest=nn, batch_size=7))
+    assert max(b.num_rows for b in batches) == 7
+    assert_same(ds.to_table(columns=["id"], filter="cat < 3", nearest=nn).from_batches(batches), want)
+    assert_same(ds.scanner(nearest=nn, prefilter=True, filter="cat < 3").to_table(),
+                theirs(api_path, nn, filter="cat < 3", prefilter=True))
+    got = asyncio.run(ds.to_table_async(columns=["id"], nearest=nn, with_row_id=True))
+    assert_same(got, theirs(api_path, nn, columns=["id"], with_row_id=True))
+
+
+def test_create_index_then_search(vec_root):
+    import lance
+
+    path = make_dataset(vec_root, "api_index", vectors_table(1500, 16, seed=53), rows_per_file=500)
+    ds = lancejit.dataset(path).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4, seed=1)
+    assert ds.version == 2
+    q = np.random.default_rng(54).standard_normal(16)
+    nn = {"column": "vec", "q": q, "k": 10, "nprobes": 2}
+    assert_same(ds.to_table(columns=["id"], nearest=nn), theirs(path, nn, columns=["id"]), rtol=1e-3, atol=1e-4)
+    ds = ds.create_index("vec", "IVF_SQ", num_partitions=3)  # replaces the index of the same name
+    assert len(lance.dataset(path).describe_indices()) == 1
+    assert_same(ds.to_table(columns=["id"], nearest=nn), theirs(path, nn, columns=["id"]), rtol=1e-3, atol=1e-4)
