@@ -212,15 +212,11 @@ async def nearest_table(ds: "Dataset", nearest: Any, *, columns: Sequence[str] |
 
     query = parse_nearest(nearest, ds.schema)
     results = await search_merged(ds, query, filter=filter, prefilter=prefilter)
-    proj = _projection(ds, columns)
-    data_cols = [c for c in proj if c not in (DISTANCE, ROWID, ROWADDR)]
-    if with_row_id and ROWID not in proj:
-        proj = proj + [ROWID]
-    if DISTANCE not in proj:
-        at = proj.index(ROWID) if ROWID in proj and columns is None else len(proj)
-        if ROWID in proj and columns is not None and proj[-1] == ROWID and with_row_id:
-            at = len(proj) - 1
-        proj = proj[:at] + [DISTANCE] + proj[at:]
+    asked = _projection(ds, columns)
+    data_cols = [c for c in asked if c not in (DISTANCE, ROWID, ROWADDR)]
+    # the reference's order: the asked columns, then _distance, then the _rowid with_row_id adds
+    proj = asked + ([DISTANCE] if DISTANCE not in asked else []) + \
+        ([ROWID] if with_row_id and ROWID not in asked else [])
     filter_cols: list[str] = []
     compiled = None
     if filter is not None and not prefilter:
