@@ -101,3 +101,39 @@ def test_built_index_read_by_reference(vec_root, ix):
         ours_recall.append(overlap(exact, a))
         ref_recall.append(overlap(exact, theirs(ref_path, nn, columns=["id"])))
     assert np.mean(ours_recall) >= np.mean(ref_recall) - 0.15, (ours_recall, ref_recall)
+
+
+@pytest.mark.parametrize("kind", ["IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_HNSW_FLAT"])
+def test_hnsw_storage_searched_without_graph(vec_root, kind):
+    """IVF_HNSW_* indices: their IVF storage is searched exhaustively per partition (no graph);
+    the top-10 overlaps the reference's graph search by >= 0.9 on average."""
+    ix = dict(index_type=kind, num_partitions=3)
+    if kind == "IVF_HNSW_PQ":
+        ix["num_sub_vectors"] = 4
+    path = make_dataset(vec_root, f"hnsw_{kind}", vectors_table(1500, 16, seed=61), index=ix)
+    rng = np.random.default_rng(62)
+    ov = []
+    for _ in range(10):
+        nn = {"column": "vec", "q": rng.standard_normal(16), "k": 10, "nprobes": 3}
+        ov.append(overlap(ours(path, nn, columns=["id"]), theirs(path, nn, columns=["id"])))
+    assert np.mean(ov) >= 0.9, ov
+
+
+def test_stable_row_ids_and_float64(vec_root):
+    """Indices over datasets with stable row ids (the index stores those ids) and over float64
+    vectors."""
+    import lance
+
+    path = str(vec_root / "stable_ids")
+    table = vectors_table(1000, 16, seed=71, dtype=np.float64)
+    ds = lance.write_dataset(table, path, max_rows_per_file=300, enable_stable_row_ids=True)
+    ds.delete("id % 4 = 1")
+    ds = lance.dataset(path)
+    ds.create_index("vec", index_type="IVF_FLAT", num_partitions=4)
+    lance.write_dataset(vectors_table(200, 16, seed=72, start=1000, dtype=np.float64), path, mode="append")
+    lance.dataset(path).delete("id % 10 = 7")
+    rng = np.random.default_rng(73)
+    for extra in ({}, {"nprobes": 1}, {"use_index": False}, {"refine_factor": 2}):
+        nn = {"column": "vec", "q": rng.standard_normal(16), "k": 15, **extra}
+        for kw in (dict(columns=["id"], with_row_id=True), dict(columns=["id"], filter="cat = 2", prefilter=True)):
+            assert_same(ours(path, nn, **kw), theirs(path, nn, **kw), rtol=1e-5, atol=1e-6)
