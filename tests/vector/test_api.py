@@ -45,3 +45,20 @@ def test_create_index_then_search(vec_root):
     ds = ds.create_index("vec", "IVF_SQ", num_partitions=3)  # replaces the index of the same name
     assert len(lance.dataset(path).describe_indices()) == 1
     assert_same(ds.to_table(columns=["id"], nearest=nn), theirs(path, nn, columns=["id"]), rtol=1e-3, atol=1e-4)
+
+
+def test_index_built_while_rows_were_appended(vec_root):
+    """An append committed while the index was built (after its read version) stays uncovered:
+    the index's bitmap names the fragments it read; searches merge the new rows flat."""
+    import lance
+
+    path = make_dataset(vec_root, "api_concurrent", vectors_table(900, 16, seed=55), rows_per_file=300)
+    ds = lancejit.dataset(path)
+    lance.write_dataset(vectors_table(120, 16, seed=56, start=900), path, mode="append")
+    ds = ds.create_index("vec", "IVF_FLAT", num_partitions=3)
+    assert ds.version == 3
+    (ix,) = lance.dataset(path).list_indices()
+    assert sorted(ix["fragment_ids"]) == [0, 1, 2]
+    q = np.random.default_rng(57).standard_normal(16)
+    nn = {"column": "vec", "q": q, "k": 12, "nprobes": 1}
+    assert_same(ds.to_table(columns=["id"], nearest=nn), theirs(path, nn, columns=["id"]))
