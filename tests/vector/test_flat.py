@@ -160,3 +160,20 @@ def test_concurrent_searches_merged(flat_paths, merge, monkeypatch):
     assert sorted(searched) == ([1, 8] if merge else [1] * 7 + [2])
     for (nn, kw), t in zip(calls, got):
         assert_same(t, theirs(p, nn, **kw))
+
+
+def test_k_beyond_the_rows(flat_paths):
+    """k larger than the dataset returns every row (no allocation sized by k)."""
+    p = flat_paths["float32"]
+    q = np.random.default_rng(41).standard_normal(16)
+    nn = {"column": "vec", "q": q, "k": 10**12}
+    a = ours(p, nn, columns=["id"])
+    assert a.num_rows == lancejit_rows(p)
+    nn = {"column": "vec", "q": q, "k": 5000, "metric": "dot"}
+    assert_same(ours(p, nn, columns=["id"]), theirs(p, nn, columns=["id"]))
+
+
+def lancejit_rows(path: str) -> int:
+    import lancejit
+
+    return lancejit.dataset(path).count_rows()

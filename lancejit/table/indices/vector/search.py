@@ -20,6 +20,7 @@ back); ``offset`` / ``limit`` apply last.  Concurrent calls are merged (:mod:`.m
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -159,6 +160,9 @@ async def search(ds: "Dataset", query: NearestQuery, *, filter: Any = None, pref
     """Each query vector's nearest rows (sorted), through an index when usable."""
     prefilter_expr = filter if prefilter else None
     ctx = ds.context
+    rows = await ds.count_rows_async()
+    if query.k > rows:  # heaps are sized by k: never beyond the rows there are
+        query = replace(query, k=max(1, rows))
     field_id = next((t.id for t in ctx.top_fields if t.name == query.column), None)
     entry = None
     if query.use_index:
@@ -172,7 +176,7 @@ async def search(ds: "Dataset", query: NearestQuery, *, filter: Any = None, pref
         metric = query.metric_or(K.L2)
         return await flat_search(ds, query, metric, query.k, prefilter=prefilter_expr)
     k = query.k
-    kk = k * (query.refine_factor or 1)
+    kk = min(k * (query.refine_factor or 1), max(1, rows))
     present = {f.id: f for f in ctx.manifest.fragments}
     covered = sorted(f for f in entry.fragment_ids if f in present)
     uncovered = sorted(f for f in present if f not in entry.fragment_ids)
