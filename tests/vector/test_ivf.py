@@ -137,3 +137,17 @@ def test_stable_row_ids_and_float64(vec_root):
         nn = {"column": "vec", "q": rng.standard_normal(16), "k": 15, **extra}
         for kw in (dict(columns=["id"], with_row_id=True), dict(columns=["id"], filter="cat = 2", prefilter=True)):
             assert_same(ours(path, nn, **kw), theirs(path, nn, **kw), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+@pytest.mark.parametrize("kind", ["IVF_FLAT", "IVF_PQ"])
+def test_built_index_other_float_types(vec_root, dtype, kind):
+    """Indices lancejit builds over float16 / float64 columns are searched by the reference with
+    lancejit's answers."""
+    path = make_dataset(vec_root, f"built_{kind}_{np.dtype(dtype).name}", vectors_table(900, 16, seed=91, dtype=dtype))
+    kw = {"num_sub_vectors": 4} if kind == "IVF_PQ" else {}
+    ds = lancejit.dataset(path).create_index("vec", kind, num_partitions=3, seed=2, **kw)
+    rng = np.random.default_rng(92)
+    for _ in range(3):
+        nn = {"column": "vec", "q": rng.standard_normal(16), "k": 10, "nprobes": 2}
+        assert_same(ds.to_table(columns=["id"], nearest=nn), theirs(path, nn, columns=["id"]), rtol=2e-3, atol=1e-3)

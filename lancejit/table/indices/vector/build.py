@@ -129,20 +129,22 @@ def _transposed(codes: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, nbi
     return out
 
 
-def _fsl(values: np.ndarray, nullable: bool = True) -> pa.Array:
+def _fsl(values: np.ndarray) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
 
 
 async def _write_file(ds: "Dataset", path: str, table: pa.Table, metadata: dict[str, str],
-                      buffers: list[tuple[str | None, bytes]]) -> int:
+                      buffers: list[tuple[str, bytes]]) -> int:
+    """Write one index file: global buffers ``buffers`` (their positions, 1, 2, ..., under their
+    keys in the schema metadata unless a key starts with ``_``), ``metadata``, the rows of
+    ``table``; returns the file's size in bytes."""
     from lancejit.file.writer import AsyncLanceFileWriter
 
-    uri = ds.context.store.uri(path)
-    w = AsyncLanceFileWriter(uri, table.schema, version="2.2")
+    w = AsyncLanceFileWriter(ds.context.store.uri(path), table.schema, version="2.2")
     try:
         for key, data in buffers:
             pos = await w.add_global_buffer(data)
-            if key is not None:
+            if not key.startswith("_"):
                 metadata[key] = str(pos)
         for k, v in metadata.items():
             w.add_schema_metadata(k, v)
@@ -155,16 +157,54 @@ async def _write_file(ds: "Dataset", path: str, table: pa.Table, metadata: dict[
         raise
 
 
+async def _read_vectors(ds: "Dataset", column: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The column's live, non-null, finite vectors (the column's float type, ``(n, dim)``) and
+    their row ids."""
+    vals_l, ids_l = [], []
+    async for b in ds.scanner(columns=[column], with_row_id=True, batch_size=1 << 17).batches_async():
+        v, keep = vectors_of(b.column(column), dim)
+        ok = np.isfinite(v).all(axis=1)
+        if len(keep):
+            ok &= keep.astype(bool)
+        vals_l.append(v[ok])
+        ids_l.append(b.column("_rowid").to_numpy()[ok])
+    if not vals_l:
+        return np.empty((0, dim), np.float32), np.empty(0, np.uint64)
+    return np.ascontiguousarray(np.concatenate(vals_l)), np.concatenate(ids_l).astype(np.uint64)
+
+
+def _pq_params(dim: int, num_sub_vectors: int | None, num_bits: int) -> int:
+    m = num_sub_vectors if num_sub_vectors is not None else (dim // 16 if dim % 16 == 0 else dim // 8 if dim % 8 == 0
+                                                             else 1)
+    if num_bits not in (4, 8):
+        raise InvalidInputError(f"num_bits must be 4 or 8, got {num_bits}")
+    if not isinstance(m, (int, np.integer)) or m < 1 or dim % m:
+        raise InvalidInputError(f"num_sub_vectors {m!r} must be a positive divisor of the dimension {dim}")
+    if num_bits == 4 and m % 2:
+        raise InvalidInputError(f"num_sub_vectors must be even for num_bits=4, got {m}")
+    return int(m)
+
+
+def _sq_codes(data: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """8-bit codes over the values' ``[min, max]`` (the reference's saturating scale)."""
+    lo, hi = (float(data.min()), float(data.max())) if data.size else (0.0, 0.0)
+    rg = hi - lo
+    if rg == 0:
+        return np.zeros(data.shape, np.uint8), lo, hi
+    return np.clip(np.floor((data.astype(np.float64) - lo) * 255.0 / rg), 0, 255).astype(np.uint8), lo, hi
+
+
 async def create_index_async(ds: "Dataset", column: str, index_type: str, *, num_partitions: int | None = None,
                              num_sub_vectors: int | None = None, num_bits: int = 8, metric: str = "l2",
                              name: str | None = None, replace: bool = True, sample_rate: int = DEFAULT_SAMPLE_RATE,
                              max_iters: int = DEFAULT_MAX_ITERS, seed: int | None = None) -> "Dataset":
     """Build an index of ``index_type`` on ``column`` and commit it; returns the new version.
 
-    ``num_partitions`` default: ``sqrt(rows)``; ``num_sub_vectors`` default: ``dim / 16`` (at
-    least 1, dividing dim) for IVF_PQ; ``num_bits`` 4 or 8 (PQ); ``metric`` l2 / cosine / dot."""
-    from lancejit.table.commit import CreateIndex, commit
-
+    ``num_partitions`` default: ``sqrt(rows)``; ``num_sub_vectors`` (IVF_PQ) default: ``dim / 16``
+    (else ``dim / 8``, else 1); ``num_bits`` 4 or 8 (PQ); ``metric`` l2 / cosine / dot;
+    ``name`` default ``<column>_idx`` (an index of that name is replaced unless ``replace`` is
+    False); ``sample_rate``: training rows per centroid; ``max_iters``: k-means iterations;
+    ``seed``: the sampling and initialization seed."""
     kind = str(index_type).upper()
     if kind not in BUILD_KINDS:
         raise NotSupportedError(f"building a {index_type!r} index is not supported (use one of {BUILD_KINDS})")
@@ -174,35 +214,27 @@ async def create_index_async(ds: "Dataset", column: str, index_type: str, *, num
     code = metric_code(metric)
     if code == K.HAMMING:
         raise NotSupportedError("vector indices with the hamming distance are not supported")
-    rng = np.random.default_rng(seed)
-    ctx = ds.context
-    frag_ids = [f.id for f in ctx.manifest.fragments]
-    vals_l, ids_l = [], []
-    async for b in ds.scanner(columns=[column], with_row_id=True, batch_size=1 << 17).batches_async():
-        v, keep = vectors_of(b.column(column), dim)
-        rid = b.column("_rowid").to_numpy()
-        v = v.astype(np.float32, copy=False)
-        ok = np.isfinite(v).all(axis=1)
-        if len(keep):
-            ok &= keep.astype(bool)
-        vals_l.append(v[ok])
-        ids_l.append(rid[ok])
-    data = np.ascontiguousarray(np.concatenate(vals_l)) if vals_l else np.empty((0, dim), np.float32)
-    row_ids = np.concatenate(ids_l).astype(np.uint64) if ids_l else np.empty(0, np.uint64)
-    n = len(data)
-    if num_partitions is None:
-        num_partitions = max(1, int(np.sqrt(n)))
-    if not isinstance(num_partitions, (int, np.integer)) or num_partitions < 1:
+    m = _pq_params(dim, num_sub_vectors, num_bits) if kind == "IVF_PQ" else 0
+    if num_partitions is not None and (isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer))
+                                       or num_partitions < 1):
         raise InvalidInputError(f"num_partitions must be a positive int, got {num_partitions!r}")
+    rng = np.random.default_rng(seed)
+    frag_ids = [f.id for f in ds.context.manifest.fragments]
+    t0 = time.time()
+    raw, row_ids = await _read_vectors(ds, column, dim)
+    n = len(raw)
+    num_partitions = int(num_partitions) if num_partitions is not None else max(1, int(np.sqrt(n)))
     if n < num_partitions:
         raise InvalidInputError(f"cannot train {num_partitions} partitions from {n} vectors")
-    if code == K.COSINE:
-        norms = np.linalg.norm(data, axis=1)
-        data = np.ascontiguousarray(data / np.where(norms == 0, 1, norms)[:, None], dtype=np.float32)
+    if code == K.COSINE:  # cosine: unit vectors, then l2
+        norms = np.linalg.norm(raw.astype(np.float64), axis=1)
+        raw = np.ascontiguousarray(raw / np.where(norms == 0, 1, norms)[:, None].astype(raw.dtype))
+    data = np.ascontiguousarray(raw, np.float32)
     inner = K.L2 if code == K.COSINE else code
-    t0 = time.time()
-    sample = data[_sample(n, num_partitions * sample_rate, rng)]
-    centroids, loss = kmeans(np.ascontiguousarray(sample), num_partitions, inner, max_iters, rng)
+    col_dtype = np.dtype(vt.to_pandas_dtype())  # centroids, codebooks and flat vectors are stored in it
+    centroids, loss = kmeans(np.ascontiguousarray(data[_sample(n, num_partitions * sample_rate, rng)]),
+                             num_partitions, inner, max_iters, rng)
+    centroids = centroids.astype(col_dtype).astype(np.float32)
     part, _ = _assign(data, centroids, inner)
     order = np.argsort(part, kind="stable")
     lengths = np.bincount(part, minlength=num_partitions).astype(np.int64)
@@ -211,77 +243,47 @@ async def create_index_async(ds: "Dataset", column: str, index_type: str, *, num
 
     details = pb.VectorIndexDetails(metric_type=code)
     details.runtime_hints.update(_HINTS)
-    buffers: list[tuple[str | None, bytes]] = []
+    buffers: list[tuple[str, bytes]] = []
     storage: dict[str, Any]
-    if kind == "IVF_FLAT":
+    if kind == "IVF_FLAT":  # the vectors in the column's own float type
         details.flat.SetInParent()
-        col = pa.field("flat", pa.list_(pa.float32(), dim), nullable=False)
-        stored = _fsl(data)
+        flat = raw[order].astype(col_dtype)
+        col = pa.field("flat", pa.list_(pa.from_numpy_dtype(col_dtype), dim), nullable=False)
+        stored = _fsl(flat)
         storage = {"dim": dim}
     elif kind == "IVF_SQ":
         details.sq.num_bits = 8
-        lo, hi = float(data.min()) if n else 0.0, float(data.max()) if n else 0.0
-        rg = hi - lo
-        codes = np.zeros(data.shape, np.uint8) if rg == 0 else \
-            np.clip(np.floor((data.astype(np.float64) - lo) * 255.0 / rg), 0, 255).astype(np.uint8)
+        codes, lo, hi = _sq_codes(data)
         col = pa.field("__sq_code", pa.list_(pa.uint8(), dim))
         stored = _fsl(codes)
         storage = {"dim": dim, "num_bits": 8, "bounds": {"start": lo, "end": hi}}
     else:
-        m = num_sub_vectors or max(1, dim // 16)
-        if num_bits not in (4, 8):
-            raise InvalidInputError(f"num_bits must be 4 or 8, got {num_bits}")
-        if dim % m:
-            raise InvalidInputError(f"num_sub_vectors {m} must divide the dimension {dim}")
-        if num_bits == 4 and m % 2:
-            raise InvalidInputError(f"num_sub_vectors must be even for num_bits=4, got {m}")
         details.pq.num_bits = num_bits
         details.pq.num_sub_vectors = m
-        resid = data - centroids[part] if inner == K.L2 else data
-        resid = np.ascontiguousarray(resid, np.float32)
         kc = 1 << num_bits
         if n < kc:
             raise InvalidInputError(f"PQ with {num_bits} bits needs at least {kc} vectors, got {n}")
+        resid = np.ascontiguousarray(data - centroids[part] if inner == K.L2 else data, np.float32)
         book = pq_train(np.ascontiguousarray(resid[_sample(n, sample_rate * kc, rng)]), m, num_bits, inner,
-                        max_iters, rng)
+                        max_iters, rng).astype(col_dtype).astype(np.float32)
         codes = _transposed(pq_encode(resid, book, inner), offsets, lengths, num_bits)
         col = pa.field("__pq_code", pa.list_(pa.uint8(), codes.shape[1]))
         stored = _fsl(codes)
-        buffers.append(("__codebook", pb.tensor_of(book.reshape(kc, dim)).SerializeToString()))
-        storage = {"codebook_position": 0, "nbits": num_bits, "num_sub_vectors": m, "dimension": dim,
+        buffers.append(("_codebook", pb.tensor_of(book.reshape(kc, dim).astype(col_dtype)).SerializeToString()))
+        # global buffers: 1 the IVF partitions, 2 the codebook
+        storage = {"codebook_position": 2, "nbits": num_bits, "num_sub_vectors": m, "dimension": dim,
                    "codebook_tensor": [], "transposed": True}
     uid = _uuid.uuid4()
-    root = join_path(ctx.root, "_indices", str(uid))
-    aux_ivf = pb.IVF(offsets=offsets.tolist(), lengths=lengths.tolist())
-    aux_meta = {"distance_type": METRIC_NAMES[code]}
+    root = join_path(ds.context.root, "_indices", str(uid))
     aux_table = pa.table([pa.array(row_ids, pa.uint64()), stored],
                          schema=pa.schema([pa.field("_rowid", pa.uint64()), col]))
-    aux_buffers = [("lance:ivf", aux_ivf.SerializeToString())] + buffers
-    meta_pos: dict[str, str] = {}
-    aux_meta_all = dict(aux_meta)
-    # the codebook's buffer index goes into storage_metadata: written after the buffers are placed
-    from lancejit.file.writer import AsyncLanceFileWriter
-
-    apath = join_path(root, AUX_FILE)
-    w = AsyncLanceFileWriter(ctx.store.uri(apath), aux_table.schema, version="2.2")
-    try:
-        for key, data_b in aux_buffers:
-            meta_pos[key] = str(await w.add_global_buffer(data_b))
-        if "__codebook" in meta_pos:
-            storage["codebook_position"] = int(meta_pos["__codebook"])
-        aux_meta_all["storage_metadata"] = json.dumps([json.dumps(storage, separators=(",", ":"))])
-        aux_meta_all["lance:ivf"] = meta_pos["lance:ivf"]
-        for k, v in aux_meta_all.items():
-            w.add_schema_metadata(k, v)
-        if aux_table.num_rows:
-            await w.write_batch(aux_table)
-        await w.close()
-        aux_size = w.bytes_written
-    except BaseException:
-        await w.abort()
-        raise
+    aux_meta = {"distance_type": METRIC_NAMES[code],
+                "storage_metadata": json.dumps([json.dumps(storage, separators=(",", ":"))])}
+    aux_ivf = pb.IVF(offsets=offsets.tolist(), lengths=lengths.tolist())
+    aux_size = await _write_file(ds, join_path(root, AUX_FILE), aux_table, aux_meta,
+                                 [("lance:ivf", aux_ivf.SerializeToString())] + buffers)
     ivf = pb.IVF(offsets=[0] * num_partitions, lengths=[0] * num_partitions,
-                 centroids_tensor=pb.tensor_of(centroids), loss=loss)
+                 centroids_tensor=pb.tensor_of(centroids.astype(col_dtype)), loss=loss)
     index_meta = {"lance:index": json.dumps({"type": kind, "distance_type": METRIC_NAMES[code]},
                                             separators=(",", ":")),
                   "lance:flat": json.dumps([""] * num_partitions, separators=(",", ":"))}

@@ -92,7 +92,7 @@ def _search_partition(index: IvfIndex, p: int, q: np.ndarray, keep: np.ndarray, 
     else:
         m = index.codebook.shape[0]
         if index.metric == K.DOT:
-            r, bias, metric = q, np.float32(-(m - 1)), K.DOT
+            r, bias, metric = np.ascontiguousarray(q, np.float32), np.float32(-(m - 1)), K.DOT
         else:
             r, bias, metric = np.ascontiguousarray(q - index.centroids[p], np.float32), np.float32(0), K.L2
         K.pq_topk(index.codes[lo:lo + n].reshape(-1), n, index.codebook, r, metric, index.nbits, rid, keep, bias,
@@ -102,7 +102,7 @@ def _search_partition(index: IvfIndex, p: int, q: np.ndarray, keep: np.ndarray, 
 def ann_one(index: IvfIndex, q: np.ndarray, k: int, kk: int, lo_probes: int, hi_probes: int | None,
             allowed: np.ndarray | None) -> Result:
     """One query's ``kk`` best candidates from the index (see the module docstring)."""
-    q = q.astype(np.float32)
+    q = q.astype(np.float64 if index.codes.dtype == np.float64 else np.float32)
     if index.metric == K.COSINE:
         q = _normalized(q[None, :])[0]
     order = partition_order(index, q)
