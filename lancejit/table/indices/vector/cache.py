@@ -37,7 +37,8 @@ class Block:
 
     @property
     def nbytes(self) -> int:
-        return self.values.nbytes + self.row_ids.nbytes + self.keep.nbytes + self.addrs.nbytes
+        shared = self.addrs is self.row_ids or np.shares_memory(self.addrs, self.row_ids)
+        return self.values.nbytes + self.row_ids.nbytes + self.keep.nbytes + (0 if shared else self.addrs.nbytes)
 
 
 @dataclass(frozen=True, slots=True)

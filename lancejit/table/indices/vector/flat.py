@@ -9,6 +9,7 @@ next blocks.  Null vectors and NaN distances never make the result (the referenc
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -121,26 +122,35 @@ async def flat_search(ds: "Dataset", query: "NearestQuery", metric: int, k: int,
         if prefilter is None:
             for b in hit.blocks:
                 await score(b.values, b.row_ids, b.keep)
-    if missing:
-        pieces: dict[int, list[vcache.Block]] = {}
-        scanner = ds.scanner(columns=[query.column], with_row_id=True, with_row_address=True,
-                             fragment_ids=missing, batch_size=BLOCK_ROWS)
-        async for batch in scanner.batches_async():
-            if batch.num_rows == 0:
-                continue
-            vals, keep = vectors_of(batch.column(query.column), query.dim)
-            rowids = batch.column(_ROWID).to_numpy()
-            if prefilter is None:
-                await score(vals, rowids, keep)
-            addr = batch.column(_ROWADDR).to_numpy()
-            for fid, lo, hi in _split_by_fragment(addr):
-                pieces.setdefault(fid, []).append(
-                    vcache.Block(vals[lo:hi], rowids[lo:hi], keep[lo:hi] if len(keep) else keep, addr[lo:hi]))
-        for fid in missing:  # fragments with no live row cache an empty entry
-            blocks[fid] = tuple(pieces.get(fid, ()))
-            vcache.put(keys[fid], vcache.Entry(blocks[fid]))
-    if prefilter is not None:
-        masks = await _filter_masks(ds, [f.id for f in frags], prefilter)
+    # a prefilter's matching rows are read while the vectors are (two scans at once)
+    masks_task = asyncio.ensure_future(_filter_masks(ds, [f.id for f in frags], prefilter)) \
+        if prefilter is not None else None
+    try:
+        if missing:
+            pieces: dict[int, list[vcache.Block]] = {}
+            stable = ds.has_stable_row_ids  # else a row's id is its address
+            scanner = ds.scanner(columns=[query.column], with_row_id=stable, with_row_address=True,
+                                 fragment_ids=missing, batch_size=BLOCK_ROWS)
+            async for batch in scanner.batches_async():
+                if batch.num_rows == 0:
+                    continue
+                vals, keep = vectors_of(batch.column(query.column), query.dim)
+                addr = batch.column(_ROWADDR).to_numpy()
+                rowids = batch.column(_ROWID).to_numpy() if stable else addr
+                if prefilter is None:
+                    await score(vals, rowids, keep)
+                for fid, lo, hi in _split_by_fragment(addr):
+                    pieces.setdefault(fid, []).append(
+                        vcache.Block(vals[lo:hi], rowids[lo:hi], keep[lo:hi] if len(keep) else keep, addr[lo:hi]))
+            for fid in missing:  # fragments with no live row cache an empty entry
+                blocks[fid] = tuple(pieces.get(fid, ()))
+                vcache.put(keys[fid], vcache.Entry(blocks[fid]))
+    except BaseException:
+        if masks_task is not None:
+            masks_task.cancel()
+        raise
+    if masks_task is not None:
+        masks = await masks_task
         for f in frags:
             sel = masks.get(f.id)
             fb = [b for b in blocks.get(f.id, ()) if len(b.addrs)]
