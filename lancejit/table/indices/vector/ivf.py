@@ -38,7 +38,6 @@ from pyroaring import BitMap
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedError
 from lancejit.io.store import join_path
 
-from . import kernels as K
 from . import pb
 from .query import metric_code
 
@@ -65,8 +64,8 @@ class IndexEntry:
 
 @dataclass(frozen=True, slots=True)
 class IvfIndex:
-    """A loaded IVF index.  ``kind``: ``IVF_FLAT`` / ``IVF_PQ`` / ``IVF_SQ`` (HNSW variants
-    report their storage's); ``metric``: a :mod:`.kernels` code; ``centroids`` float32
+    """A loaded IVF index.  ``kind``: the index type (``IVF_HNSW_*`` too; :attr:`storage` names
+    the storage searched: ``IVF_FLAT`` / ``IVF_PQ`` / ``IVF_SQ``); ``metric``: a :mod:`.kernels` code; ``centroids`` float32
     ``(P, dim)``; ``offsets`` / ``lengths`` int64 ``(P,)``; ``row_ids`` uint64 (every row,
     partition after partition); ``codes``: FLAT ``(n, dim)`` floats, PQ ``(n, code bytes)``
     uint8 (transposed per partition), SQ ``(n, dim)`` uint8; PQ: ``codebook`` float32

@@ -32,7 +32,7 @@ from . import kernels as K
 from .flat import flat_search, qnorms, vectors_of
 from .ivf import IvfIndex, index_entries, load_index
 from .query import NearestQuery, parse_nearest
-from .topk import Heaps, Result, TopK
+from .topk import Heaps, Result
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancejit.table.dataset import Dataset
