@@ -151,3 +151,27 @@ def test_built_index_other_float_types(vec_root, dtype, kind):
     for _ in range(3):
         nn = {"column": "vec", "q": rng.standard_normal(16), "k": 10, "nprobes": 2}
         assert_same(ds.to_table(columns=["id"], nearest=nn), theirs(path, nn, columns=["id"]), rtol=2e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["pq8_l2", "sq_l2"])
+def test_minimum_maximum_nprobes_with_selective_prefilter(ivf_paths, name):
+    """With few rows passing the prefilter, the search probes past ``minimum_nprobes`` until it
+    has ``k`` rows or reaches ``maximum_nprobes``, as the reference does."""
+    rng = np.random.default_rng(5)
+    for lo, hi in ((1, 2), (1, 6), (2, None)):
+        nn = {"column": "vec", "q": rng.standard_normal(16), "k": 10, "minimum_nprobes": lo}
+        if hi is not None:
+            nn["maximum_nprobes"] = hi
+        kw = dict(columns=["id"], filter="id % 50 = 3", prefilter=True)
+        assert_same(ours(ivf_paths[name], nn, **kw), theirs(ivf_paths[name], nn, **kw), rtol=1e-3, atol=1e-4)
+
+
+def test_prefilter_matching_fewer_than_k_rows(ivf_paths):
+    """A prefilter matching at most k rows: those the first partitions missed come back at an
+    infinite distance when more partitions could be probed, not when nprobes fixes them."""
+    rng = np.random.default_rng(8)
+    for extra in ({"minimum_nprobes": 1}, {"nprobes": 1}, {}):
+        nn = {"column": "vec", "q": rng.standard_normal(16), "k": 10, **extra}
+        kw = dict(columns=["id"], filter="id IN (5, 100, 700, 1001, 1300)", prefilter=True)
+        a, b = ours(ivf_paths["sq_l2"], nn, **kw), theirs(ivf_paths["sq_l2"], nn, **kw)
+        assert_same(a, b, rtol=1e-3, atol=1e-4)

@@ -22,7 +22,8 @@ from lancejit.core.errors import InvalidInputError, InvalidTypeError, NotSupport
 from . import kernels as K
 
 DEFAULT_K = 10
-#: Partitions an index search probes at least when ``nprobes`` / ``minimum_nprobes`` is not given.
+#: Partitions an index search probes at least when ``nprobes`` / ``minimum_nprobes`` is not given
+#: (pylance 14's default; more may be probed: see :mod:`.search`).
 DEFAULT_NPROBES = 20
 _METRICS = {"l2": K.L2, "euclidean": K.L2, "cosine": K.COSINE, "dot": K.DOT, "hamming": K.HAMMING}
 METRIC_NAMES = {K.L2: "l2", K.COSINE: "cosine", K.DOT: "dot", K.HAMMING: "hamming"}

@@ -3,8 +3,11 @@
 
 Index search, per query vector: partitions are ranked by the distance of their centroid to
 the query (l2 for l2 and cosine (query normalized), dot for dot); the nearest
-``minimum_nprobes`` (at least 1) are searched, then further ones while fewer than ``k`` rows
-were found, up to ``maximum_nprobes`` (default all).  Each partition's rows are scored from
+``minimum_nprobes`` (default 20) are searched, and at least those within a factor of the
+nearest centroid's distance (0.6 for k = 1, 7 up to k = 10, 81 beyond: the reference's early
+pruning), then further ones while fewer than ``k`` rows were found, up to ``maximum_nprobes``
+(default all).  When a prefilter matches at most ``k`` rows, those the first partitions missed
+are returned at an infinite distance instead of probing further (as the reference does).  Each partition's rows are scored from
 their stored form (raw vectors, PQ distance tables, SQ codes) into one top-``k * refine_factor``
 heap; rows deleted since the index was built (and, with ``prefilter``, rows failing the filter)
 are skipped.  With ``refine_factor`` the candidates' raw vectors are read and re-ranked by exact
@@ -49,15 +52,31 @@ def _normalized(q: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(q / n[:, None])
 
 
-def partition_order(index: IvfIndex, q: np.ndarray) -> np.ndarray:
-    """Partitions nearest first for one (normalized for cosine) float32 query."""
+def partition_order(index: IvfIndex, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Partitions nearest first for one (normalized for cosine) query, and their centroid
+    distances in that order (squared l2; dot: ``1 - q.c``)."""
     c = index.centroids
+    qf = q.astype(np.float32)
     if index.metric == K.DOT:
-        d = 1.0 - c @ q
+        d = np.float32(1) - c @ qf
     else:
-        diff = c - q[None, :]
+        diff = c - qf[None, :]
         d = np.einsum("ij,ij->i", diff, diff)
-    return np.argsort(d, kind="stable")
+    order = np.argsort(d, kind="stable")
+    return order, d[order]
+
+
+#: The reference probes at least the partitions whose centroid distance is within this factor
+#: of the nearest one's (by k: 1, up to 10, more).
+_PRUNING = ((1, 0.6), (10, 7.0), (None, 81.0))
+
+
+def pruned_probes(dists: np.ndarray, k: int) -> int:
+    """Partitions (of ``dists``, ascending) within the pruning factor of the nearest."""
+    if len(dists) == 0:
+        return 0
+    factor = next(f for bound, f in _PRUNING if bound is None or k <= bound)
+    return int(np.searchsorted(dists, dists[0] * np.float32(factor), side="right"))
 
 
 def _keep_for(row_ids: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
@@ -100,24 +119,35 @@ def _search_partition(index: IvfIndex, p: int, q: np.ndarray, keep: np.ndarray, 
 
 
 def ann_one(index: IvfIndex, q: np.ndarray, k: int, kk: int, lo_probes: int, hi_probes: int | None,
-            allowed: np.ndarray | None) -> Result:
-    """One query's ``kk`` best candidates from the index (see the module docstring)."""
+            allowed: np.ndarray | None, filtered: bool) -> Result:
+    """One query's ``kk`` best candidates from the index (see the module docstring).  ``allowed``:
+    sorted row ids the search may return (None: any); ``filtered``: they are a prefilter's
+    matches (when fewer than ``k``, those the probed partitions missed come back at an infinite
+    distance, as the reference returns them)."""
     q = q.astype(np.float64 if index.codes.dtype == np.float64 else np.float32)
     if index.metric == K.COSINE:
         q = _normalized(q[None, :])[0]
-    order = partition_order(index, q)
+    order, dists = partition_order(index, q)
     hi = len(order) if hi_probes is None else min(len(order), max(hi_probes, 1))
-    lo = min(hi, max(lo_probes, 1))
+    lo = min(hi, max(lo_probes, 1, pruned_probes(dists, k)))
+    wanted = k if not filtered else min(k, len(allowed))
     h = Heaps.empty(1, kk)
     for i, p in enumerate(order[:hi]):
-        if i >= lo and h.n[0] >= k:
+        if i == lo and filtered and h.n[0] < wanted and len(allowed) <= k:
+            break  # every match is known: the missed ones are added below
+        if i >= lo and h.n[0] >= wanted:
             break
         off, n = int(index.offsets[p]), int(index.lengths[p])
         keep = _keep_for(index.row_ids[off:off + n], allowed)
         _search_partition(index, int(p), q, keep, h)
     n = int(h.n[0])
-    order2 = np.lexsort((h.ids[0, :n], h.d[0, :n]))
-    return Result(h.d[0, :n][order2], h.ids[0, :n][order2])
+    d, ids = h.d[0, :n], h.ids[0, :n]
+    if filtered and hi > lo and n < len(allowed) <= k:  # (no late search when lo == hi)
+        missed = np.setdiff1d(allowed, ids)
+        d = np.concatenate([d, np.full(len(missed), np.inf, np.float32)])
+        ids = np.concatenate([ids, missed.astype(np.uint64)])
+    order2 = np.lexsort((ids, d))
+    return Result(d[order2], ids[order2])
 
 
 def _merge(a: Result, b: Result, k: int) -> Result:
@@ -187,7 +217,8 @@ async def search(ds: "Dataset", query: NearestQuery, *, filter: Any = None, pref
         if uncovered else None
     out = []
     for j in range(query.q.shape[0]):
-        got = ann_one(index, query.q[j], kk, kk, query.minimum_nprobes, query.maximum_nprobes, allowed)
+        got = ann_one(index, query.q[j], k, kk, query.minimum_nprobes, query.maximum_nprobes, allowed,
+                      prefilter_expr is not None)
         if query.refine_factor:
             got = await _exact(ds, query, index.metric, query.q[j], got, k)
         elif flat is not None:  # the union with the flat results is scored exactly (the reference's plan)
@@ -265,4 +296,4 @@ async def nearest_table(ds: "Dataset", nearest: Any, *, columns: Sequence[str] |
     return table
 
 
-__all__ = ["DISTANCE", "QUERY_INDEX", "ann_one", "nearest_table", "partition_order", "search"]
+__all__ = ["DISTANCE", "QUERY_INDEX", "ann_one", "nearest_table", "partition_order", "pruned_probes", "search"]
