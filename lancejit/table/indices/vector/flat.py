@@ -87,8 +87,9 @@ def _split_by_fragment(addr: np.ndarray) -> list[tuple[int, int, int]]:
 async def flat_search(ds: "Dataset", query: "NearestQuery", metric: int, k: int, *,
                       fragment_ids: Sequence[int] | None = None, prefilter: Any = None) -> list[Result]:
     """Each query's ``k`` nearest live rows (of ``fragment_ids``, default all; matching the
-    ``prefilter`` SQL text or expression if given), sorted by distance then row id.  Unfiltered
-    searches keep each fragment's decoded vectors in :mod:`.cache`."""
+    ``prefilter`` SQL text or expression if given), sorted by distance then row id.  Each
+    fragment's decoded vectors are kept in :mod:`.cache` (unless it is off); a prefilter's
+    matching rows are then found by a scan of its columns alone and masked over them."""
     top = TopK(query.q.shape[0], k)
     q = query.q
     qn = qnorms(q) if metric == K.COSINE else np.zeros(q.shape[0], q.dtype)
@@ -110,13 +111,12 @@ async def flat_search(ds: "Dataset", query: "NearestQuery", metric: int, k: int,
                 await score(vals, batch.column(_ROWID).to_numpy(), keep)
         return top.results()
     blocks: dict[int, tuple[vcache.Block, ...]] = {}
-    missing = []
-    keys: dict[int, tuple] = {}
+    missing: dict[int, tuple] = {}
     for f in frags:
-        keys[f.id] = key = _fragment_key(ds, f, query.column)
+        key = _fragment_key(ds, f, query.column)
         hit = vcache.get(key)
         if hit is None:
-            missing.append(f.id)
+            missing[f.id] = key
             continue
         blocks[f.id] = hit.blocks
         if prefilter is None:
@@ -127,24 +127,7 @@ async def flat_search(ds: "Dataset", query: "NearestQuery", metric: int, k: int,
         if prefilter is not None else None
     try:
         if missing:
-            pieces: dict[int, list[vcache.Block]] = {}
-            stable = ds.has_stable_row_ids  # else a row's id is its address
-            scanner = ds.scanner(columns=[query.column], with_row_id=stable, with_row_address=True,
-                                 fragment_ids=missing, batch_size=BLOCK_ROWS)
-            async for batch in scanner.batches_async():
-                if batch.num_rows == 0:
-                    continue
-                vals, keep = vectors_of(batch.column(query.column), query.dim)
-                addr = batch.column(_ROWADDR).to_numpy()
-                rowids = batch.column(_ROWID).to_numpy() if stable else addr
-                if prefilter is None:
-                    await score(vals, rowids, keep)
-                for fid, lo, hi in _split_by_fragment(addr):
-                    pieces.setdefault(fid, []).append(
-                        vcache.Block(vals[lo:hi], rowids[lo:hi], keep[lo:hi] if len(keep) else keep, addr[lo:hi]))
-            for fid in missing:  # fragments with no live row cache an empty entry
-                blocks[fid] = tuple(pieces.get(fid, ()))
-                vcache.put(keys[fid], vcache.Entry(blocks[fid]))
+            blocks.update(await _read_fragments(ds, query, missing, score if prefilter is None else None))
     except BaseException:
         if masks_task is not None:
             masks_task.cancel()
@@ -152,18 +135,54 @@ async def flat_search(ds: "Dataset", query: "NearestQuery", metric: int, k: int,
     if masks_task is not None:
         masks = await masks_task
         for f in frags:
-            sel = masks.get(f.id)
-            fb = [b for b in blocks.get(f.id, ()) if len(b.addrs)]
-            if sel is None or not fb:
-                continue
-            mask = np.zeros(max(int(sel[-1]), int(fb[-1].addrs[-1] & np.uint64(0xFFFFFFFF))) + 1, np.uint8)
-            mask[sel] = 1
-            for b in fb:
-                keep = mask[(b.addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)]
-                if len(b.keep):
-                    keep &= b.keep
+            for b, keep in _masked(blocks.get(f.id, ()), masks.get(f.id)):
                 await score(b.values, b.row_ids, keep)
     return top.results()
+
+
+async def _read_fragments(ds: "Dataset", query: "NearestQuery", keys: dict[int, tuple],
+                          score: Any) -> dict[int, tuple[vcache.Block, ...]]:
+    """Scan the vectors of the fragments ``keys`` names (fragment id -> cache key), each batch
+    offered to ``score`` (unless None) as it arrives; each fragment's blocks are cached and
+    returned."""
+    pieces: dict[int, list[vcache.Block]] = {}
+    stable = ds.has_stable_row_ids  # else a row's id is its address
+    scanner = ds.scanner(columns=[query.column], with_row_id=stable, with_row_address=True,
+                         fragment_ids=list(keys), batch_size=BLOCK_ROWS)
+    async for batch in scanner.batches_async():
+        if batch.num_rows == 0:
+            continue
+        vals, keep = vectors_of(batch.column(query.column), query.dim)
+        addr = batch.column(_ROWADDR).to_numpy()
+        rowids = batch.column(_ROWID).to_numpy() if stable else addr
+        if score is not None:
+            await score(vals, rowids, keep)
+        for fid, lo, hi in _split_by_fragment(addr):
+            pieces.setdefault(fid, []).append(
+                vcache.Block(vals[lo:hi], rowids[lo:hi], keep[lo:hi] if len(keep) else keep, addr[lo:hi]))
+    out = {}
+    for fid, key in keys.items():  # fragments with no live row cache an empty entry
+        out[fid] = tuple(pieces.get(fid, ()))
+        vcache.put(key, vcache.Entry(out[fid]))
+    return out
+
+
+def _masked(blocks: Sequence[vcache.Block], sel: np.ndarray | None) -> list[tuple[vcache.Block, np.ndarray]]:
+    """``(block, keep)`` for the blocks of one fragment holding rows at the sorted offsets
+    ``sel`` (the prefilter's matches; None: none match)."""
+    fb = [b for b in blocks if len(b.addrs)]
+    if sel is None or not fb:
+        return []
+    low = np.uint64(0xFFFFFFFF)
+    mask = np.zeros(max(int(sel[-1]), int(fb[-1].addrs[-1] & low)) + 1, np.uint8)
+    mask[sel] = 1
+    out = []
+    for b in fb:
+        keep = mask[(b.addrs & low).astype(np.int64)]
+        if len(b.keep):
+            keep &= b.keep
+        out.append((b, keep))
+    return out
 
 
 async def _filter_masks(ds: "Dataset", fragment_ids: list[int], prefilter: Any) -> dict[int, np.ndarray]:
