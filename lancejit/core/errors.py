@@ -65,10 +65,24 @@ class RetryableCommitError(CommitConflictError):
     """A concurrent commit requires re-reading and redoing the operation."""
 
 
+class IndexStateError(LanceJitError, RuntimeError):
+    """An index operation does not fit the dataset's indices: an index of that name exists
+    (creating one without ``replace``) or none does (dropping one)."""
+
+
+class FieldNotFoundError(LanceJitError, KeyError):
+    """An operation names a column the schema does not have (e.g. indexing a missing column)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 __all__ = [
     "AlreadyExistsError",
     "CommitConflictError",
     "CorruptFileError",
+    "FieldNotFoundError",
+    "IndexStateError",
     "InvalidInputError",
     "InvalidTypeError",
     "LanceJitError",

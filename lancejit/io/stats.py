@@ -36,6 +36,9 @@ class IOStatsSnapshot:
     counts per log2-microsecond bucket (reads and writes).  ``pages_pruned`` / ``rows_pruned``:
     row groups a filtered scan skipped from statistics without any request -- batches of legacy
     files (one page of each column) or zones of zone-map indices -- and their rows.
+    ``index_searches``: predicates answered by a scalar index (BTREE, BITMAP, LABEL_LIST);
+    ``index_parts_loaded``: parts of scalar indices read from storage for them (page lookups,
+    BTREE pages, bitmaps; parts already cached are not counted).
     """
 
     read_iops: int = 0
@@ -48,6 +51,8 @@ class IOStatsSnapshot:
     #: Row groups (legacy batches, zone-map zones) a filtered scan skipped from statistics, and their rows.
     pages_pruned: int = 0
     rows_pruned: int = 0
+    index_searches: int = 0
+    index_parts_loaded: int = 0
 
     @property
     def num_requests(self) -> int:
@@ -80,6 +85,8 @@ class IOStatsSnapshot:
             tuple(a - b for a, b in zip(self.latency_buckets, other.latency_buckets)),
             self.pages_pruned - other.pages_pruned,
             self.rows_pruned - other.rows_pruned,
+            self.index_searches - other.index_searches,
+            self.index_parts_loaded - other.index_parts_loaded,
         )
 
 
@@ -87,7 +94,8 @@ class IOStats:
     """Thread-safe request/byte counters with a latency histogram."""
 
     __slots__ = ("_lock", "_read_iops", "_read_bytes", "_write_iops", "_written_bytes",
-                 "_list_iops", "_meta_iops", "_buckets", "_last", "_pages_pruned", "_rows_pruned")
+                 "_list_iops", "_meta_iops", "_buckets", "_last", "_pages_pruned", "_rows_pruned",
+                 "_index_searches", "_index_parts")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -99,6 +107,8 @@ class IOStats:
         self._meta_iops = 0
         self._pages_pruned = 0
         self._rows_pruned = 0
+        self._index_searches = 0
+        self._index_parts = 0
         self._buckets = [0] * N_LATENCY_BUCKETS
         self._last = IOStatsSnapshot()
 
@@ -107,6 +117,12 @@ class IOStats:
         with self._lock:
             self._pages_pruned += pages
             self._rows_pruned += rows
+
+    def record_index(self, searches: int = 0, parts: int = 0) -> None:
+        """Count predicates answered by a scalar index and index parts read for them."""
+        with self._lock:
+            self._index_searches += searches
+            self._index_parts += parts
 
     def record_read(self, nbytes: int, seconds: float | None = None, *, requests: int = 1) -> None:
         """Count ``requests`` physical reads returning ``nbytes`` bytes in total."""
@@ -153,6 +169,7 @@ class IOStats:
             self._read_iops = self._read_bytes = self._write_iops = self._written_bytes = 0
             self._list_iops = self._meta_iops = 0
             self._pages_pruned = self._rows_pruned = 0
+            self._index_searches = self._index_parts = 0
             self._buckets = [0] * N_LATENCY_BUCKETS
             self._last = IOStatsSnapshot()
 
@@ -167,6 +184,8 @@ class IOStats:
             tuple(self._buckets),
             self._pages_pruned,
             self._rows_pruned,
+            self._index_searches,
+            self._index_parts,
         )
 
     def __repr__(self) -> str:

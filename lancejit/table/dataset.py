@@ -81,6 +81,33 @@ class Dataset(DatasetReader):
 
         return await create_index_async(self, column, index_type, **kwargs)
 
+    async def create_scalar_index_async(self, column: str, index_type: str, name: str | None = None, *,
+                                        replace: bool = True, **kwargs: Any) -> "Dataset":
+        """Build a scalar index (``BTREE``, ``BITMAP``, ``LABEL_LIST``) on ``column`` and commit
+        it; returns the new version (see :mod:`lancejit.table.write.scalar_index`)."""
+        from .write.scalar_index import create_scalar_index_async
+
+        return await create_scalar_index_async(self, column, index_type, name, replace=replace, **kwargs)
+
+    async def drop_index_async(self, name: str) -> "Dataset":
+        """Remove the index ``name`` (every segment); returns the new version."""
+        from .write.scalar_index import drop_index_async
+
+        return await drop_index_async(self, name)
+
+    async def describe_indices_async(self) -> list[Any]:
+        """The indices of this version, as the reference's ``describe_indices()`` shows them."""
+        from .write.scalar_index import describe_indices_async
+
+        return await describe_indices_async(self)
+
+    async def list_indices_async(self) -> list[dict[str, Any]]:
+        """One dict per index segment (``name``, ``type``, ``uuid``, ``fields``, ``version``,
+        ``fragment_ids``, ``base_id``), as the reference's ``list_indices()``."""
+        from .write.scalar_index import list_indices
+
+        return list_indices(await self.describe_indices_async())
+
     def count_rows(self, filter: str | pc.Expression | None = None) -> int:
         """Rows after deletions (matching ``filter`` if given)."""
         if filter is None:  # the manifest's counts: no I/O, no event loop

@@ -4,7 +4,9 @@ Parsing uses sqlglot (backtick-quoted identifiers, single-quoted strings, as use
 reference write them), bounded by :mod:`.filter_parse` (literal ``IN`` lists never reach
 sqlglot; nesting depth is limited; no input recurses away).  Supported: comparisons,
 AND/OR/NOT, IN / NOT IN, IS [NOT] NULL, IS [NOT] TRUE/FALSE, [NOT] LIKE / ILIKE, [NOT] BETWEEN,
-+ - * / % and unary minus, CAST, DATE/TIMESTAMP literals and nested field access (``st.x`` or ``st['x']``).
++ - * / % and unary minus, CAST, DATE/TIMESTAMP literals, nested field access (``st.x`` or
+``st['x']``) and, on list columns, ``array_has_any(col, [...])`` / ``array_has_all(col, [...])`` /
+``array_contains(col, v)`` / ``array_has(col, v)`` with literal labels.
 
 :func:`compile_filter` returns the expression and the set of top-level columns it reads.
 Evaluation follows SQL: rows where the predicate is NULL are not selected.
@@ -30,12 +32,13 @@ from lancejit.core.errors import InvalidInputError
 from lancejit.encoding.arrow_build import array_of, scalar_of
 
 from .evaluate import (
-    BoolNode, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree, negate,
+    BoolNode, ListMatch, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree,
+    negate,
 )
 from .columns import resolve_column as _resolve
 from .fast import FastNode, fast_positions, plan_fast
 from .floats import float_key, key_set, literal_key
-from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
+from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, ParsedFilter, parse_filter
 
 #: ``col = literal`` terms of one OR chain on one column from which they become one set lookup.
 GROUP_EQUALITIES = 8
@@ -49,6 +52,8 @@ _COMPARE = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
     "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
 }
+_LIST_FUNCS = {"array_has_any": "any", "array_has_all": "all", "array_contains_all": "all",
+               "array_contains_any": "any"}
 _COMPARE_NODES = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 
 
@@ -62,6 +67,8 @@ class CompiledFilter:
     text: str
     #: The same predicate as a kernel plan (:mod:`.filter_fast`), None when it has none.
     fast: FastNode | None = None
+    #: The parsed SQL (tree and IN lists; None for Expression filters), for planners (indices).
+    parsed: ParsedFilter | None = None
 
     @property
     def expression(self) -> pc.Expression:
@@ -201,6 +208,41 @@ class _Compiler:
                 return left + [key.this]
         return None
 
+    def list_match(self, node: exp.Expression) -> pc.Expression | ListMatch:
+        """``array_has_any`` / ``array_has_all`` / ``array_contains`` / ``array_has`` of literal
+        labels on a top-level list column."""
+        if isinstance(node, exp.ArrayContainsAll):
+            col, arr, op = node.this, node.expression, "all"
+        elif isinstance(node, exp.ArrayContains):
+            col, arr, op = node.this, exp.Array(expressions=[node.expression]), "any"
+        else:
+            name = str(node.this).lower()
+            if name not in _LIST_FUNCS or len(node.expressions) != 2:
+                raise self.fail(node)
+            col, arr, op = node.expressions[0], node.expressions[1], _LIST_FUNCS[name]
+        parts = self.column_parts(col)
+        if parts is None or not isinstance(arr, exp.Array):
+            raise self.fail(node)
+        path = _resolve(parts, self.schema, self.text)
+        t = self.schema.field(path[0]).type
+        for p in path[1:]:
+            t = t.field(p).type
+        if len(path) != 1 or not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
+            raise InvalidInputError(f"filter {self.text!r}: {op} needs a top-level list column")
+        values = [_literal_value(e) for e in arr.expressions]
+        if any(v is None for v in values):
+            raise self.fail(node)
+        self.columns.add(path[0])
+        if not values:  # the reference: every row holds all of no label, none holds any of them
+            return pc.scalar(op == "all")
+        try:
+            labels = array_of(list(dict.fromkeys(values)), t.value_type if pa.types.is_string(t.value_type) else None)
+            if labels.type != t.value_type:
+                labels = labels.cast(t.value_type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+            raise InvalidInputError(f"filter {self.text!r}: labels do not match the list's items: {exc}") from None
+        return ListMatch(path[0], op, labels)
+
     def literal(self, node: exp.Literal) -> pc.Expression:
         if node.is_string:
             return pc.scalar(scalar_of(node.this))
@@ -301,6 +343,8 @@ class _Compiler:
             if isinstance(rhs, exp.Boolean):
                 return pc.fill_null(x == pc.scalar(bool(rhs.this)), False)
             raise self.fail(node)
+        if isinstance(node, (exp.ArrayContainsAll, exp.ArrayContains, exp.Anonymous)):
+            return self.list_match(node)
         if isinstance(node, (exp.Like, exp.ILike)):
             pattern = node.expression
             if not (isinstance(pattern, exp.Literal) and pattern.is_string):
@@ -325,7 +369,7 @@ def compile_filter(filter: str | pc.Expression, schema: pa.Schema) -> CompiledFi
     except RecursionError:  # pragma: no cover - nesting is bounded by parse_filter
         raise InvalidInputError(f"filter {comp.text!r} nests too deeply") from None
     fast = plan_fast(comp, parsed.tree, parsed.in_lists) if USE_KERNELS else None
-    return CompiledFilter(expr, frozenset(comp.columns), filter, fast)
+    return CompiledFilter(expr, frozenset(comp.columns), filter, fast, parsed)
 
 
 def _constant(node: exp.Expression) -> bool:
@@ -389,6 +433,8 @@ def filter_positions(compiled: CompiledFilter, table: pa.Table, num_rows: int | 
         n = table.num_rows if num_rows is None else num_rows
         table = pa.table({"__lancejit_row__": pa.nulls(n, pa.null())})
     try:
+        if isinstance(compiled.root, ListMatch):
+            return evaluate_tree(BoolNode("and", (compiled.root,)), table)
         if isinstance(compiled.root, BoolNode):
             return evaluate_tree(compiled.root, table)
         return evaluate_expression(compiled.root, table)

@@ -1,5 +1,9 @@
 """Evaluating a compiled filter over a table: one Arrow expression, or an n-ary boolean tree.
 
+Leaves are Arrow expressions, or :class:`ListMatch` (``array_has_any`` / ``array_has_all`` of
+literal labels on a list column, which Arrow has no function for): NULL for a NULL list, else
+whether the list holds any / every label (NULL items match no label).
+
 Arrow canonicalizes ``and``/``or`` chains into left-deep trees and recurses over them (a
 20,000-term chain overflows the C stack), so a compiled filter hands Arrow at most
 :data:`CHAIN_LIMIT` terms per expression; longer chains become a :class:`BoolNode` whose leaves
@@ -21,6 +25,38 @@ from lancejit.core.errors import InvalidInputError
 CHAIN_LIMIT = 256
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class ListMatch:
+    """``array_has_<op>(column, labels)``: ``op`` ``"any"`` or ``"all"``; ``labels`` an Arrow
+    array of the list's item type (distinct, no NULL)."""
+
+    column: str
+    op: str
+    labels: pa.Array
+
+    def mask(self, table: pa.Table) -> pa.ChunkedArray:
+        """The predicate's value (boolean, NULL for NULL lists) for every row of ``table``."""
+        col = table.column(self.column)
+        return pa.chunked_array([self._chunk(c) for c in col.chunks], type=pa.bool_())
+
+    def _chunk(self, chunk: pa.Array) -> pa.Array:
+        n = len(chunk)
+        flat = pc.list_flatten(chunk)
+        parents = pc.list_parent_indices(chunk).to_numpy(zero_copy_only=False)
+        out = np.ones(n, dtype=bool) if self.op == "all" else np.zeros(n, dtype=bool)
+        labels = [self.labels] if self.op == "any" else [self.labels.slice(i, 1) for i in range(len(self.labels))]
+        for lab in labels:
+            hit = pc.is_in(flat, value_set=lab, skip_nulls=True).to_numpy(zero_copy_only=False)
+            has = np.zeros(n, dtype=bool)
+            has[parents[hit]] = True
+            if self.op == "all":
+                out &= has
+            else:
+                out |= has
+        mask = chunk.is_null().to_numpy(zero_copy_only=False) if chunk.null_count else None
+        return pa.array(out, pa.bool_(), mask=mask)
+
+
 @dataclass(frozen=True, slots=True)
 class BoolNode:
     """``op`` ("and", "or" or "not") over ``parts`` (Arrow expressions or BoolNodes)."""
@@ -29,7 +65,7 @@ class BoolNode:
     parts: tuple
 
 
-Node = Union[pc.Expression, BoolNode]
+Node = Union[pc.Expression, BoolNode, ListMatch]
 
 
 def balanced(op, items: list) -> pc.Expression:
@@ -62,15 +98,19 @@ def combine(op: str, items: list[Node]) -> Node:
 
 
 def negate(item: Node) -> Node:
-    return BoolNode("not", (item,)) if isinstance(item, BoolNode) else ~item
+    return ~item if isinstance(item, pc.Expression) else BoolNode("not", (item,))
 
 
 def _leaves(root: BoolNode) -> list[pc.Expression]:
+    """The Arrow expression leaves of ``root`` (list predicates are evaluated apart)."""
     out, stack = [], [root]
     while stack:
         n = stack.pop()
         for p in n.parts:
-            (stack if isinstance(p, BoolNode) else out).append(p)
+            if isinstance(p, BoolNode):
+                stack.append(p)
+            elif isinstance(p, pc.Expression):
+                out.append(p)
     return out
 
 
@@ -86,10 +126,12 @@ def _project(table: pa.Table, exprs: list[pc.Expression]) -> list[pa.ChunkedArra
     return [out.column(i) for i in range(len(exprs))]
 
 
-def _mask(node: Node, values: dict[int, pa.ChunkedArray]) -> pa.ChunkedArray:
+def _mask(node: Node, values: dict[int, pa.ChunkedArray], table: pa.Table) -> pa.ChunkedArray:
     if isinstance(node, pc.Expression):
         return values[id(node)]
-    masks = [_mask(p, values) for p in node.parts]  # depth bounded by the parser
+    if isinstance(node, ListMatch):
+        return node.mask(table)
+    masks = [_mask(p, values, table) for p in node.parts]  # depth bounded by the parser
     if node.op == "not":
         return pc.invert(masks[0])
     fn = pc.and_kleene if node.op == "and" else pc.or_kleene
@@ -99,8 +141,8 @@ def _mask(node: Node, values: dict[int, pa.ChunkedArray]) -> pa.ChunkedArray:
 def evaluate_tree(root: BoolNode, table: pa.Table) -> np.ndarray:
     """Positions (int64) of the rows of ``table`` (at least one column) where ``root`` is TRUE."""
     leaves = _leaves(root)
-    arrays = _project(table, leaves)
-    return _positions(_mask(root, {id(e): a for e, a in zip(leaves, arrays)}))
+    arrays = _project(table, leaves) if leaves else []
+    return _positions(_mask(root, {id(e): a for e, a in zip(leaves, arrays)}, table))
 
 
 def evaluate_expression(expr: pc.Expression, table: pa.Table) -> np.ndarray:
@@ -120,7 +162,10 @@ def _positions(mask) -> np.ndarray:
 
 
 def check_expression(node: Node, what: str) -> pc.Expression:
-    """``node`` as one Arrow expression (InvalidInputError when it is an n-ary tree)."""
+    """``node`` as one Arrow expression (InvalidInputError when it is an n-ary tree or a list
+    predicate)."""
     if isinstance(node, BoolNode):
         raise InvalidInputError(f"{what}: a boolean chain this long cannot be used inside another operator")
+    if isinstance(node, ListMatch):
+        raise InvalidInputError(f"{what}: array_has_any / array_has_all cannot be used inside another operator")
     return node

@@ -31,10 +31,28 @@ class AsyncLRU:
     task (values are plain objects, usable from any loop: sync calls run on lancejit's loop,
     ``*_async`` calls on the caller's)."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_bytes: int | None = None) -> None:
         self.capacity = capacity
+        #: With ``max_bytes``, values are also weighed by their ``nbytes`` attribute (0 when
+        #: absent) and the least recently used leave while the total is above it.
+        self.max_bytes = max_bytes
+        self.nbytes = 0
         self._items: OrderedDict[Hashable, Any] = OrderedDict()
         self._loading: dict[tuple[int, Hashable], asyncio.Future] = {}
+
+    def _evict(self) -> None:
+        items = self._items
+        limit = self.max_bytes
+        while len(items) > self.capacity or (limit is not None and self.nbytes > limit and len(items) > 1):
+            _, old = items.popitem(last=False)
+            if limit is not None:
+                self.nbytes -= int(getattr(old, "nbytes", 0))
+
+    def _add(self, key: Hashable, value: Any) -> None:
+        self._items[key] = value
+        if self.max_bytes is not None:
+            self.nbytes += int(getattr(value, "nbytes", 0))
+        self._evict()
 
     async def get(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
         if key in self._items:
@@ -49,9 +67,8 @@ class AsyncLRU:
                 value = await fut
             finally:
                 self._loading.pop(slot, None)
-            self._items[key] = value
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+            if key not in self._items:
+                self._add(key, value)
             return value
         return await asyncio.shield(fut)
 
@@ -75,10 +92,12 @@ class AsyncLRU:
         if got is not None:
             items.move_to_end(key)
             return got
-        items[key] = value
-        if len(items) > self.capacity:
-            items.popitem(last=False)
+        self._add(key, value)
         return value
+
+
+#: Bytes of loaded scalar index parts a dataset keeps (see ``SharedCaches.index_parts``).
+INDEX_PARTS_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -113,7 +132,12 @@ class SharedCaches:
     whole_files: "WholeFileBudget" = field(default_factory=lambda: WholeFileBudget())
     row_id_index: AsyncLRU = field(default_factory=lambda: AsyncLRU(8))
     #: Per-version :class:`~.index.DatasetIndex` by manifest path.
-    indexes: AsyncLRU = field(default_factory=lambda: AsyncLRU(8))
+    indexes: AsyncLRU = field(default_factory=lambda: AsyncLRU(32))
+    #: Opened scalar indices (their lookups: BTREE page bounds, BITMAP keys) by index uuid.
+    scalar_indices: AsyncLRU = field(default_factory=lambda: AsyncLRU(64))
+    #: Loaded parts of scalar indices (BTREE pages, bitmaps) by (index uuid, part), bounded
+    #: in bytes.
+    index_parts: AsyncLRU = field(default_factory=lambda: AsyncLRU(1 << 20, max_bytes=INDEX_PARTS_BYTES))
     #: Requests made on behalf of this dataset (all its checkouts), for ``Dataset.io_stats()``.
     stats: IOStats = field(default_factory=IOStats)
 

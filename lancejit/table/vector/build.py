@@ -135,26 +135,11 @@ def _fsl(values: np.ndarray) -> pa.Array:
 
 async def _write_file(ds: "DatasetReader", path: str, table: pa.Table, metadata: dict[str, str],
                       buffers: list[tuple[str, bytes]]) -> int:
-    """Write one index file: global buffers ``buffers`` (their positions, 1, 2, ..., under their
-    keys in the schema metadata unless a key starts with ``_``), ``metadata``, the rows of
-    ``table``; returns the file's size in bytes."""
-    from lancejit.file.writer import AsyncLanceFileWriter
+    """Write one index file (see :func:`..indices.files.write_index_file`); its size in bytes."""
+    from ..indices.files import write_index_file
 
-    w = AsyncLanceFileWriter(ds.context.store.uri(path), table.schema, version="2.2")
-    try:
-        for key, data in buffers:
-            pos = await w.add_global_buffer(data)
-            if not key.startswith("_"):
-                metadata[key] = str(pos)
-        for k, v in metadata.items():
-            w.add_schema_metadata(k, v)
-        if table.num_rows:
-            await w.write_batch(table)
-        await w.close()
-        return w.bytes_written
-    except BaseException:
-        await w.abort()
-        raise
+    c = ds.context
+    return await write_index_file(c.store.uri(path), table, metadata, buffers, c.storage_options)
 
 
 async def _read_vectors(ds: "DatasetReader", column: str, dim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,184 @@
+"""Values of an indexed column as NumPy arrays that compare like the filter compares them, and
+the queries a scalar index answers.
+
+An index's keys (BTREE page bounds and page values, BITMAP and LABEL_LIST keys) become NumPy
+arrays of the column's *domain*: integers keep their own dtype (int64 / uint64 beyond 2**53
+compare exactly), floats become float64 (NaN sorts and compares above every number, as in the
+reference's order; ``-0.0`` equals ``0.0``), booleans ``bool``, strings and binaries object
+arrays of ``str`` / ``bytes`` (Python compares them by code point / byte, the order the
+reference sorts UTF-8 and binary values in).  A filter literal is turned into the domain by
+:func:`literal`; one that has no exact counterpart there (a float literal against an integer
+column, a string against a number) raises :class:`Unusable`: the predicate is then evaluated row
+by row instead.
+
+:class:`Query` is one predicate on the indexed column: ``eq`` (one value), ``in`` (values),
+``range`` (``lo``/``hi`` with inclusivity, None = unbounded), ``null`` (IS NULL), and for label
+lists ``any`` / ``all`` (the list holds any / all of ``values``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+
+class Unusable(Exception):
+    """The index cannot answer this query exactly (the caller evaluates it row by row)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One predicate on the indexed column (see the module docstring); ``values`` are Python
+    values as the filter wrote them (``int``, ``float``, ``str``, ``bool``)."""
+
+    op: str
+    values: tuple[Any, ...] = ()
+    lo: Any = None
+    lo_incl: bool = True
+    hi: Any = None
+    hi_incl: bool = True
+
+    def describe(self, column: str) -> str:
+        if self.op == "eq":
+            return f"{column} = {self.values[0]!r}"
+        if self.op == "in":
+            shown = ", ".join(repr(v) for v in self.values[:5]) + (", ..." if len(self.values) > 5 else "")
+            return f"{column} IN ({shown})"
+        if self.op == "null":
+            return f"{column} IS NULL"
+        if self.op == "range":
+            parts = []
+            if self.lo is not None:
+                parts.append(f"{column} {'>=' if self.lo_incl else '>'} {self.lo!r}")
+            if self.hi is not None:
+                parts.append(f"{column} {'<=' if self.hi_incl else '<'} {self.hi!r}")
+            return " AND ".join(parts) or f"{column} IS NOT NULL"
+        return f"array_has_{self.op}({column}, {list(self.values)!r})"
+
+
+def kind_of(t: pa.DataType) -> str | None:
+    """The domain of Arrow type ``t``: ``int``, ``float``, ``bool``, ``str``, ``bytes``, or None
+    (an index on such a column answers nothing)."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "str"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "bytes"
+    return None
+
+
+def values_of(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The non-null values of ``arr`` in its domain (see the module docstring), in order."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if arr.null_count:
+        arr = arr.drop_null()
+    t = arr.type
+    kind = kind_of(t)
+    if kind == "int":
+        return arr.to_numpy(zero_copy_only=False)
+    if kind == "float":
+        return arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    if kind == "bool":
+        return arr.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+    if kind in ("str", "bytes"):
+        return arr.to_numpy(zero_copy_only=False)
+    raise Unusable(f"no index domain for {t}")
+
+
+def literal(value: Any, t: pa.DataType) -> Any:
+    """``value`` (a filter literal) in the domain of type ``t``; :class:`Unusable` when it has no
+    exact counterpart there."""
+    kind = kind_of(t)
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise Unusable("non-integer literal against an integer column")
+        info = np.iinfo(t.to_pandas_dtype())
+        if value < info.min or value > info.max:
+            raise Unusable("integer literal outside the column's range")
+        return np.dtype(t.to_pandas_dtype()).type(value)
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise Unusable("non-numeric literal against a float column")
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise Unusable("non-boolean literal against a boolean column")
+        return bool(value)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise Unusable("non-string literal against a string column")
+        return value
+    if kind == "bytes":
+        if not isinstance(value, (bytes, str)):
+            raise Unusable("non-binary literal against a binary column")
+        return value.encode() if isinstance(value, str) else value
+    raise Unusable(f"no index domain for {t}")
+
+
+def bottom(t: pa.DataType) -> Any:
+    """A value of the domain of Arrow type ``t`` that no other value is below (fills unbounded
+    lows)."""
+    kind = kind_of(t)
+    if kind == "int":
+        return np.iinfo(t.to_pandas_dtype()).min
+    if kind == "float":
+        return -np.inf
+    if kind == "bool":
+        return False
+    if kind == "bytes":
+        return b""
+    return ""
+
+
+def nondecreasing(values: np.ndarray) -> bool:
+    """Whether ``values`` are sorted ascending in NumPy's order (NaN last)."""
+    if len(values) < 2:
+        return True
+    if values.dtype.kind == "f":
+        return bool(np.array_equal(np.sort(values, kind="stable"), values, equal_nan=True))
+    if values.dtype.kind == "O":
+        try:
+            return bool(np.all(values[1:] >= values[:-1]))
+        except TypeError:
+            return False
+    return bool(np.all(values[1:] >= values[:-1]))
+
+
+def span(values: np.ndarray, q: Query, t: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, stops)`` of the runs of the sorted ``values`` (NumPy order) satisfying ``q``
+    (``eq``, ``in`` or ``range``), as int64 arrays: one run for ``eq`` and ``range``, one per
+    value for ``in``."""
+    if q.op == "eq":
+        v = literal(q.values[0], t)
+        return (np.searchsorted(values, [v], side="left").astype(np.int64),
+                np.searchsorted(values, [v], side="right").astype(np.int64))
+    if q.op == "in":
+        vs = _literal_array([literal(v, t) for v in q.values], values)
+        return (np.searchsorted(values, vs, side="left").astype(np.int64),
+                np.searchsorted(values, vs, side="right").astype(np.int64))
+    if q.op == "range":
+        a = 0 if q.lo is None else int(np.searchsorted(values, literal(q.lo, t), side="left" if q.lo_incl else "right"))
+        b = len(values) if q.hi is None else int(np.searchsorted(values, literal(q.hi, t),
+                                                                     side="right" if q.hi_incl else "left"))
+        return np.array([a], dtype=np.int64), np.array([max(a, b)], dtype=np.int64)
+    raise Unusable(f"query {q.op} is not a value search")
+
+
+def _literal_array(values: list[Any], like: np.ndarray) -> np.ndarray:
+    if like.dtype.kind == "O":
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    return np.asarray(values, dtype=like.dtype)
+
+
+__all__ = ["Query", "Unusable", "bottom", "kind_of", "literal", "nondecreasing", "span", "values_of"]

@@ -1,0 +1,310 @@
+"""Building, replacing, dropping and updating scalar indices (BTREE, BITMAP, LABEL_LIST), as the
+reference does, so that each library uses the indices the other built.
+
+:func:`create_scalar_index_async` reads the column's live values with their row ids (row
+addresses, or stable row ids), writes the index files (:mod:`..indices.scalar.writers`) under
+``_indices/<new uuid>/`` and commits a ``CreateIndex`` transaction whose entry covers every
+fragment of the version read.  Names: ``name`` (default ``<column>_idx``; when an index of
+another type already has that name, ``<column>_idx_2``, ``_3``...); an index of the same name is
+replaced unless ``replace`` is False.  A commit that a concurrent one makes retryable (see
+:mod:`..commit.conflicts`) is redone on the new latest version.
+
+:func:`drop_index_async` commits a ``CreateIndex`` removing every segment of the named index.
+:func:`optimize_indices_async` rebuilds each scalar index whose coverage misses fragments of
+the version over all of them (the new entry replaces the old ones).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid as _uuid
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lancejit.core.errors import (
+    FieldNotFoundError, IndexStateError, InvalidTypeError, NotSupportedError, RetryableCommitError,
+)
+from lancejit.io.store import join_path
+
+from ..commit import CreateIndex, commit
+from ..indices.scalar import writers
+from ..indices.scalar.catalog import index_section
+from ..indices.scalar.domain import kind_of
+from ..indices.scalar.opened import TYPE_NAMES, details_kind
+from ..read.fragment import ROWID
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..read.dataset_reader import DatasetReader
+
+SCALAR_KINDS = ("BTREE", "BITMAP", "LABEL_LIST")
+#: Index types the reference builds that lancejit does not.
+_OTHER_KINDS = ("NGRAM", "ZONEMAP", "INVERTED", "FTS", "BLOOMFILTER", "RTREE", "MINHASHLSH")
+DEFAULT_MAX_RETRIES = 5
+
+
+def _kind(index_type: Any) -> str:
+    kind = str(index_type).upper()
+    if kind not in SCALAR_KINDS:
+        if kind in _OTHER_KINDS:
+            raise NotSupportedError(f"building a {kind} index is not supported (lancejit builds {SCALAR_KINDS})")
+        raise NotSupportedError(f"unknown scalar index type {index_type!r} (use one of {SCALAR_KINDS})")
+    return kind
+
+
+def check_column(schema: pa.Schema, column: str, kind: str) -> pa.DataType:
+    """The type of top-level ``column``, checked for an index of ``kind``."""
+    if not isinstance(column, str) or column not in schema.names:
+        raise FieldNotFoundError(f"{column!r} not found in schema")
+    t = schema.field(column).type
+    if kind == "LABEL_LIST":
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t)) or kind_of(t.value_type) is None:
+            raise InvalidTypeError(f"LABEL_LIST index column {column} must be a list of numbers, strings or booleans,"
+                                   f" got {t}")
+    elif kind_of(t) is None:
+        raise InvalidTypeError(f"{kind} index column {column} must be a number, string, binary or boolean, got {t}")
+    return t
+
+
+async def _read_column(ds: "DatasetReader", column: str) -> tuple[pa.ChunkedArray, np.ndarray]:
+    """The column's live values and their row ids (addresses without stable row ids)."""
+    t = await ds.to_table_async(columns=[column], with_row_id=True)
+    return t.column(column), np.ascontiguousarray(t.column(ROWID).to_numpy(), dtype=np.uint64)
+
+
+def _choose_name(section: Any, column: str, field_id: int, kind: str, name: str | None) -> str:
+    if name is not None:
+        return name
+    base = f"{column}_idx"
+    taken = {ix.name: ix for ix in (section.indices if section is not None else ())}
+    cand, k = base, 1
+    while cand in taken:
+        ix = taken[cand]
+        same = list(ix.fields) == [field_id] and details_kind(ix.index_details.type_url) == \
+            writers.DETAILS_URLS[kind].rpartition(".")[2]
+        if same:
+            return cand
+        k += 1
+        cand = f"{base}_{k}"
+    return cand
+
+
+def _metadata(name: str, field_id: int, version: int, fragments: Sequence[int], kind: str,
+              uid: _uuid.UUID, files: list[tuple[str, int]], created_ms: int) -> Any:
+    from google.protobuf import any_pb2
+    from pyroaring import BitMap
+
+    from lancejit.pb import table_pb2
+
+    meta = table_pb2.IndexMetadata(name=name, fields=[field_id], dataset_version=version,
+                                   fragment_bitmap=BitMap(list(fragments)).serialize(),
+                                   index_version=writers.INDEX_VERSIONS[kind], created_at=created_ms)
+    meta.uuid.uuid = uid.bytes
+    meta.index_details.CopyFrom(any_pb2.Any(type_url=writers.DETAILS_URLS[kind], value=b""))
+    for path, size in sorted(files):
+        meta.files.add(path=path, size_bytes=size)
+    return meta
+
+
+async def build_index_files(ds: "DatasetReader", column: str, kind: str) -> tuple[_uuid.UUID, list[tuple[str, int]]]:
+    """Write the files of an index of ``kind`` on ``column`` over every live row of ``ds``;
+    ``(uuid, [(file name, bytes)])``."""
+    values, ids = await _read_column(ds, column)
+    files = writers.index_files(kind, values, ids)
+    uid = _uuid.uuid4()
+    c = ds.context
+    written = await writers.write_index(c.store, join_path(c.root, "_indices", str(uid)), files, c.storage_options)
+    return uid, written
+
+
+async def create_scalar_index_async(ds: "DatasetReader", column: str, index_type: Any, name: str | None = None, *,
+                                    replace: bool = True, fragment_ids: Sequence[int] | None = None,
+                                    max_retries: int = DEFAULT_MAX_RETRIES, **kwargs: Any) -> "DatasetReader":
+    """Build a scalar index of ``index_type`` (``BTREE``, ``BITMAP``, ``LABEL_LIST``) on the
+    top-level ``column`` and commit it; returns the new version (see the module docstring)."""
+    kind = _kind(index_type)
+    if fragment_ids is not None:
+        raise NotSupportedError("building an index over some fragments (fragment_ids) is not supported")
+    if kwargs:
+        raise NotSupportedError(f"scalar index options {sorted(kwargs)} are not supported")
+    current = ds
+    for attempt in range(max_retries + 1):
+        c = current.context
+        check_column(c.schema, column, kind)
+        field_id = next(t.id for t in c.top_fields if t.name == column)
+        section = await index_section(c)
+        chosen = _choose_name(section, column, field_id, kind, name)
+        existing = [ix for ix in (section.indices if section is not None else ()) if ix.name == chosen]
+        if existing and not replace:
+            raise IndexStateError(f"Index name {chosen!r} already exists, please specify a different name or "
+                                  "use replace=True")
+        t0 = time.time()
+        uid, files = await build_index_files(current, column, kind)
+        frag_ids = [f.id for f in c.manifest.fragments]
+        meta = _metadata(chosen, field_id, c.version, frag_ids, kind, uid, files, int(t0 * 1000))
+        try:
+            version = await commit(c.store, c.root, CreateIndex((meta,), tuple(existing)), c.version)
+        except RetryableCommitError:
+            if attempt >= max_retries:
+                raise
+            current = await current.latest_async()
+            continue
+        return await current.checkout_version_async(version)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def drop_index_async(ds: "DatasetReader", name: str) -> "DatasetReader":
+    """Remove every segment of the index named ``name``; returns the new version."""
+    c = ds.context
+    section = await index_section(c)
+    gone = [ix for ix in (section.indices if section is not None else ()) if ix.name == name]
+    if not gone:
+        raise IndexStateError(f"Lance index not found: name={name}")
+    version = await commit(c.store, c.root, CreateIndex((), tuple(gone)), c.version)
+    return await ds.checkout_version_async(version)
+
+
+async def optimize_indices_async(ds: "DatasetReader", index_names: Sequence[str] | None = None,
+                                 **kwargs: Any) -> "DatasetReader":
+    """Bring each scalar index (all, or those named) over every fragment of the version: an
+    index missing some fragment is rebuilt over all of them and replaces its segments.
+    Returns the new version (``ds`` itself when nothing changed)."""
+    from ..indices.scalar.catalog import segments_of
+
+    current = ds
+    c = current.context
+    section = await index_section(c)
+    segs = segments_of(section, c)
+    frag_ids = np.array(sorted(f.id for f in c.manifest.fragments), dtype=np.int64)
+    names = sorted({s.name for s in segs if index_names is None or s.name in index_names})
+    for nm in names:
+        mine = [s for s in segs if s.name == nm]
+        covered = np.unique(np.concatenate([s.fragments for s in mine])) if mine else frag_ids[:0]
+        if np.isin(frag_ids, covered).all():
+            continue
+        kind = mine[0].kind or (await _inferred(current, mine[0]))
+        if kind not in SCALAR_KINDS:
+            continue
+        current = await create_scalar_index_async(current, mine[0].column, kind, nm, replace=True)
+    return current
+
+
+async def _inferred(ds: "DatasetReader", seg: Any) -> str:
+    from ..indices.scalar.opened import infer_kind
+
+    return await infer_kind(ds.context, seg.uuid, seg.column_type)
+
+
+async def describe_indices_async(ds: "DatasetReader") -> list["IndexDescription"]:
+    """Every index of the version, as the reference's ``describe_indices()`` describes them."""
+    from ..indices.scalar.catalog import segments_of
+
+    c = ds.context
+    section = await index_section(c)
+    if section is None:
+        return []
+    from pyroaring import BitMap
+
+    names = {t.id: t.name for t in c.top_fields}
+    by_name: dict[str, list[Any]] = {}
+    for ix in section.indices:
+        if ix.name.startswith("__"):
+            continue
+        by_name.setdefault(ix.name, []).append(ix)
+    scalar = {s.uuid: s for s in segments_of(section, c)}
+    live = {f.id: f.physical_rows - (f.num_deleted_rows or 0) for f in c.manifest.fragments}
+    out = []
+    for name, entries in sorted(by_name.items()):
+        first = entries[0]
+        url = first.index_details.type_url if first.HasField("index_details") else ""
+        segments = []
+        rows = 0
+        for ix in entries:
+            frags = sorted(BitMap.deserialize(ix.fragment_bitmap)) if ix.fragment_bitmap else []
+            rows += sum(live.get(f, 0) for f in frags)
+            uid = str(_uuid.UUID(bytes=bytes(ix.uuid.uuid)))
+            segments.append(IndexSegmentDescription(
+                uid, frags, int(ix.dataset_version), int(ix.index_version),
+                int(ix.created_at) if ix.HasField("created_at") else None,
+                sum(int(f.size_bytes) for f in ix.files), int(ix.base_id) if ix.HasField("base_id") else None,
+                [int(f) for f in ix.fields]))
+        seg = scalar.get(segments[0].uuid)
+        kind = seg.kind if seg is not None and seg.kind else ""
+        index_type = TYPE_NAMES.get(kind) or _type_from_url(url)
+        out.append(IndexDescription(name, url, rows, [int(f) for f in first.fields],
+                                    [names.get(int(f), str(f)) for f in first.fields], segments,
+                                    sum(s.size_bytes or 0 for s in segments), index_type))
+    return out
+
+
+def _type_from_url(url: str) -> str:
+    kind = details_kind(url)
+    table = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList",
+             "ZoneMapIndexDetails": "ZoneMap", "VectorIndexDetails": "Vector", "InvertedIndexDetails": "Inverted",
+             "NGramIndexDetails": "NGram", "BloomFilterIndexDetails": "BloomFilter"}
+    return table.get(kind, kind or "Unknown")
+
+
+class IndexSegmentDescription:
+    """One segment of an index (``uuid``, ``fragment_ids``, ``dataset_version_at_last_update``,
+    ``index_version``, ``created_at`` (ms), ``size_bytes``, ``base_id``, ``covering_fields``)."""
+
+    __slots__ = ("uuid", "fragment_ids", "dataset_version_at_last_update", "index_version", "created_at",
+                 "size_bytes", "base_id", "covering_fields")
+
+    def __init__(self, uuid: str, fragment_ids: list[int], dataset_version: int, index_version: int,
+                 created_at: int | None, size_bytes: int | None, base_id: int | None, fields: list[int]) -> None:
+        self.uuid = uuid
+        self.fragment_ids = set(fragment_ids)
+        self.dataset_version_at_last_update = dataset_version
+        self.index_version = index_version
+        self.created_at = created_at
+        self.size_bytes = size_bytes
+        self.base_id = base_id
+        self.covering_fields = fields
+
+    def __repr__(self) -> str:
+        return f"IndexSegmentDescription(uuid={self.uuid!r}, fragment_ids={sorted(self.fragment_ids)})"
+
+
+class IndexDescription:
+    """One index as the reference's ``describe_indices()`` shows it: ``name``, ``type_url``,
+    ``num_rows_indexed`` (live rows of the covered fragments), ``fields``, ``field_names``,
+    ``segments``, ``num_segments``, ``total_size_bytes``, ``index_type`` (``BTree``...)."""
+
+    __slots__ = ("name", "type_url", "num_rows_indexed", "fields", "field_names", "segments", "total_size_bytes",
+                 "index_type", "details")
+
+    def __init__(self, name: str, type_url: str, num_rows_indexed: int, fields: list[int], field_names: list[str],
+                 segments: list[IndexSegmentDescription], total_size_bytes: int, index_type: str) -> None:
+        self.name = name
+        self.type_url = type_url
+        self.num_rows_indexed = num_rows_indexed
+        self.fields = fields
+        self.field_names = field_names
+        self.segments = segments
+        self.total_size_bytes = total_size_bytes
+        self.index_type = index_type
+        self.details: dict[str, Any] = {}
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    def __repr__(self) -> str:
+        return (f"IndexDescription(name={self.name!r}, type_url={self.type_url!r}, "
+                f"num_rows_indexed={self.num_rows_indexed}, fields={self.fields}, field_names={self.field_names}, "
+                f"num_segments={self.num_segments}, total_size_bytes={self.total_size_bytes})")
+
+
+def list_indices(descriptions: list[IndexDescription]) -> list[dict[str, Any]]:
+    """The reference's (deprecated) ``list_indices()`` view: one dict per segment."""
+    return [{"name": d.name, "type": d.index_type, "uuid": s.uuid, "fields": d.field_names,
+             "version": s.dataset_version_at_last_update, "fragment_ids": set(s.fragment_ids),
+             "base_id": s.base_id} for d in descriptions for s in d.segments]
+
+
+__all__ = ["IndexDescription", "IndexSegmentDescription", "SCALAR_KINDS", "build_index_files", "check_column",
+           "create_scalar_index_async", "describe_indices_async", "drop_index_async", "list_indices",
+           "optimize_indices_async"]
