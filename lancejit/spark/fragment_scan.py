@@ -18,6 +18,7 @@ from lancejit.core.errors import InvalidInputError, NotFoundError
 from lancejit.io.sync import iter_sync
 from lancejit.table import Dataset
 from lancejit.table.read import scan as _scan
+from lancejit.table.read.assemble import output_schema
 from lancejit.table.read.fragment import FragmentReader
 
 
@@ -78,7 +79,7 @@ def iter_fragment_range(ds: Dataset, fragment_id: int, lo: int, hi: int, **kwarg
 
 def output_schema(ds: Dataset, columns: Sequence[str] | None) -> pa.Schema:
     """The Arrow schema :func:`scan_fragment_range` yields for ``columns``."""
-    return _scan.output_schema(ds.context, ds._spec(columns=columns))
+    return output_schema(ds.context, ds._spec(columns=columns))
 
 
 __all__ = ["iter_fragment_range", "output_schema", "scan_fragment_range"]

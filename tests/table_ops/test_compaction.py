@@ -254,7 +254,9 @@ def test_rewrite_conflict_rules(theirs, outcome):
             ConflictChecker(Transaction(1, ops[theirs]), {1: _frag(1)}, rows_known=True).check(mine, 2)
 
 
-def test_indexed_fragments_are_left_alone_and_multi_file_fragments(tmp_path):
+def test_indexed_fragments_compact_apart_and_multi_file_fragments(tmp_path):
+    """As in the reference: indexed fragments compact together (their index remapped), apart
+    from the fragments no index covers."""
     uri = str(tmp_path / "i.lance")
     lance.write_dataset(make_table(0, 60), uri, max_rows_per_file=20)
     ds = lance.dataset(uri)
@@ -262,24 +264,27 @@ def test_indexed_fragments_are_left_alone_and_multi_file_fragments(tmp_path):
     lance.write_dataset(make_table(60, 30), uri, mode="append", max_rows_per_file=10)
     lance.dataset(uri).add_columns({"b": "a * 2"})  # every fragment gets a second data file
     m = lancejit.dataset(uri).optimize.compact_files(target_rows_per_fragment=100)
-    assert (m.fragments_removed, m.fragments_added, m.files_removed, m.files_added) == (3, 1, 6, 1)
+    assert (m.fragments_removed, m.fragments_added, m.files_removed, m.files_added) == (6, 2, 12, 2)
     ds = lancejit.dataset(uri)
-    assert [f.physical_rows for f in ds.get_fragments()][:3] == [20, 20, 20]
+    assert [f.physical_rows for f in ds.get_fragments()] == [60, 30]
     t = ds.to_table()
     assert t["a"].to_pylist() == list(range(90)) and t["b"].to_pylist() == [2 * i for i in range(90)]
     ref = lance.dataset(uri)
     assert ref.to_table().equals(t)
     assert ref.to_table(filter="a >= 15 AND a < 75").equals(ds.to_table(filter="a >= 15 AND a < 75"))
-    assert len(ref.describe_indices()) == 1
+    (ix,) = ref.list_indices()
+    assert sorted(ix["fragment_ids"]) == [ds.get_fragments()[0].id]
+    for flt in ("a = 17", "a < 5", "a >= 55"):
+        assert ref.to_table(filter=flt).equals(ds.to_table(filter=flt))
 
 
-def test_stable_row_ids_indexed_fragments_are_left_alone(tmp_path):
+def test_stable_row_ids_indexed_fragments_compact(tmp_path):
     uri = str(tmp_path / "jit.lance")
     lance.write_dataset(make_table(0, 60), uri, max_rows_per_file=20, enable_stable_row_ids=True)
     lance.dataset(uri).create_scalar_index("a", "BTREE")
     lance.write_dataset(make_table(60, 30), uri, mode="append", max_rows_per_file=10)
     m = lancejit.dataset(uri).optimize.compact_files(target_rows_per_fragment=100)
-    assert (m.fragments_removed, m.fragments_added) == (3, 1)
+    assert (m.fragments_removed, m.fragments_added) == (6, 2)
     cases = {"a >= 15 AND a < 75": range(15, 75), "a = 70": [70], "a < 3": range(3)}
     for flt, keep in cases.items():
         want = make_table(0, 90).take(pa.array(list(keep)))

@@ -21,7 +21,9 @@ from typing import Mapping
 from lancejit.core.errors import CommitConflictError, RetryableCommitError
 
 from .operations import (
+    REWRITE_COLUMNS,
     Append,
+    CreateIndex,
     Delete,
     Merge,
     Operation,
@@ -132,9 +134,46 @@ class ConflictChecker:
         elif isinstance(mine, UpdateConfig):
             if okind in ("Overwrite", "UpdateConfig") and _upsert_keys(mine) & _upsert_keys(other):
                 raise _incompatible(self.mine, theirs, version)
+        elif isinstance(mine, CreateIndex):
+            self._check_create_index(mine, theirs, okind, version)
         else:
             # Operations lancejit only carries: be conservative.
             if okind not in ("Append", "UpdateConfig", "ReserveFragments"):
+                raise _retryable(self.mine, theirs, version)
+
+    def _check_create_index(self, mine: CreateIndex, theirs: Transaction, okind: str, version: int) -> None:
+        """The reference's rules: indices are identified by uuid, so concurrent index commits,
+        appends, deletes, merges and projections are compatible (rows an index lists that were
+        deleted or moved meanwhile are dropped when it is read); a rewrite of a fragment a new
+        index covers, or a data replacement of an indexed field, must be redone.  In addition
+        (never a stale answer), an update that rewrote an indexed field in place in a fragment
+        a new index covers must be redone: the index holds the field's old values there."""
+        other = theirs.operation
+        if okind in ("Overwrite", "Restore", "UpdateMemWalState"):
+            raise _incompatible(self.mine, theirs, version)
+        covered: set[int] = set()
+        fields: set[int] = set()
+        for ix in mine.new_indices:
+            fields.update(int(f) for f in ix.fields)
+            if not ix.fragment_bitmap:
+                if okind in ("Rewrite",):
+                    raise _retryable(self.mine, theirs, version)
+                continue
+            from pyroaring import BitMap
+
+            covered.update(BitMap.deserialize(bytes(ix.fragment_bitmap)))
+        if okind == "Rewrite":
+            if modified_fragment_ids(other) & covered:
+                raise _retryable(self.mine, theirs, version)
+            return
+        if okind == "DataReplacement":
+            for r in getattr(other.message, "replacements", ()):
+                if fields & {int(f) for f in r.new_file.fields}:
+                    raise _retryable(self.mine, theirs, version)
+            return
+        if isinstance(other, Update) and other.update_mode == REWRITE_COLUMNS:
+            touched = {f.id for f in other.updated_fragments}
+            if fields & set(other.fields_modified) and touched & covered:
                 raise _retryable(self.mine, theirs, version)
 
     def _check_rewrite(self, theirs: Transaction, okind: str, version: int) -> None:

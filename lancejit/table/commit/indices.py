@@ -1,8 +1,14 @@
 """Carrying a dataset's index list (the manifest's IndexSection) into the next version.
 
-lancejit does not build indices, but commits on datasets that have them must keep the index
-metadata consistent, as the reference does:
+Commits on datasets with indices keep the index metadata consistent, as the reference does:
 
+* CreateIndex: the new entries added, the removed ones (and older ones of the same name) dropped;
+* Rewrite (compaction): without stable row ids, each index the rewrite remapped
+  (``rewritten_indices``: old uuid -> new uuid, details, version, files) takes its new uuid and
+  files, and in its ``fragment_bitmap`` each rewritten group's old fragments are replaced by
+  its new ones; indices not remapped keep their bitmap (the new fragments are not covered, so
+  they are scanned).  With stable row ids every index keeps its files (row ids do not change)
+  and every bitmap is updated that way;
 * Overwrite: no index survives;
 * Update: an index covering a modified field no longer covers the updated fragments (they are
   removed from its ``fragment_bitmap``, a portable Roaring bitmap of fragment ids);
@@ -19,7 +25,10 @@ from pyroaring import BitMap
 
 from lancejit.pb import table_pb2
 
-from .operations import CreateIndex, Delete, Merge, Operation, Overwrite, Project, Update
+from .operations import CreateIndex, Delete, Merge, Operation, Overwrite, Project, Rewrite, Update
+
+#: ``Manifest.reader_feature_flags`` bit of stable row ids (see ``meta.features``).
+_STABLE_ROW_IDS = 2
 
 
 def _is_system(index: table_pb2.IndexMetadata) -> bool:
@@ -37,6 +46,8 @@ def adjust_index_section(
         return None
     if isinstance(op, Overwrite):
         return None
+    if isinstance(op, Rewrite):
+        return _rewritten(raw, op, bool(manifest.reader_feature_flags & _STABLE_ROW_IDS))
     if not isinstance(op, (Delete, Update, Merge, Project)):
         return raw
     section = table_pb2.IndexSection()
@@ -78,6 +89,40 @@ def _with_new_indices(raw: bytes | None, op: CreateIndex) -> bytes:
     del section.indices[:]
     section.indices.extend(kept)
     section.indices.extend(op.new_indices)
+    return section.SerializeToString()
+
+
+def _remapped_bitmap(raw: bytes, op: Rewrite) -> bytes:
+    """A fragment bitmap with each rewrite group's old fragments replaced by its new ones
+    (groups it does not cover fully are left as they are: their new fragments are scanned)."""
+    bm = BitMap.deserialize(raw)
+    changed = False
+    for g in op.groups:
+        old = [f.id for f in g.old_fragments]
+        if old and all(i in bm for i in old):
+            bm -= BitMap(old)
+            bm |= BitMap([f.id for f in g.new_fragments])
+            changed = True
+    return bm.serialize() if changed else raw
+
+
+def _rewritten(raw: bytes, op: Rewrite, stable: bool) -> bytes:
+    section = table_pb2.IndexSection()
+    section.ParseFromString(raw)
+    by_old = {bytes(r.old_id.uuid): r for r in op.rewritten_indices}
+    for index in section.indices:
+        r = by_old.get(bytes(index.uuid.uuid))
+        if r is None and not stable:
+            continue
+        if index.fragment_bitmap:
+            index.fragment_bitmap = _remapped_bitmap(bytes(index.fragment_bitmap), op)
+        if r is not None:
+            index.uuid.uuid = bytes(r.new_id.uuid)
+            if r.HasField("new_index_details"):
+                index.index_details.CopyFrom(r.new_index_details)
+            index.index_version = r.new_index_version
+            del index.files[:]
+            index.files.extend(r.new_index_files)
     return section.SerializeToString()
 
 

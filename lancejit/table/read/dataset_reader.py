@@ -23,6 +23,7 @@ from ..meta.open import checkout_context, open_context, version_summary
 from ..meta.versions import Tag, list_manifests, list_tags, read_manifest_at, timestamp_to_datetime
 from . import scan as _scan
 from . import take_batch as _take_batch
+from .assemble import output_schema
 from .fragment import FragmentInfo
 from .spec import compile_filter, scan_spec
 from .version_index import dataset_index
@@ -43,7 +44,7 @@ class Scanner:
 
     @property
     def schema(self) -> pa.Schema:
-        return _scan.output_schema(self._ctx, self._spec)
+        return output_schema(self._ctx, self._spec)
 
     @property
     def store(self) -> Any:

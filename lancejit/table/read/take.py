@@ -20,7 +20,8 @@ from ..meta.features import FLAG_STABLE_ROW_IDS
 from .fragment import ROWADDR, ROWID, FragmentReader, numpy_array
 from .version_index import DatasetIndex, dataset_index
 from ..meta.rowids import RowIdIndex, split_addresses
-from .scan import ScanSpec, assemble_batch, output_schema
+from .assemble import assemble_batch, output_schema
+from .spec import ScanSpec
 from .take_files import slots_of, state_for
 
 

@@ -53,7 +53,7 @@ import pyarrow as pa
 from . import take as _take
 from .fragment import ROWID
 from .version_index import dataset_index
-from .scan import output_columns
+from .spec import output_columns
 
 #: A take function: ``(ctx, request values, spec) -> table``.
 TakeFn = Callable[[Any, np.ndarray, Any], Awaitable[pa.Table]]

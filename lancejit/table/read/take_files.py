@@ -346,7 +346,8 @@ class FileTakeState:
         if got is not None and got[0] is spec:
             return got[1]
         from .fragment import ROWADDR, ROWID
-        from .scan import output_columns, output_schema
+        from .assemble import output_schema
+        from .spec import output_columns
 
         names = [t.name for t in spec.tops]
         sources = []

@@ -5,9 +5,10 @@ fragment is a candidate when more than ``materialize_deletions_threshold`` of it
 deleted ("compact itself") or when it has fewer than ``target_rows_per_fragment`` physical rows
 ("compact with neighbours"); runs of adjacent candidates form bins, a bin holding a single
 "with neighbours" fragment is dropped, and bins are split into tasks of at least
-``target_rows_per_fragment`` live rows (the remainder joins the last task).  Fragments covered by
-an index are left alone: lancejit cannot remap index files (pylance 14 rewrites its indices on
-compaction, stable row ids or not).
+``target_rows_per_fragment`` live rows (the remainder joins the last task).  A task only merges
+fragments covered by the same set of indices; BTREE, BITMAP and LABEL_LIST indices covering
+rewritten fragments are remapped to the rows' new addresses (:mod:`.index_remap`), fragments
+covered by indices lancejit cannot remap (vector indices, zone maps...) are left alone.
 
 Each task's live rows are read in order and written to new fragments of at most
 ``target_rows_per_fragment`` rows.  As the reference does, fragment ids are reserved first by a
@@ -27,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyroaring import BitMap
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
@@ -38,6 +38,7 @@ from ..commit.operations import Rewrite, RewriteGroup
 from ..commit.rowid_writer import decode_version_runs, encode_row_id_sequence, encode_version_runs
 from ..read.fragment import ROWADDR, ROWID
 from .data_files import DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
+from .index_remap import delete_rewritten, plan_index_sets, remap_indices
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -107,8 +108,7 @@ def plan_bins(
 
     ``physical_rows`` / ``deleted_rows``: per fragment; ``index_set``: per fragment, an id of the
     set of indices covering it (0 = none), or -1 for a fragment that must not be rewritten.  As
-    in the reference, a task never mixes fragments of different index sets (lancejit passes only
-    0 and -1 today)."""
+    in the reference, a task never mixes fragments of different index sets."""
     phys = np.asarray(physical_rows, dtype=np.int64)
     dels = np.asarray(deleted_rows, dtype=np.int64)
     key = np.asarray(index_set, dtype=np.int64)
@@ -145,24 +145,6 @@ def plan_bins(
     return out
 
 
-def pinned_by_indices(index_section: bytes | None, frag_ids: np.ndarray) -> np.ndarray:
-    """True for fragments an index covers (or all, when an index's coverage is unknown): their
-    rows cannot move, since lancejit cannot remap index files (pylance 14 rewrites its scalar
-    indices on compaction even with stable row ids)."""
-    n = len(frag_ids)
-    if index_section is None:
-        return np.zeros(n, dtype=bool)
-    section = table_pb2.IndexSection()
-    section.ParseFromString(index_section)
-    user = [ix for ix in section.indices if not ix.name.startswith("__")]  # system indices pin nothing
-    if any(not ix.fragment_bitmap for ix in user):
-        return np.ones(n, dtype=bool)
-    covered = BitMap()
-    for ix in user:
-        covered |= BitMap.deserialize(ix.fragment_bitmap)
-    return np.isin(np.asarray(frag_ids, dtype=np.int64), np.array(covered.to_array(), dtype=np.int64))
-
-
 async def _deleted_counts(ds: "DatasetReader", frags: Sequence[table_pb2.DataFragment]) -> np.ndarray:
     out = np.zeros(len(frags), dtype=np.int64)
     c = ds.context
@@ -194,6 +176,8 @@ class _TaskResult:
     group: RewriteGroup
     metrics: CompactionMetrics
     writer: FragmentFileWriter
+    #: The addresses of the rows rewritten, in their new order (for remapping indices).
+    addresses: np.ndarray
 
 
 async def _rewrite_task(ds: "DatasetReader", lschema: LanceSchema, storage: str, frags: list[table_pb2.DataFragment],
@@ -211,14 +195,14 @@ async def _rewrite_task(ds: "DatasetReader", lschema: LanceSchema, storage: str,
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
     try:
-        scanner = ds.scanner(columns=file_schema.names, with_row_id=stable, with_row_address=stable,
+        scanner = ds.scanner(columns=file_schema.names, with_row_id=stable, with_row_address=True,
                              fragment_ids=[f.id for f in frags], batch_size=options.batch_size)
         async for batch in scanner.batches_async():
             if batch.num_rows == 0:
                 continue
             if stable:
                 ids.append(batch.column(ROWID).to_numpy())
-                addrs.append(batch.column(ROWADDR).to_numpy())
+            addrs.append(batch.column(ROWADDR).to_numpy())
             pending.append(pa.RecordBatch.from_arrays([batch.column(n) for n in file_schema.names],
                                                       schema=file_schema))
             pending_rows += batch.num_rows
@@ -232,15 +216,15 @@ async def _rewrite_task(ds: "DatasetReader", lschema: LanceSchema, storage: str,
         await writer.cleanup()
         raise
     new_frags = [table_pb2.DataFragment(physical_rows=wf.rows, files=[writer.data_file(wf)]) for wf in files]
+    moved = np.concatenate(addrs).astype(np.uint64) if addrs else np.empty(0, np.uint64)
     if stable:
-        _carry_row_meta(frags, new_frags, np.concatenate(ids) if ids else np.empty(0, np.uint64),
-                        np.concatenate(addrs) if addrs else np.empty(0, np.uint64))
+        _carry_row_meta(frags, new_frags, np.concatenate(ids) if ids else np.empty(0, np.uint64), moved)
     metrics = CompactionMetrics(
         fragments_removed=len(frags), fragments_added=len(new_frags),
         files_removed=sum(len(f.files) + int(f.HasField("deletion_file")) for f in frags),
         files_added=sum(len(f.files) for f in new_frags),
     )
-    return _TaskResult(RewriteGroup(tuple(frags), tuple(new_frags)), metrics, writer)
+    return _TaskResult(RewriteGroup(tuple(frags), tuple(new_frags)), metrics, writer, moved)
 
 
 def _carry_row_meta(old: list[table_pb2.DataFragment], new: list[table_pb2.DataFragment],
@@ -290,8 +274,8 @@ async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tupl
     ids = np.fromiter((f.id for f in frags), dtype=np.int64, count=len(frags))
     phys = np.fromiter((f.physical_rows for f in frags), dtype=np.int64, count=len(frags))
     excluded = np.isin(ids, np.array(options.excluded_fragment_ids, dtype=np.int64))
-    pinned = pinned_by_indices(lm.index_section, ids) | excluded
-    keys = np.where(pinned, -1, 0)
+    keys, carry = await plan_index_sets(c, lm.index_section, ids, ds.has_stable_row_ids)
+    keys = np.where(excluded, -1, keys)
     bins = plan_bins(phys, await _deleted_counts(ds, frags), keys, options)
     if not bins:
         return CompactionMetrics(), None
@@ -306,14 +290,17 @@ async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tupl
     results = await asyncio.gather(*(run(lo, hi) for lo, hi in bins), return_exceptions=True)
     failed = [r for r in results if isinstance(r, BaseException)]
     done = [r for r in results if not isinstance(r, BaseException)]
+    rewritten: tuple = ()
     try:
         if failed:
             raise failed[0]
         groups = await _reserve_ids(ds, [r.group for r in done])
-        await commit(c.store, c.root, Rewrite(tuple(groups)), ds.version)
+        rewritten = await remap_indices(c, carry, groups, [r.addresses for r in done])
+        await commit(c.store, c.root, Rewrite(tuple(groups), rewritten), ds.version)
     except BaseException:
         for r in done:
             await _delete_written(r.writer)
+        await delete_rewritten(c, rewritten)
         raise
     total = CompactionMetrics()
     for r in done:

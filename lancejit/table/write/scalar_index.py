@@ -33,7 +33,7 @@ from ..indices.scalar import writers
 from ..indices.scalar.catalog import index_section
 from ..indices.scalar.domain import kind_of
 from ..indices.scalar.opened import TYPE_NAMES, details_kind
-from ..read.fragment import ROWID
+from ..read.fragment import ROWADDR, ROWID
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -67,10 +67,16 @@ def check_column(schema: pa.Schema, column: str, kind: str) -> pa.DataType:
     return t
 
 
-async def _read_column(ds: "DatasetReader", column: str) -> tuple[pa.ChunkedArray, np.ndarray]:
-    """The column's live values and their row ids (addresses without stable row ids)."""
-    t = await ds.to_table_async(columns=[column], with_row_id=True)
-    return t.column(column), np.ascontiguousarray(t.column(ROWID).to_numpy(), dtype=np.uint64)
+async def _read_column(ds: "DatasetReader", column: str, kind: str) -> tuple[pa.ChunkedArray, np.ndarray, int]:
+    """The column's live values, the ids the index lists for them and the index version: row
+    addresses, except stable row ids in BITMAP and LABEL_LIST indices (the reference's BTREE of
+    version 1 lists addresses on such datasets)."""
+    stable = ds.has_stable_row_ids
+    by_id = stable and kind != "BTREE"
+    meta = ROWID if by_id else ROWADDR
+    t = await ds.to_table_async(columns=[column], with_row_id=by_id, with_row_address=not by_id)
+    version = 1 if (kind == "BTREE" and stable) else writers.INDEX_VERSIONS[kind]
+    return t.column(column), np.ascontiguousarray(t.column(meta).to_numpy(), dtype=np.uint64), version
 
 
 def _choose_name(section: Any, column: str, field_id: int, kind: str, name: str | None) -> str:
@@ -91,7 +97,7 @@ def _choose_name(section: Any, column: str, field_id: int, kind: str, name: str 
 
 
 def _metadata(name: str, field_id: int, version: int, fragments: Sequence[int], kind: str,
-              uid: _uuid.UUID, files: list[tuple[str, int]], created_ms: int) -> Any:
+              uid: _uuid.UUID, files: list[tuple[str, int]], created_ms: int, index_version: int) -> Any:
     from google.protobuf import any_pb2
     from pyroaring import BitMap
 
@@ -99,7 +105,7 @@ def _metadata(name: str, field_id: int, version: int, fragments: Sequence[int], 
 
     meta = table_pb2.IndexMetadata(name=name, fields=[field_id], dataset_version=version,
                                    fragment_bitmap=BitMap(list(fragments)).serialize(),
-                                   index_version=writers.INDEX_VERSIONS[kind], created_at=created_ms)
+                                   index_version=index_version, created_at=created_ms)
     meta.uuid.uuid = uid.bytes
     meta.index_details.CopyFrom(any_pb2.Any(type_url=writers.DETAILS_URLS[kind], value=b""))
     for path, size in sorted(files):
@@ -107,15 +113,16 @@ def _metadata(name: str, field_id: int, version: int, fragments: Sequence[int], 
     return meta
 
 
-async def build_index_files(ds: "DatasetReader", column: str, kind: str) -> tuple[_uuid.UUID, list[tuple[str, int]]]:
+async def build_index_files(ds: "DatasetReader", column: str, kind: str) -> tuple[_uuid.UUID, list[tuple[str, int]],
+                                                                                  int]:
     """Write the files of an index of ``kind`` on ``column`` over every live row of ``ds``;
-    ``(uuid, [(file name, bytes)])``."""
-    values, ids = await _read_column(ds, column)
+    ``(uuid, [(file name, bytes)], index version)``."""
+    values, ids, version = await _read_column(ds, column, kind)
     files = writers.index_files(kind, values, ids)
     uid = _uuid.uuid4()
     c = ds.context
     written = await writers.write_index(c.store, join_path(c.root, "_indices", str(uid)), files, c.storage_options)
-    return uid, written
+    return uid, written, version
 
 
 async def create_scalar_index_async(ds: "DatasetReader", column: str, index_type: Any, name: str | None = None, *,
@@ -140,9 +147,9 @@ async def create_scalar_index_async(ds: "DatasetReader", column: str, index_type
             raise IndexStateError(f"Index name {chosen!r} already exists, please specify a different name or "
                                   "use replace=True")
         t0 = time.time()
-        uid, files = await build_index_files(current, column, kind)
+        uid, files, index_version = await build_index_files(current, column, kind)
         frag_ids = [f.id for f in c.manifest.fragments]
-        meta = _metadata(chosen, field_id, c.version, frag_ids, kind, uid, files, int(t0 * 1000))
+        meta = _metadata(chosen, field_id, c.version, frag_ids, kind, uid, files, int(t0 * 1000), index_version)
         try:
             version = await commit(c.store, c.root, CreateIndex((meta,), tuple(existing)), c.version)
         except RetryableCommitError:

@@ -7,6 +7,10 @@ index was built for, located in the dataset's own ``_indices/`` (no base path), 
 index details (``""``: an entry written before details existed, kind inferred when opened).
 Each comes with its covered fragment ids (``fragment_bitmap``; an entry without one covers
 nothing).
+
+What an index's ids are: row addresses, except on datasets with stable row ids, where BITMAP and
+LABEL_LIST indices (and BTREE indices of index version 0) hold row ids; the reference's BTREE
+of index version 1 holds addresses there too (:meth:`ScalarSegment.holds_row_ids`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,14 @@ class ScalarSegment:
     column_type: pa.DataType
     fragments: np.ndarray
     metadata: Any
+    index_version: int = 0
+
+    def holds_row_ids(self, stable_row_ids: bool, kind: str | None = None) -> bool:
+        """Whether the index's ids are stable row ids (else row addresses); ``kind`` when the
+        entry's is inferred."""
+        if not stable_row_ids:
+            return False
+        return not ((kind or self.kind) == "BTREE" and self.index_version >= 1)
 
 
 def _fragments(raw: bytes, where: str) -> np.ndarray:
@@ -88,7 +100,7 @@ def segments_of(section: Any, ctx: "DatasetContext") -> list[ScalarSegment]:
         except ValueError:
             continue
         out.append(ScalarSegment(name, ix.name, kind, top.name, top.id, ctx.schema.field(top.name).type,
-                                 _fragments(bytes(ix.fragment_bitmap), where), ix))
+                                 _fragments(bytes(ix.fragment_bitmap), where), ix, int(ix.index_version)))
     return out
 
 

@@ -137,6 +137,31 @@ class ScalarIndex:
             out = rowset.intersect(out, s)
         return out
 
+    async def entries(self, ctx: "DatasetContext") -> tuple[pa.Array, np.ndarray]:
+        """Every ``(value, id)`` pair the index holds (BTREE: its pages; BITMAP / LABEL_LIST:
+        each key once per row (label) of its bitmap), for rewriting it."""
+        where = ctx.store.uri(self.parts_path)
+        try:
+            if self.kind == BTREE:
+                table = await self.parts_file.read_all(list(self.part_columns))
+                values = table.column(0).combine_chunks()
+                return values, np.ascontiguousarray(table.column(1).to_numpy(), dtype=np.uint64)
+            table = await self.parts_file.read_all([_bm.KEYS, _bm.BITMAPS])
+        except LanceJitError as exc:
+            raise _where(exc, where) from exc
+        keys = table.column(_bm.KEYS).combine_chunks()
+        sets = []
+        for raw in table.column(_bm.BITMAPS).to_pylist():
+            if raw is None:
+                raise CorruptFileError("bitmap index holds a NULL bitmap", path=where)
+            ids, full = rowset.decode_treemap(raw, where)
+            if len(full):
+                raise Unusable("bitmap selecting whole fragments")
+            sets.append(ids)
+        counts = np.array([len(x) for x in sets], dtype=np.int64)
+        ids = np.concatenate(sets) if sets else rowset.EMPTY
+        return keys.take(pa.array(np.repeat(np.arange(len(keys)), counts))), ids
+
     # ------------------------------------------------------------------ parts
     async def _pages(self, ctx: "DatasetContext", pages: np.ndarray) -> list[_bt.BTreePage]:
         """BTREE pages ``pages`` (sorted numbers), from the cache or read: runs of consecutive

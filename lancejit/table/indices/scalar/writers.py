@@ -128,8 +128,13 @@ def label_list_files(lists: pa.Array | pa.ChunkedArray, ids: np.ndarray) -> list
     ids = np.asarray(ids, dtype=np.uint64)
     items = pc.list_flatten(lists)
     parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-    keys, bitmaps = _groups(items, ids[parents])
     null_lists = np.sort(ids[lists.is_null().to_numpy(zero_copy_only=False)]) if lists.null_count else ids[:0]
+    return label_pair_files(items, ids[parents], null_lists)
+
+
+def label_pair_files(items: pa.Array, ids: np.ndarray, null_lists: np.ndarray) -> list[IndexFile]:
+    """A LABEL_LIST's file from (label, row) pairs and the sorted rows whose list is NULL."""
+    keys, bitmaps = _groups(_combined(items), ids)
     meta = {_bm.STATS_KEY: json.dumps({"num_bitmaps": len(bitmaps)}, separators=(",", ":"))}
     return [IndexFile(_bm.LOOKUP_FILE, _bitmap_table(keys, bitmaps), meta,
                       ((_bm.LIST_NULLS_KEY, encode_treemap(null_lists)),))]
@@ -158,4 +163,4 @@ async def write_index(store: Any, directory: str, files: list[IndexFile],
 
 
 __all__ = ["DETAILS_URLS", "INDEX_VERSIONS", "IndexFile", "bitmap_files", "btree_files", "index_files",
-           "label_list_files", "write_index"]
+           "label_list_files", "label_pair_files", "write_index"]

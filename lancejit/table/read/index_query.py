@@ -1,0 +1,308 @@
+"""Answering (part of) a filter from scalar indices: which index answers which predicate, on
+which fragments, and the rows they select.
+
+:func:`plan_index_query` (no data read; the indices' lookups are opened) turns a compiled filter
+into an :class:`IndexQuery`: the filter's index tree (:mod:`..indices.scalar.predicates`) with
+every leaf bound to one index (:class:`LeafUse`: its segments and the fragments they cover; for
+equality and IN lists a BITMAP is preferred, for ranges a BTREE), the fragments *every* bound
+index covers (``covered``: only there do the indices answer; every other fragment is scanned
+and filtered row by row), and ``exact`` (the indices answer the whole filter: no row needs
+the filter evaluated again; floats are always evaluated again).
+
+:func:`resolve` runs the searches and combines them in three-valued logic over the covered
+fragments: a leaf's rows are those where its predicate is TRUE; a negated leaf's the covered rows
+minus those where the predicate is TRUE or NULL (a complemented set, never materialized);
+``and`` / ``or`` intersect / unite (complements by De Morgan); an opaque part is every row.
+The result is the rows (addresses, sorted) of covered fragments that may match, deleted rows
+removed, or its complement within the covered fragments.  Indices holding stable row ids (see
+:meth:`~..indices.scalar.catalog.ScalarSegment.holds_row_ids`) have their ids mapped to the
+rows' current addresses first (rows moved out of covered fragments, or deleted, drop out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..indices.scalar import rowset
+from ..indices.scalar.catalog import ScalarSegment, scalar_segments
+from ..indices.scalar.domain import Unusable, kind_of, literal
+from ..indices.scalar.opened import ScalarIndex, open_segment
+from ..indices.scalar.predicates import OPAQUE, Junction, Leaf, exact as _exact, index_tree
+from ..meta.features import FLAG_STABLE_ROW_IDS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..filter.compile import CompiledFilter
+    from ..meta.context import DatasetContext
+    from .version_index import DatasetIndex
+
+#: Use scalar indices in filtered scans, counts and mutations (False: scan every row; for
+#: measurements and tests comparing both ways).
+ENABLED = True
+
+
+@dataclass(frozen=True, slots=True)
+class LeafUse:
+    """The index answering one leaf: its ``name``, ``kind``, opened segments and ``covered``
+    fragment ids (sorted int64, the union of its segments')."""
+
+    leaf: Leaf
+    name: str
+    kind: str
+    segments: tuple[tuple[ScalarSegment, ScalarIndex], ...]
+    covered: np.ndarray
+
+    def describe(self) -> str:
+        return f"{self.leaf.describe()} @ {self.name} ({self.kind})"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexQuery:
+    """What the indices answer of a filter (see the module docstring)."""
+
+    tree: Any
+    uses: tuple[LeafUse, ...]
+    covered: np.ndarray
+    exact: bool
+    stable_row_ids: bool = False
+    _by_leaf: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def use_of(self, leaf: Leaf) -> LeafUse:
+        return self._by_leaf[id(leaf)]
+
+    def describe(self) -> list[str]:
+        return [u.describe() for u in self.uses]
+
+
+def _preference(kind: str, op: str) -> int:
+    if op in ("eq", "in"):
+        return {"BITMAP": 0, "BTREE": 1}.get(kind, 2)
+    return {"BTREE": 0, "BITMAP": 1}.get(kind, 2)
+
+
+def _type_ok(seg: ScalarSegment, si: ScalarIndex) -> bool:
+    """Whether the index was built for the column's current type."""
+    t = seg.column_type
+    if si.kind == "LABEL_LIST":
+        return hasattr(t, "value_type") and t.value_type == si.value_type
+    return t == si.value_type
+
+
+def _check(si: ScalarIndex, leaf: Leaf) -> bool:
+    """Whether every literal of the leaf has a counterpart in the index's domain."""
+    q = leaf.query
+    try:
+        for v in q.values:
+            literal(v, si.value_type)
+        for v in (q.lo, q.hi):
+            if v is not None:
+                literal(v, si.value_type)
+    except Unusable:
+        return False
+    if si.kind == "LABEL_LIST":
+        return q.op in ("any", "all") and (not leaf.negated or si.lookup.list_nulls is not None)
+    return q.op in ("eq", "in", "range", "null")
+
+
+async def _open(ctx: "DatasetContext", seg: ScalarSegment) -> ScalarIndex | None:
+    try:
+        si = await open_segment(ctx, seg.uuid, seg.kind, seg.column_type)
+    except Unusable:
+        return None
+    return si if _type_ok(seg, si) else None
+
+
+async def plan_index_query(ctx: "DatasetContext", compiled: "CompiledFilter | None",
+                           fragment_ids: np.ndarray | None = None) -> IndexQuery | None:
+    """The index part of ``compiled`` on this version, or None when no index answers any of it
+    (``fragment_ids``: the fragments the caller reads; default every fragment)."""
+    if not ENABLED or compiled is None or compiled.parsed is None or ctx.manifest.index_section is None:
+        return None
+    segs = [s for s in await scalar_segments(ctx) if s.column in compiled.columns and len(s.fragments)]
+    if not segs:
+        return None
+    opened = await asyncio.gather(*(_open(ctx, s) for s in segs))
+    by_col: dict[str, list[tuple[ScalarSegment, ScalarIndex]]] = {}
+    for s, si in zip(segs, opened):
+        if si is not None:
+            by_col.setdefault(s.column, []).append((s, si))
+    if not by_col:
+        return None
+    kinds = {c: frozenset(si.kind for _, si in v) for c, v in by_col.items()}
+    tree = index_tree(compiled.parsed.tree, compiled.parsed.in_lists, ctx.schema, kinds)
+    if tree is OPAQUE:
+        return None
+    # bind every leaf to one index (all its segments), or make it opaque
+    uses: list[LeafUse] = []
+    by_leaf: dict[int, LeafUse] = {}
+
+    def bind(node: Any) -> Any:
+        if isinstance(node, Junction):
+            parts = tuple(bind(p) for p in node.parts)
+            if node.op == "or" and any(p is OPAQUE for p in parts):
+                return OPAQUE
+            if node.op == "and" and all(p is OPAQUE for p in parts):
+                return OPAQUE
+            return Junction(node.op, parts)
+        if not isinstance(node, Leaf):
+            return node
+        cands: dict[str, list[tuple[ScalarSegment, ScalarIndex]]] = {}
+        for s, si in by_col.get(node.column, ()):
+            if _check(si, node):
+                cands.setdefault(s.name, []).append((s, si))
+        if not cands:
+            return OPAQUE
+        name = min(cands, key=lambda n: (_preference(cands[n][0][1].kind, node.query.op), n))
+        chosen = tuple(cands[name])
+        covered = np.unique(np.concatenate([s.fragments for s, _ in chosen]))
+        use = LeafUse(node, name, chosen[0][1].kind, chosen, covered)
+        uses.append(use)
+        by_leaf[id(node)] = use
+        return node
+
+    tree = bind(tree)
+    if tree is OPAQUE or not uses:
+        return None
+    version_ids = np.fromiter((f.id for f in ctx.manifest.fragments), dtype=np.int64,
+                              count=len(ctx.manifest.fragments)) if fragment_ids is None else fragment_ids
+    covered = np.asarray(version_ids, dtype=np.int64)
+    for u in uses:
+        covered = covered[np.isin(covered, u.covered)]
+    if not len(covered):
+        return None
+    covered = np.sort(covered)
+    exact = _exact(tree) and all(kind_of(u.segments[0][1].value_type) != "float" for u in uses)
+    stable = bool(ctx.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+    return IndexQuery(tree, tuple(uses), covered, exact, stable, by_leaf)
+
+
+# ------------------------------------------------------------------------------ resolving
+#: A set of rows: ``(rows, complemented)``; complemented = every covered row except ``rows``.
+RowSet = tuple[np.ndarray, bool]
+ALL: RowSet = (rowset.EMPTY, True)
+
+
+def _and(a: RowSet, b: RowSet) -> RowSet:
+    (x, cx), (y, cy) = a, b
+    if not cx and not cy:
+        return rowset.intersect(x, y), False
+    if cx and cy:
+        return rowset.union(x, y), True
+    if cx:
+        x, y = y, x
+    return rowset.difference(x, y), False
+
+
+def _or(a: RowSet, b: RowSet) -> RowSet:
+    (x, cx), (y, cy) = a, b
+    if not cx and not cy:
+        return rowset.union(x, y), False
+    if cx and cy:
+        return rowset.intersect(x, y), True
+    if cx:
+        x, y = y, x
+    return rowset.difference(y, x), True
+
+
+def _in_fragments(rows: np.ndarray, fragments: np.ndarray) -> np.ndarray:
+    """The rows (sorted addresses) whose fragment is in ``fragments`` (sorted ids)."""
+    if not len(rows):
+        return rows
+    high = (rows >> np.uint64(32)).astype(np.int64)
+    if high[0] == high[-1]:
+        i = int(np.searchsorted(fragments, high[0]))
+        return rows if i < len(fragments) and fragments[i] == high[0] else rowset.EMPTY
+    return rows[np.isin(high, fragments)]
+
+
+async def _to_addresses(ctx: "DatasetContext", rows: np.ndarray) -> np.ndarray:
+    """Stable row ids -> current addresses of their live rows (sorted)."""
+    from .take import row_id_index
+
+    if not len(rows):
+        return rows
+    addrs, found = (await row_id_index(ctx)).lookup(rows)
+    return rowset.of(addrs[found])
+
+
+async def _leaf_rows(ctx: "DatasetContext", q: IndexQuery, leaf: Leaf) -> RowSet:
+    use = q.use_of(leaf)
+    sets = []
+    for seg, si in use.segments:
+        frags = seg.fragments
+        got = await si.search(ctx, leaf.query)
+        if leaf.negated:
+            if leaf.query.op == "null":
+                null = rowset.EMPTY  # IS NULL is never NULL
+            else:
+                null = await si.null_rows(ctx)
+                if null is None:
+                    raise Unusable("no NULL rows recorded")
+            got = rowset.union(got, null)
+        if seg.holds_row_ids(q.stable_row_ids, si.kind):
+            got = await _to_addresses(ctx, got)
+        sets.append(_in_fragments(got, frags))
+    rows = rowset.union_many(sets)
+    return (_in_fragments(rows, q.covered), leaf.negated)
+
+
+async def _eval(ctx: "DatasetContext", q: IndexQuery, node: Any) -> RowSet:
+    if isinstance(node, Leaf):
+        return await _leaf_rows(ctx, q, node)
+    if not isinstance(node, Junction):
+        return ALL
+    parts = [await _eval(ctx, q, p) for p in node.parts]
+    out = parts[0]
+    for p in parts[1:]:
+        out = _and(out, p) if node.op == "and" else _or(out, p)
+    return out
+
+
+async def resolve(ctx: "DatasetContext", q: IndexQuery) -> RowSet:
+    """The rows of covered fragments the filter may select (exactly those when ``q.exact``),
+    deleted rows removed: ``(rows, complemented)`` (see the module docstring)."""
+    rows, comp = await _eval(ctx, q, q.tree)
+    if comp:
+        return rows, True
+    return await drop_deleted(ctx, rows), False
+
+
+async def drop_deleted(ctx: "DatasetContext", rows: np.ndarray) -> np.ndarray:
+    """``rows`` (sorted addresses) without the deleted ones and those of fragments no longer in
+    the version."""
+    from .version_index import dataset_index
+
+    if not len(rows):
+        return rows
+    index = await dataset_index(ctx)
+    high = (rows >> np.uint64(32)).astype(np.int64)
+    frag_ids, starts = np.unique(high, return_index=True)
+    pos, found = index.positions_of(frag_ids)
+    bounds = np.append(starts, len(rows))
+    keep = np.ones(len(rows), dtype=bool)
+    for i, (p, ok) in enumerate(zip(pos.tolist(), found.tolist())):
+        a, b = int(bounds[i]), int(bounds[i + 1])
+        if not ok:
+            keep[a:b] = False
+            continue
+        low = (rows[a:b] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        past = low >= index.physical_rows[p]
+        if past.any():
+            keep[a:b] &= ~past
+        if index.has_deletions[p]:
+            deleted = await index.reader(p).deleted()
+            if deleted is not None and len(deleted):
+                keep[a:b] &= ~np.isin(low, np.asarray(deleted, dtype=np.int64))
+    return rows if keep.all() else rows[keep]
+
+
+def covered_live_rows(index: "DatasetIndex", covered: np.ndarray) -> int:
+    """Live rows of the covered fragments."""
+    pos, found = index.positions_of(covered)
+    return int(index.live_rows[pos[found]].sum())
+
+
+__all__ = ["ENABLED", "IndexQuery", "LeafUse", "covered_live_rows", "drop_deleted", "plan_index_query", "resolve"]
