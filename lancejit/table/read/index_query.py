@@ -263,11 +263,10 @@ async def _eval(ctx: "DatasetContext", q: IndexQuery, node: Any) -> RowSet:
 
 async def resolve(ctx: "DatasetContext", q: IndexQuery) -> RowSet:
     """The rows of covered fragments the filter may select (exactly those when ``q.exact``),
-    deleted rows removed: ``(rows, complemented)`` (see the module docstring)."""
+    or when ``complemented`` the rows it does not select; deleted rows removed either way:
+    ``(rows, complemented)`` (see the module docstring)."""
     rows, comp = await _eval(ctx, q, q.tree)
-    if comp:
-        return rows, True
-    return await drop_deleted(ctx, rows), False
+    return await drop_deleted(ctx, rows), comp
 
 
 async def drop_deleted(ctx: "DatasetContext", rows: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ from .spec import DEFAULT_READAHEAD, ScanSpec
 from .version_index import dataset_index
 from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _read_rows, read_small_group
 from .scan_multi import filter_members, member_lives, read_members
-from .scan_plan import ScanPlan, plan_units
+from .scan_plan import ScanPlan, bytes_per_row, plan_units, with_takes
 
 if TYPE_CHECKING:
     from ..filter.compile import CompiledFilter
@@ -60,6 +60,8 @@ GROUP_BYTES = 16 * 1024 * 1024
 READAHEAD_BYTES = 64 * 1024 * 1024
 #: ... and at most this many are in flight (many small fragments are opened and read together).
 MAX_UNITS_IN_FLIGHT = 64
+#: Most candidate rows of consecutive take units (fragments scalar indices answer) read at once.
+TAKE_GROUP_ROWS = 1 << 16
 #: Filtered scans read the filter's columns first and the others only for matching rows;
 #: False reads every needed column of a unit at once (for measurements and tests).
 LATE_MATERIALIZATION = True
@@ -181,9 +183,12 @@ def _positions(index: "DatasetIndex", fragment_ids: tuple[int, ...] | None) -> n
     return pos[found]
 
 
-async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", ScanPlan, int]:
+async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tuple["DatasetIndex", ScanPlan, int]:
     """The version index, the units to read and the rows still to skip for the offset (whole
-    fragments inside the offset are dropped from the plan when there is no filter)."""
+    fragments inside the offset are dropped from the plan when there is no filter).  With a
+    filter, fragments scalar indices answer get take units of their candidate rows
+    (:mod:`.index_plan`) when that beats scanning them (``count``: also when the indices count
+    the matches exactly: the plan's ``indexed`` then holds the count and no unit reads them)."""
     index = await dataset_index(ctx)
     positions = _positions(index, spec.fragment_ids)
     to_skip = spec.offset
@@ -193,19 +198,33 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
         if k:
             to_skip -= int(ends[k - 1])
             positions = positions[k:]
+    indexed = None
+    scanned = positions
     if spec.filter is not None:
+        from .index_plan import plan_indexed  # scalar indices: candidates taken instead of scanned
+
+        indexed = await plan_indexed(ctx, index, spec.filter, positions)
+        if indexed is not None and (indexed.worth_taking() or (count and indexed.matches() is not None)):
+            scanned = positions[~np.isin(positions, indexed.positions)]
+        else:
+            indexed = None
         from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
 
         await prepare(ctx, spec.filter)
     max_rows = MAX_UNIT_ROWS * (FILTERED_UNIT_FACTOR if spec.filter is not None and LATE_MATERIALIZATION else 1)
-    plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, max_rows, spec.filter)
+    plan = plan_units(ctx, index, scanned, spec.batch_size, UNIT_TARGET_BYTES, max_rows, spec.filter)
+    if indexed is not None:
+        if count and indexed.matches() is not None:
+            plan = ScanPlan(plan.pos, plan.lo, plan.hi, plan.est_bytes, None, indexed)
+        else:
+            plan = with_takes(plan, indexed, positions, bytes_per_row(ctx, index))
     return index, plan, to_skip
 
 
 async def _pipeline(
     index: "DatasetIndex", plan: ScanPlan, readahead: int,
     read: Callable[[list[tuple[FragmentReader, int, int]]], Awaitable[Any]], group_rows: int = 0,
-    unit_rows: int = SMALL_UNIT_ROWS,
+    unit_rows: int = SMALL_UNIT_ROWS, read_take: Callable[[int, int], Awaitable[Any]] | None = None,
 ) -> AsyncIterator[Any]:
     """``read(members)`` of every unit, results in plan order; with ``group_rows``, runs of
     consecutive units of at most ``unit_rows`` rows each are handed over together, up to
@@ -215,9 +234,12 @@ async def _pipeline(
     under ``READAHEAD_BYTES`` (at most ``MAX_UNITS_IN_FLIGHT``): many small fragments are read
     and opened concurrently, a few big units bound memory.  Fragment readers come from the
     version index (made on first use, kept with the version: their opened files and layouts
-    serve later scans)."""
+    serve later scans).  Take units (see :class:`~.scan_plan.ScanPlan`) go to ``read_take(a,
+    b)`` (a range of the indices' candidate rows), consecutive ones together up to
+    ``TAKE_GROUP_ROWS`` candidates."""
     pending: deque[tuple[asyncio.Future, int]] = deque()
     pos, lo, hi, est = (a.tolist() for a in (plan.pos, plan.lo, plan.hi, plan.est_bytes))
+    take = plan.take.tolist() if plan.take is not None else None
     n = len(pos)
     nxt = 0
     in_flight = 0
@@ -226,11 +248,22 @@ async def _pipeline(
         nonlocal nxt, in_flight
         while nxt < n and (len(pending) < readahead or (
                 in_flight + est[nxt] <= READAHEAD_BYTES and len(pending) < MAX_UNITS_IN_FLIGHT)):
+            if take is not None and take[nxt]:
+                a, b, size = lo[nxt], hi[nxt], est[nxt]
+                nxt += 1
+                while nxt < n and take[nxt] and hi[nxt] - a <= TAKE_GROUP_ROWS:
+                    b, size = hi[nxt], size + est[nxt]
+                    nxt += 1
+                assert read_take is not None
+                pending.append((asyncio.ensure_future(read_take(a, b)), size))
+                in_flight += size
+                continue
             members = [(index.reader(pos[nxt]), lo[nxt], hi[nxt])]
             size, rows = est[nxt], hi[nxt] - lo[nxt]
             nxt += 1
             if group_rows and rows <= unit_rows:
-                while (nxt < n and hi[nxt] - lo[nxt] <= unit_rows and rows + hi[nxt] - lo[nxt] <= group_rows
+                while (nxt < n and (take is None or not take[nxt]) and hi[nxt] - lo[nxt] <= unit_rows
+                       and rows + hi[nxt] - lo[nxt] <= group_rows
                        and size + est[nxt] <= GROUP_BYTES):
                     members.append((index.reader(pos[nxt]), lo[nxt], hi[nxt]))
                     size += est[nxt]
@@ -273,8 +306,17 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
             return await read_unit_table(ctx, frag, spec, lo, hi)
         return await read_plain_group(ctx, spec, members, limit)
 
+    read_take = None
+    if plan.indexed is not None:
+        from .index_scan import read_candidates
+
+        got = plan.indexed
+
+        async def read_take(a: int, b: int) -> Any:
+            return await read_candidates(ctx, spec, index, got.upos[a:b], got.uoff[a:b], not got.exact)
+
     if spec.filter is not None:
-        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, EVAL_GROUP_ROWS)
+        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, EVAL_GROUP_ROWS, read_take=read_take)
     else:
         pipeline = _pipeline(index, plan, max(1, spec.readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS)
     batches = _rebatch(pipeline, spec.batch_size)
@@ -360,7 +402,7 @@ async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", reada
     if filter is None:
         return (await dataset_index(ctx)).total_rows
     spec = ScanSpec(tops=(), filter=filter, readahead=readahead)
-    index, plan, _ = await _plan(ctx, spec)
+    index, plan, _ = await _plan(ctx, spec, count=True)
 
     async def read(members: list[tuple[FragmentReader, int, int]]) -> int:
         got = await filter_members(ctx, filter, members)  # the filter's columns decoded at once
@@ -369,6 +411,21 @@ async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", reada
         return sum(len(m) for m in (await _group_matches(ctx, filter, members))[3])
 
     total = 0
-    async for n in _pipeline(index, plan, max(1, readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS):
+    read_take = None
+    got = plan.indexed
+    if got is not None:
+        exact = got.matches()
+        if plan.take is None and exact is not None:  # the indices counted the answered fragments
+            total += exact
+        else:
+            from .index_scan import count_candidates
+
+            async def read_take(a: int, b: int) -> int:
+                if got.exact:
+                    return b - a
+                return await count_candidates(ctx, filter, index, got.upos[a:b], got.uoff[a:b])
+
+    async for n in _pipeline(index, plan, max(1, readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS,
+                             read_take=read_take):
         total += n
     return total

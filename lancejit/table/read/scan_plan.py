@@ -15,7 +15,7 @@ whole fragment; a statistics-based pruner (zone maps, legacy page statistics) re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
@@ -28,12 +28,18 @@ if TYPE_CHECKING:  # pragma: no cover
 @dataclass(frozen=True, slots=True)
 class ScanPlan:
     """Units in scan order, as parallel int64 arrays: ``pos`` (index position of the
-    fragment), ``lo``/``hi`` (physical rows, half-open) and ``est_bytes``."""
+    fragment), ``lo``/``hi`` (physical rows, half-open) and ``est_bytes``.
+
+    Take units (``take[i]`` True; only in plans with ``indexed``): the fragment's candidate rows
+    a scalar index selected, ``lo``/``hi`` a half-open range of ``indexed.upos`` / ``uoff``."""
 
     pos: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     est_bytes: np.ndarray
+    take: np.ndarray | None = None
+    #: The scalar indices' answer (:class:`~.index_plan.IndexedRows`) the take units read.
+    indexed: Any = None
 
     def __len__(self) -> int:
         return len(self.pos)
@@ -59,6 +65,36 @@ def prune_ranges(ctx: "DatasetContext", fragment_id: int, lo: int, hi: int,
         return [(lo, hi)]
     got = _pruner(ctx, fragment_id, lo, hi, compiled)
     return [(lo, hi)] if got is None else [(int(a), int(b)) for a, b in got if b > a]
+
+
+def with_takes(plan: ScanPlan, indexed: Any, positions: np.ndarray, bytes_per_row: np.ndarray) -> ScanPlan:
+    """``plan`` (units of the fragments the indices do not answer) with one take unit per
+    answered fragment holding candidates, all in the scan order of ``positions``
+    (``bytes_per_row``: estimated encoded bytes per row, by version-index position)."""
+    upos = indexed.upos
+    n = len(upos)
+    if n:
+        cuts = np.flatnonzero(upos[1:] != upos[:-1]) + 1
+        starts = np.concatenate([[0], cuts]).astype(np.int64)
+        ends = np.concatenate([cuts, [n]]).astype(np.int64)
+        tpos = upos[starts].astype(np.int64)
+    else:
+        starts = ends = tpos = np.zeros(0, dtype=np.int64)
+    rank = np.full(len(bytes_per_row), -1, dtype=np.int64)
+    rank[positions] = np.arange(len(positions))
+    pos = np.concatenate([plan.pos, tpos])
+    lo = np.concatenate([plan.lo, starts])
+    hi = np.concatenate([plan.hi, ends])
+    est = np.concatenate([plan.est_bytes, ((ends - starts) * bytes_per_row[tpos]).astype(np.int64)])
+    take = np.concatenate([np.zeros(len(plan.pos), dtype=bool), np.ones(len(tpos), dtype=bool)])
+    order = np.argsort(rank[pos], kind="stable")
+    return ScanPlan(pos[order], lo[order], hi[order], est[order], take[order], indexed)
+
+
+def bytes_per_row(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
+    """Estimated encoded bytes per physical row of each fragment (by version-index position)."""
+    rows = index.physical_rows
+    return np.where(rows > 0, _file_bytes(ctx, index) / np.maximum(rows, 1), 0.0)
 
 
 _FILE_BYTES: dict[str, np.ndarray] = {}  # per version (dataset uri | manifest path)
