@@ -4,7 +4,9 @@ same rows as lancejit's scan without indices."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pytest
 
 import lancejit
@@ -131,3 +133,34 @@ def test_delete_and_update_where_use_the_index(indexed, tmp_path):
         finally:
             index_query.ENABLED = True
         _equal(ds.to_table(filter=text), plain, text)
+
+
+@pytest.mark.parametrize("key", ["a", "s"])
+def test_merge_insert_matches_keys_through_the_index(indexed, tmp_path, key):
+    """Keys matched through the index (covered fragments) and by scanning the others: the same
+    dataset as pylance's merge_insert of the same source."""
+    import shutil
+
+    src_path = indexed("pylance", "partial")
+    ours_path, ref_path = str(tmp_path / "ours"), str(tmp_path / "ref")
+    shutil.copytree(src_path, ours_path)
+    shutil.copytree(src_path, ref_path)
+    base = lance.dataset(ref_path).to_table(filter="a IN (5, 17, 900, 1050, 2021, 2140) OR s = 'upd'", limit=20)
+    src = pa.concat_tables([base, base.slice(0, 1).set_column(0, "a", pa.array([99999], pa.int64()))
+                            .set_column(1, "s", pa.array(["fresh"]))])
+    src = src.set_column(src.schema.get_field_index("f"), "f", pa.array(np.full(src.num_rows, -1.5)))
+    if key == "s":
+        src = src.filter(pa.compute.not_equal(src["s"], "upd"))
+    ds = lancejit.dataset(ours_path)
+    ds.io_stats()
+    got = ds.merge_insert(key).when_matched_update_all().when_not_matched_insert_all().execute(src)
+    assert ds.io_stats().index_searches > 0
+    want = lance.dataset(ref_path).merge_insert(key).when_matched_update_all().when_not_matched_insert_all() \
+        .execute(src)
+    assert {k: got[k] for k in ("num_inserted_rows", "num_updated_rows", "num_deleted_rows")} == \
+        {k: want[k] for k in ("num_inserted_rows", "num_updated_rows", "num_deleted_rows")}
+    ours, ref = lance.dataset(ours_path), lance.dataset(ref_path)
+    assert ours.to_table().sort_by("a").equals(ref.to_table().sort_by("a"))
+    for text in INDEX_FILTERS[:8] + ["f = -1.5"]:
+        _equal(lancejit.dataset(ours_path).to_table(filter=text).sort_by("a"),
+               ref.to_table(filter=text).sort_by("a"), text)

@@ -19,7 +19,9 @@ and written, followed by the inserted rows, to new fragments.  With stable row i
 keep their ids; inserted rows get fresh ids.  Returns ``{"num_inserted_rows",
 "num_updated_rows", "num_deleted_rows"}``.  A source with only some columns (keys included)
 updates just those columns of matched rows and inserts nulls for the others (the reference
-commits that case as ``REWRITE_COLUMNS``; lancejit rewrites the rows).  Concurrent
+commits that case as ``REWRITE_COLUMNS``; lancejit rewrites the rows).  Without ``when_not_matched_by_source_delete``, a single key column with a BTREE or BITMAP index
+is matched through it: only the target rows holding a source key are read (``key IN (source
+keys)``, answered by the index where it covers the fragments).  Concurrent
 merge_inserts touching different rows both land (deletions in the same fragments are merged by
 the committer); otherwise the whole operation is redone on the latest version
 (``conflict_retries`` times).
@@ -72,6 +74,36 @@ def source_table(data: Any) -> pa.Table:
         got = reader()
         return got.read_all() if isinstance(got, pa.RecordBatchReader) else got
     raise InvalidInputError(f"merge_insert cannot read source data of type {type(data).__name__}")
+
+
+async def _key_filter(ds: "DatasetReader", src: pa.Table, keys: Sequence[str]) -> str | None:
+    """``key IN (the source's keys)`` when a single integer or string key column has a scalar
+    index that can answer it, else None (every target key is read)."""
+    from ..indices.scalar.catalog import scalar_segments
+
+    if len(keys) != 1:
+        return None
+    key = keys[0]
+    t = ds.schema.field(key).type
+    is_str = pa.types.is_string(t) or pa.types.is_large_string(t)
+    if not (pa.types.is_integer(t) or is_str):
+        return None
+    if not any(s.column == key and s.kind in ("BTREE", "BITMAP", "") for s in await scalar_segments(ds.context)):
+        return None
+    col = src.column(key)
+    values = pc.unique(col.drop_null() if col.null_count else col)
+    if len(values) == 0:
+        return "false"
+    if is_str:
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            return None
+        items = ", ".join("'" + v.replace("'", "''") + "'" for v in values.to_pylist())
+    else:
+        if not pa.types.is_integer(values.type):
+            return None
+        items = ", ".join(str(v) for v in values.to_numpy().tolist())
+    name = key.replace("`", "``")
+    return f"`{name}` IN ({items})"
 
 
 def _valid_keys(t: pa.Table, keys: Sequence[str]) -> np.ndarray:
@@ -299,7 +331,8 @@ class MergeInsertBuilder:
         m = lm.manifest
         lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
         file_schema = lschema.to_arrow(dataset=False)
-        tgt = await ds.to_table_async(columns=self._keys, with_row_id=True, with_row_address=True)
+        flt = None if self._delete else await _key_filter(ds, src, self._keys)
+        tgt = await ds.to_table_async(columns=self._keys, filter=flt, with_row_id=True, with_row_address=True)
         s, t = _join(src, tgt, self._keys)
         upd_s = upd_t = np.empty(0, np.int64)
         if self._update:
