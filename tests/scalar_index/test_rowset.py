@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from lancejit.core.errors import CorruptFileError
 from lancejit.table.indices.scalar import rowset
 from lancejit.table.indices.scalar.btree import BTreeIndex, BTreePage, search_page
-from lancejit.table.indices.scalar.domain import Query
+from lancejit.table.indices.scalar.domain import Query, convert
 
 sets = st.lists(st.integers(0, 2**40), max_size=300).map(lambda v: np.unique(np.array(v, dtype=np.uint64)))
 
@@ -65,13 +65,16 @@ def test_page_search_matches_brute_force(values, lo, hi, keys):
         return sorted(i for i, v in enumerate(py) if v is not None and pred(v))
 
     t = pa.int64()
-    assert sorted(search_page(page, Query("eq", (lo,)), t).tolist()) == brute(lambda v: v == lo)
+
+    def search(q: Query) -> list[int]:
+        return sorted(search_page(page, convert(q, t)).tolist())
+
+    assert search(Query("eq", (lo,))) == brute(lambda v: v == lo)
     if keys:
-        assert sorted(search_page(page, Query("in", tuple(keys)), t).tolist()) == brute(lambda v: v in keys)
-    assert sorted(search_page(page, Query("range", lo=lo, hi=hi), t).tolist()) == brute(lambda v: lo <= v <= hi)
-    got = search_page(page, Query("range", lo=lo, lo_incl=False, hi=hi, hi_incl=False), t)
-    assert sorted(got.tolist()) == brute(lambda v: lo < v < hi)
-    assert sorted(search_page(page, Query("null"), t).tolist()) == sorted(i for i, v in enumerate(py) if v is None)
+        assert search(Query("in", tuple(keys))) == brute(lambda v: v in keys)
+    assert search(Query("range", lo=lo, hi=hi)) == brute(lambda v: lo <= v <= hi)
+    assert search(Query("range", lo=lo, lo_incl=False, hi=hi, hi_incl=False)) == brute(lambda v: lo < v < hi)
+    assert search(Query("null")) == sorted(i for i, v in enumerate(py) if v is None)
 
 
 @settings(max_examples=100, deadline=None)
@@ -87,7 +90,9 @@ def test_page_lookup_finds_every_page_holding_a_range(values, batch, lo, width):
     bt = BTreeIndex.from_lookup(lookup, pa.int64(), batch, data.num_rows)
     assert bt.ordered
     hi = lo + width
-    pages = bt.pages_for(Query("range", lo=lo, hi=hi))
+    pages = bt.pages_for(convert(Query("range", lo=lo, hi=hi), pa.int64()))
+    in_pages = bt.pages_for(convert(Query("in", (lo, hi, lo + 1)), pa.int64()))
+    assert {i // batch for i, v in enumerate(data["values"].to_numpy()) if v in (lo, hi, lo + 1)} <= set(in_pages)
     sv = data["values"].to_numpy()
     need = {i // batch for i, v in enumerate(sv) if lo <= v <= hi}
     assert need <= set(pages.tolist())

@@ -22,6 +22,8 @@ from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
 
+from .quick import quick_tree
+
 DIALECT = "databricks"
 #: Deepest parenthesis nesting accepted (checked on the text, outside quotes).
 MAX_PAREN_DEPTH = 40
@@ -251,8 +253,10 @@ def parse_filter(text: str) -> ParsedFilter:
         raise InvalidInputError(
             f"filter has {tokens:,} tokens besides IN lists; at most {MAX_TOKENS:,} are supported"
         )
+    tree = quick_tree(rewritten, PLACEHOLDER)  # simple filters without sqlglot's parser
     try:
-        tree = sqlglot.parse_one(rewritten, dialect=DIALECT)
+        if tree is None:
+            tree = sqlglot.parse_one(rewritten, dialect=DIALECT)
     except sqlglot.errors.SqlglotError as exc:
         raise InvalidInputError(f"filter {_short(text)!r} does not parse: {_short(str(exc), 300)}") from None
     except RecursionError:

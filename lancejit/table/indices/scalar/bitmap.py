@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError
 
-from .domain import Query, Unusable, kind_of, literal, span, values_of
+from .domain import Query, Unusable, convert, kind_of, literal, span, values_of
 
 LOOKUP_FILE = "bitmap_page_lookup.lance"
 KEYS = "keys"
@@ -67,16 +67,16 @@ class BitmapIndex:
         if q.op == "null":
             return np.array([self.null_row] if self.null_row >= 0 else [], dtype=np.int64)
         if q.op in ("any", "all"):
-            out = []
-            for v in q.values:
-                got = self.rows_for(Query("eq", (v,)))
-                out.append(int(got[0]) if len(got) else -2)
-            return np.asarray(out, dtype=np.int64)
+            vs = convert(Query("in", q.values), self.value_type).values
+            a = np.searchsorted(self.keys, vs, side="left")
+            found = (a < len(self.keys)) & (self.keys[np.minimum(a, len(self.keys) - 1)] == vs) if len(self.keys) \
+                else np.zeros(len(vs), dtype=bool)
+            return np.where(found, self.rows[np.minimum(a, max(len(self.rows) - 1, 0))], -2).astype(np.int64)
         if q.op not in ("eq", "in", "range"):
             raise Unusable(f"bitmap cannot answer {q.op}")
         if q.op == "range" and q.lo is None and q.hi is None:
             return self.rows.copy()
-        starts, stops = span(self.keys, q, self.value_type)
+        starts, stops = span(self.keys, convert(q, self.value_type))
         keep = stops > starts
         if not keep.any():
             return np.zeros(0, dtype=np.int64)

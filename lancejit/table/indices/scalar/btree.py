@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError
 
-from .domain import Query, Unusable, bottom, kind_of, literal, nondecreasing, span, values_of
+from .domain import Converted, Unusable, bottom, kind_of, nondecreasing, span, values_of
 from .rowset import EMPTY
 
 LOOKUP_FILE = "page_lookup.lance"
@@ -100,42 +100,40 @@ class BTreeIndex:
         start = page * self.batch_size
         return start, max(0, min(self.batch_size, self.num_rows - start))
 
-    def pages_for(self, q: Query) -> np.ndarray:
-        """Page numbers (sorted, int64) that may hold rows matching ``q``."""
-        if q.op == "null":
+    def pages_for(self, c: Converted) -> np.ndarray:
+        """Page numbers (sorted, int64) that may hold rows matching ``c``."""
+        if c.op == "null":
             return np.unique(self.page_idx[self.null_counts > 0])
-        t = self.value_type
-        if q.op == "eq":
-            ranges = [(literal(q.values[0], t),) * 2]
-        elif q.op == "in":
-            ranges = [(literal(v, t),) * 2 for v in q.values]
-        elif q.op == "range":
-            lo = None if q.lo is None else literal(q.lo, t)
-            hi = None if q.hi is None else literal(q.hi, t)
-            ranges = [(lo, hi)]
-        else:
-            raise Unusable(f"btree cannot answer {q.op}")
         lows, highs = self.lows, self.highs
         if not len(lows):
             return np.zeros(0, dtype=np.int64)
-        hits = []
+        if c.op == "in":
+            los = his = c.values
+        elif c.op == "range":
+            los = None if c.lo is None else [c.lo]
+            his = None if c.hi is None else [c.hi]
+        else:
+            raise Unusable(f"btree cannot answer {c.op}")
+        n = len(los) if los is not None else (len(his) if his is not None else 1)
         if self.ordered:
-            for lo, hi in ranges:
-                a = 0 if lo is None else int(np.searchsorted(highs, lo, side="left"))
-                b = len(lows) if hi is None else int(np.searchsorted(lows, hi, side="right"))
-                if b > a:
-                    hits.append(np.arange(a, b))
+            first = np.zeros(n, dtype=np.int64) if los is None else np.searchsorted(highs, los, side="left")
+            last = np.full(n, len(lows), dtype=np.int64) if his is None else np.searchsorted(lows, his, side="right")
+            counts = np.maximum(np.asarray(last, dtype=np.int64) - first, 0)
+            total = int(counts.sum())
+            if total == 0:
+                return np.zeros(0, dtype=np.int64)
+            starts = np.repeat(first, counts)
+            sel = starts + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
         else:  # pages out of value order: every page tested
-            for lo, hi in ranges:
-                keep = np.ones(len(lows), dtype=bool)
-                if lo is not None:
-                    keep &= ~(highs < lo)
-                if hi is not None:
-                    keep &= ~(lows > hi)
-                hits.append(np.flatnonzero(keep))
-        if not hits:
-            return np.zeros(0, dtype=np.int64)
-        sel = hits[0] if len(hits) == 1 else np.unique(np.concatenate(hits))
+            keep = np.zeros(len(lows), dtype=bool)
+            for i in range(n):
+                k = np.ones(len(lows), dtype=bool)
+                if los is not None:
+                    k &= ~(highs < los[i])
+                if his is not None:
+                    k &= ~(lows > his[i])
+                keep |= k
+            sel = np.flatnonzero(keep)
         return np.unique(self.page_idx[sel])
 
 
@@ -175,11 +173,11 @@ class BTreePage:
         return cls(values, ids, null_ids)
 
 
-def search_page(page: BTreePage, q: Query, value_type: pa.DataType) -> np.ndarray:
-    """Row ids of ``page`` matching ``q`` (unsorted)."""
-    if q.op == "null":
+def search_page(page: BTreePage, c: Converted) -> np.ndarray:
+    """Row ids of ``page`` matching ``c`` (unsorted)."""
+    if c.op == "null":
         return page.null_ids
-    starts, stops = span(page.values, q, value_type)
+    starts, stops = span(page.values, c)
     if len(starts) == 1:
         return page.ids[int(starts[0]):int(stops[0])]
     keep = stops > starts

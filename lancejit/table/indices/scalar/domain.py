@@ -153,32 +153,69 @@ def nondecreasing(values: np.ndarray) -> bool:
     return bool(np.all(values[1:] >= values[:-1]))
 
 
-def span(values: np.ndarray, q: Query, t: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
-    """``(starts, stops)`` of the runs of the sorted ``values`` (NumPy order) satisfying ``q``
-    (``eq``, ``in`` or ``range``), as int64 arrays: one run for ``eq`` and ``range``, one per
-    value for ``in``."""
-    if q.op == "eq":
-        v = literal(q.values[0], t)
-        return (np.searchsorted(values, [v], side="left").astype(np.int64),
-                np.searchsorted(values, [v], side="right").astype(np.int64))
-    if q.op == "in":
-        vs = _literal_array([literal(v, t) for v in q.values], values)
-        return (np.searchsorted(values, vs, side="left").astype(np.int64),
-                np.searchsorted(values, vs, side="right").astype(np.int64))
+@dataclass(frozen=True, slots=True)
+class Converted:
+    """A :class:`Query` with its literals in the column's domain (converted once per search):
+    ``values`` the sorted distinct values of ``eq`` / ``in`` (op ``in``), or ``lo`` / ``hi``
+    of a ``range``; ``null`` as is."""
+
+    op: str
+    values: np.ndarray | None = None
+    lo: Any = None
+    lo_incl: bool = True
+    hi: Any = None
+    hi_incl: bool = True
+
+
+def convert(q: Query, t: pa.DataType) -> Converted:
+    """``q`` in the domain of ``t`` (:class:`Unusable` when a literal has no counterpart)."""
+    if q.op in ("eq", "in", "any", "all"):
+        return Converted("in", literal_array(q.values, t))
     if q.op == "range":
-        a = 0 if q.lo is None else int(np.searchsorted(values, literal(q.lo, t), side="left" if q.lo_incl else "right"))
-        b = len(values) if q.hi is None else int(np.searchsorted(values, literal(q.hi, t),
-                                                                     side="right" if q.hi_incl else "left"))
-        return np.array([a], dtype=np.int64), np.array([max(a, b)], dtype=np.int64)
+        return Converted("range", None, None if q.lo is None else literal(q.lo, t), q.lo_incl,
+                         None if q.hi is None else literal(q.hi, t), q.hi_incl)
+    if q.op == "null":
+        return Converted("null")
     raise Unusable(f"query {q.op} is not a value search")
 
 
-def _literal_array(values: list[Any], like: np.ndarray) -> np.ndarray:
-    if like.dtype.kind == "O":
-        out = np.empty(len(values), dtype=object)
-        out[:] = values
-        return out
-    return np.asarray(values, dtype=like.dtype)
+def literal_array(values: tuple[Any, ...], t: pa.DataType) -> np.ndarray:
+    """The sorted distinct domain values of ``values`` (vectorized for integer lists)."""
+    kind = kind_of(t)
+    if kind == "int" and values and all(type(v) is int for v in values[:8]):
+        info = np.iinfo(t.to_pandas_dtype())
+        lo, hi = min(values), max(values)
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+            raise Unusable("non-integer literal against an integer column")
+        if lo < info.min or hi > info.max:
+            raise Unusable("integer literal outside the column's range")
+        return np.unique(np.array(values, dtype=t.to_pandas_dtype()))
+    conv = [literal(v, t) for v in values]
+    if kind in ("str", "bytes"):
+        out = np.empty(len(conv), dtype=object)
+        out[:] = conv
+        return np.unique(out) if len(out) > 1 else out
+    dtype = np.float64 if kind == "float" else (bool if kind == "bool" else t.to_pandas_dtype())
+    return np.unique(np.asarray(conv, dtype=dtype))
 
 
-__all__ = ["Query", "Unusable", "bottom", "kind_of", "literal", "nondecreasing", "span", "values_of"]
+def span(values: np.ndarray, c: Converted) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, stops)`` of the runs of the sorted ``values`` (NumPy order) satisfying ``c``
+    (``in`` or ``range``), as int64 arrays: one run per value for ``in``, one for ``range``."""
+    if c.op == "in":
+        vs = c.values
+        if len(values) and len(vs) > 8:  # only the values inside the page's bounds
+            a = int(np.searchsorted(vs, values[0], side="left"))
+            b = int(np.searchsorted(vs, values[-1], side="right"))
+            vs = vs[a:b]
+        return (np.searchsorted(values, vs, side="left").astype(np.int64),
+                np.searchsorted(values, vs, side="right").astype(np.int64))
+    if c.op == "range":
+        a = 0 if c.lo is None else int(np.searchsorted(values, c.lo, side="left" if c.lo_incl else "right"))
+        b = len(values) if c.hi is None else int(np.searchsorted(values, c.hi, side="right" if c.hi_incl else "left"))
+        return np.array([a], dtype=np.int64), np.array([max(a, b)], dtype=np.int64)
+    raise Unusable(f"query {c.op} is not a value search")
+
+
+__all__ = ["Converted", "Query", "Unusable", "bottom", "convert", "kind_of", "literal", "literal_array", "nondecreasing",
+           "span", "values_of"]

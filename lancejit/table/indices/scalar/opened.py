@@ -31,7 +31,7 @@ from lancejit.io.store import join_path
 from . import bitmap as _bm
 from . import btree as _bt
 from . import rowset
-from .domain import Query, Unusable
+from .domain import Query, Unusable, convert
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...meta.context import DatasetContext
@@ -113,11 +113,12 @@ class ScalarIndex:
 
     async def _search_btree(self, ctx: "DatasetContext", q: Query) -> np.ndarray:
         lookup: _bt.BTreeIndex = self.lookup
-        pages = lookup.pages_for(q)
+        c = convert(q, lookup.value_type)
+        pages = lookup.pages_for(c)
         if not len(pages):
             return rowset.EMPTY
         loaded = await self._pages(ctx, pages)
-        parts = [_bt.search_page(p, q, lookup.value_type) for p in loaded]
+        parts = [_bt.search_page(p, c) for p in loaded]
         if len(parts) == 1:
             return rowset.of(parts[0])
         return rowset.of(np.concatenate(parts))

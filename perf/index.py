@@ -1,0 +1,134 @@
+"""Filtered scans answered by scalar indices, lancejit vs the reference (pylance 14), same
+datasets, one run.
+
+Datasets (one per size, default 1M and 10M rows; Lance 2.2 on local disk, written once under
+``--dir`` and reused): ``id`` (int64, a random permutation), ``cat`` (string, 50 values),
+``x`` (float64, normal), ``payload`` (string); two fragments of ``rows / 2`` indexed by the
+reference (BTREE on ``id``, BITMAP on ``cat``), then ``rows / 20`` rows appended that no index
+covers (they are scanned).
+
+Workloads (every call returns all four columns): point lookup ``id = K``; ``id IN`` 5 and 1,000
+keys; narrow (``id BETWEEN a AND a + 100``) and wide (1% of the rows) ranges; bitmap
+equality and IN; an indexed predicate AND an unindexed one (``cat IN (..) AND x > 1.5``,
+``id BETWEEN .. AND x > 0.5``).  Each workload runs ``--samples`` distinct queries (keys drawn
+at random); every query is run once by each library before timing (results checked equal;
+caches warm), then timed alternating lancejit / reference query by query.  Reported: median ms
+per query and the ratio lancejit / reference (the machine is shared: compare within a run), and
+how lancejit's point lookup grows from the smallest to the largest size.
+
+Run:  .venv/bin/python perf/index.py [--sizes 1000000,10000000] [--samples 40] [--dir /tmp/lancejit_index]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+import pyarrow as pa
+
+CATS = [f"c{i:02d}" for i in range(50)]
+
+
+def write(path: str, rows: int) -> None:
+    import lance
+
+    rng = np.random.default_rng(0)
+    total = rows + rows // 20
+
+    def part(lo: int, hi: int) -> pa.Table:
+        n = hi - lo
+        return pa.table({
+            "id": pa.array(ids[lo:hi], pa.int64()),
+            "cat": pa.array(np.array(CATS, dtype=object)[rng.integers(0, len(CATS), n)].tolist(), pa.string()),
+            "x": pa.array(rng.standard_normal(n)),
+            "payload": pa.array([f"row-{i}-{'p' * (i % 23)}" for i in range(lo, hi)]),
+        })
+
+    ids = rng.permutation(total).astype(np.int64)
+    step = 1_000_000
+    batches = (part(lo, min(lo + step, rows)) for lo in range(0, rows, step))
+    schema = part(0, 1).schema
+    lance.write_dataset(pa.RecordBatchReader.from_batches(schema, (b for t in batches for b in t.to_batches())),
+                        path, schema=schema, data_storage_version="2.2", max_rows_per_file=rows // 2)
+    ds = lance.dataset(path)
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_scalar_index("cat", "BITMAP")
+    lance.write_dataset(part(rows, total), path, mode="append", data_storage_version="2.2")
+
+
+def workloads(rows: int, samples: int, rng: np.random.Generator) -> dict[str, list[str]]:
+    total = rows + rows // 20
+    keys = lambda n: rng.integers(0, total, n)  # noqa: E731
+    wide = max(1000, rows // 100)
+    return {
+        "id = K": [f"id = {k}" for k in keys(samples)],
+        "id IN (5 keys)": [f"id IN ({', '.join(map(str, keys(5)))})" for _ in range(samples)],
+        "id IN (1,000 keys)": [f"id IN ({', '.join(map(str, keys(1000)))})" for _ in range(max(4, samples // 4))],
+        "id BETWEEN a AND a + 100": [f"id BETWEEN {a} AND {a + 100}" for a in keys(samples)],
+        f"id BETWEEN a AND a + {wide}": [f"id BETWEEN {a} AND {a + wide}" for a in keys(max(4, samples // 4))],
+        "cat = 'cXX'": [f"cat = '{CATS[i]}'" for i in rng.integers(0, len(CATS), max(4, samples // 4))],
+        "cat IN (3 values)": [f"cat IN ({', '.join(repr(CATS[i]) for i in rng.choice(len(CATS), 3, replace=False))})"
+                              for _ in range(max(4, samples // 4))],
+        "cat IN (..) AND x > 1.5": [f"cat IN ('{CATS[i]}', '{CATS[(i + 7) % 50]}') AND x > 1.5"
+                                    for i in rng.integers(0, len(CATS), max(4, samples // 4))],
+        "id BETWEEN .. AND x > 0.5": [f"id BETWEEN {a} AND {a + 2000} AND x > 0.5" for a in keys(samples)],
+    }
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    return t.sort_by("id")
+
+
+def measure(ours, ref, queries: list[str]) -> tuple[float, float]:
+    for q in queries:  # warm both (and check equal answers)
+        a, b = ours.to_table(filter=q), ref.to_table(filter=q)
+        assert _sorted(a).equals(_sorted(b)), q
+    ta, tb = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        ours.to_table(filter=q)
+        t1 = time.perf_counter()
+        ref.to_table(filter=q)
+        t2 = time.perf_counter()
+        ta.append(t1 - t0)
+        tb.append(t2 - t1)
+    return statistics.median(ta) * 1e3, statistics.median(tb) * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1000000,10000000")
+    ap.add_argument("--samples", type=int, default=40)
+    ap.add_argument("--dir", default="/tmp/lancejit_index")
+    ap.add_argument("--only", default=None, help="run only workloads whose name contains this")
+    args = ap.parse_args()
+    import lance
+
+    import lancejit
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    lookups = {}
+    print(f"{'rows':>10} {'workload':<32} {'lancejit ms':>12} {'reference ms':>13} {'ratio':>6}")
+    for rows in sizes:
+        path = os.path.join(args.dir, f"ds_{rows}")
+        if not os.path.exists(path):
+            write(path, rows)
+        ours, ref = lancejit.dataset(path), lance.dataset(path)
+        rng = np.random.default_rng(rows)
+        for name, queries in workloads(rows, args.samples, rng).items():
+            if args.only and args.only not in name:
+                continue
+            a, b = measure(ours, ref, queries)
+            if name == "id = K":
+                lookups[rows] = a
+            print(f"{rows:>10} {name:<32} {a:>12.3f} {b:>13.3f} {a / b:>6.2f}", flush=True)
+    if len(lookups) > 1:
+        lo, hi = min(lookups), max(lookups)
+        print(f"lancejit's point lookup from {lo:,} to {hi:,} rows: x{lookups[hi] / lookups[lo]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
