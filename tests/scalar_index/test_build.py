@@ -121,8 +121,14 @@ def test_index_contents_equal_the_reference(built, name):
             assert np.array_equal(np.sort(ra), np.sort(oa))
 
 
+@pytest.mark.parametrize("few", [2048, 8])
 @pytest.mark.parametrize("who", ["pylance", "lancejit"])
-def test_each_reads_the_others(built, who):
+def test_each_reads_the_others(built, who, few, monkeypatch):
+    """(``few``: candidates read by one take; more go fragment unit by unit.)"""
+    from lancejit.table.read import index_scan
+
+    monkeypatch.setattr(index_scan, "FEW_ROWS", few)
+    monkeypatch.setattr(index_scan, "UNIT_ROWS", 1000 if few < 100 else index_scan.UNIT_ROWS)
     path = built[who]
     ref, ours = lance.dataset(path), lancejit.dataset(path)
     for text in FILTERS:

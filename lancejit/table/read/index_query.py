@@ -29,7 +29,7 @@ import numpy as np
 
 from ..indices.scalar import rowset
 from ..indices.scalar.catalog import ScalarSegment, scalar_segments
-from ..indices.scalar.domain import Unusable, kind_of, literal
+from ..indices.scalar.domain import Unusable, convert, kind_of
 from ..indices.scalar.opened import ScalarIndex, open_segment
 from ..indices.scalar.predicates import OPAQUE, Junction, Leaf, exact as _exact, index_tree
 from ..meta.features import FLAG_STABLE_ROW_IDS
@@ -94,17 +94,16 @@ def _type_ok(seg: ScalarSegment, si: ScalarIndex) -> bool:
 def _check(si: ScalarIndex, leaf: Leaf) -> bool:
     """Whether every literal of the leaf has a counterpart in the index's domain."""
     q = leaf.query
+    if si.kind == "LABEL_LIST":
+        if q.op not in ("any", "all") or (leaf.negated and si.lookup.list_nulls is None):
+            return False
+    elif q.op not in ("eq", "in", "range", "null"):
+        return False
     try:
-        for v in q.values:
-            literal(v, si.value_type)
-        for v in (q.lo, q.hi):
-            if v is not None:
-                literal(v, si.value_type)
+        convert(q, si.value_type)
     except Unusable:
         return False
-    if si.kind == "LABEL_LIST":
-        return q.op in ("any", "all") and (not leaf.negated or si.lookup.list_nulls is not None)
-    return q.op in ("eq", "in", "range", "null")
+    return True
 
 
 async def _open(ctx: "DatasetContext", seg: ScalarSegment) -> ScalarIndex | None:

@@ -1,10 +1,17 @@
 """Reading the rows scalar indices selected: a take of the candidate rows instead of a scan.
 
 The candidates (row addresses of covered fragments, deleted rows removed; see
-:mod:`.index_query`) are grouped by fragment position; :func:`read_candidates` takes the
-projected columns -- plus the filter's when the indices do not answer the whole filter exactly
--- for a run of them at once (the multi-file take path, :mod:`.take`), evaluates the filter
-again where needed and assembles the output rows in (fragment position, offset) order.
+:mod:`.index_query`) are grouped by fragment position; :func:`read_candidates` reads them in
+(fragment position, offset) order:
+
+* few candidates (at most :data:`FEW_ROWS`): one take of the projected columns -- plus the
+  filter's when the indices do not answer the whole filter exactly -- for all of them at once
+  (the multi-file take path, :mod:`.take`), then the filter evaluated again where needed;
+* more: fragment by fragment, in units of at most ``MAX_UNIT_ROWS`` physical rows, late
+  materialized: the filter's columns read at the candidates and evaluated (when needed), the
+  other projected columns read only at the matches (:func:`.late._read_at`: by runs when
+  sparse, by range then selected when dense).
+
 :func:`count_candidates` counts the matches without reading the projected columns.
 """
 
@@ -51,6 +58,12 @@ def _filter_table(batch: pa.RecordBatch | pa.Table, compiled: "CompiledFilter") 
     return table.select(names)
 
 
+#: Candidates read by one multi-file take; more are read fragment by fragment (late materialized).
+FEW_ROWS = 2048
+#: Physical rows per unit when reading many candidates of one fragment.
+UNIT_ROWS = 1 << 17
+
+
 async def read_candidates(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIndex", upos: np.ndarray,
                           uoff: np.ndarray, recheck: bool) -> pa.Table | None:
     """The output rows of the candidates at (positions ``upos``, offsets ``uoff``; sorted,
@@ -60,6 +73,8 @@ async def read_candidates(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIn
 
     if not len(upos):
         return None
+    if len(upos) > FEW_ROWS:
+        return await _read_many(ctx, spec, index, upos, uoff, recheck)
     compiled = spec.filter
     tops = list(spec.tops)
     if recheck and compiled is not None:
@@ -78,6 +93,55 @@ async def read_candidates(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIn
     by_top = {t.name: batch.column(t.name) for t in spec.tops}
     meta = {name: batch.column(name) for name in (ROWID, ROWADDR) if name in batch.schema.names}
     return assemble_table(ctx, spec, by_top, meta, n)
+
+
+async def _read_many(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIndex", upos: np.ndarray,
+                     uoff: np.ndarray, recheck: bool) -> pa.Table | None:
+    """:func:`read_candidates` of many candidates: per fragment unit, late materialized."""
+    import asyncio
+
+    from ..filter.compile import filter_positions
+    from .late import _read_at
+
+    compiled = spec.filter if recheck else None
+    ftops = [t for t in ctx.top_fields if compiled is not None and t.name in compiled.columns]
+    cuts = np.flatnonzero(upos[1:] != upos[:-1]) + 1
+    bounds = [0, *cuts.tolist(), len(upos)]
+    units: list[tuple[int, int, int, np.ndarray]] = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        offs = uoff[a:b]
+        unit = offs // UNIT_ROWS
+        ucuts = [0, *(np.flatnonzero(unit[1:] != unit[:-1]) + 1).tolist(), len(offs)]
+        for c, d in zip(ucuts[:-1], ucuts[1:]):
+            lo = int(unit[c]) * UNIT_ROWS
+            units.append((int(upos[a]), lo, lo + UNIT_ROWS, offs[c:d]))
+
+    async def one(p: int, lo: int, hi: int, offs: np.ndarray) -> pa.Table | None:
+        frag = index.reader(p)
+        hi = min(hi, frag.physical_rows)
+        by_name: dict = {}
+        if ftops:
+            arrays = await _read_at(frag, ftops, lo, hi, offs)
+            table = pa.Table.from_arrays(list(arrays), names=[t.name for t in ftops])
+            keep = filter_positions(compiled, table, len(offs))
+            if not len(keep):
+                return None
+            if len(keep) < len(offs):
+                idx = numpy_array(keep, pa.int64())
+                arrays = [a.take(idx) for a in arrays]
+                offs = offs[keep]
+            by_name = {t.name: a for t, a in zip(ftops, arrays)}
+        rest = [t for t in spec.tops if t.name not in by_name]
+        if rest:
+            got = await _read_at(frag, rest, lo, hi, offs)
+            by_name.update({t.name: a for t, a in zip(rest, got)})
+        meta = dict(await frag.meta_columns(offs, spec.with_row_id, spec.with_row_address))
+        return assemble_table(ctx, spec, {t.name: by_name[t.name] for t in spec.tops}, meta, len(offs))
+
+    parts = [t for t in await asyncio.gather(*(one(*u) for u in units)) if t is not None]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
 
 async def count_candidates(ctx: DatasetContext, compiled: "CompiledFilter", index: "DatasetIndex",

@@ -88,7 +88,7 @@ class BTreeIndex:
         fill = bottom(value_type)
         lows, highs = _bounds(mins, fill), _bounds(maxs, fill)
         nulls = np.asarray(table.column("null_count").to_numpy(), dtype=np.int64)
-        ordered = nondecreasing(lows) and nondecreasing(highs)
+        ordered = nondecreasing(lows) and nondecreasing(highs) and nondecreasing(page_idx)
         return cls(value_type, batch_size, num_rows, lows, highs, nulls, page_idx, ordered)
 
     @property

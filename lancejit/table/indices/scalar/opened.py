@@ -41,6 +41,8 @@ BITMAP = "BITMAP"
 LABEL_LIST = "LABEL_LIST"
 #: Index details message name -> kind.
 DETAILS = {"BTreeIndexDetails": BTREE, "BitmapIndexDetails": BITMAP, "LabelListIndexDetails": LABEL_LIST}
+#: A BTREE search over more pages than this searches their values side by side at once.
+MERGE_PAGES = 16
 #: Kind -> the reference's index type names (``describe_indices`` / ``list_indices``).
 TYPE_NAMES = {BTREE: "BTree", BITMAP: "Bitmap", LABEL_LIST: "LabelList"}
 
@@ -118,6 +120,11 @@ class ScalarIndex:
         if not len(pages):
             return rowset.EMPTY
         loaded = await self._pages(ctx, pages)
+        if len(loaded) > MERGE_PAGES and c.op == "in" and lookup.ordered:
+            # many pages: one search over their values side by side (pages in value order)
+            merged = _bt.BTreePage(np.concatenate([p.values for p in loaded]),
+                                   np.concatenate([p.ids for p in loaded]), rowset.EMPTY)
+            return rowset.of(_bt.search_page(merged, c))
         parts = [_bt.search_page(p, c) for p in loaded]
         if len(parts) == 1:
             return rowset.of(parts[0])
