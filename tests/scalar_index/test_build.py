@@ -210,7 +210,7 @@ def test_legacy_release_indices():
     import json
     import pathlib
 
-    from lancejit.table.read import index_query
+    from lancejit.core import config
 
     src = pathlib.Path(__file__).resolve().parent.parent / "data" / "legacy_datasets" / "v0_20_0_indices"
     expected = json.loads((src / "expected.json").read_text())["filters"]
@@ -219,11 +219,8 @@ def test_legacy_release_indices():
         ds.io_stats()
         got = sorted(ds.to_table(filter=text, columns=["a"])["a"].to_pylist())
         searched = ds.io_stats().index_searches
-        index_query.ENABLED = False
-        try:
+        with config.override(scalar_indices=False):
             truth = sorted(ds.to_table(filter=text, columns=["a"])["a"].to_pylist())
-        finally:
-            index_query.ENABLED = True
         assert got == truth, text
         if text.startswith("n ") or text.startswith("NOT (k"):
             continue  # that release's answers were wrong there (NULLs lost / NOT keeping NULLs)

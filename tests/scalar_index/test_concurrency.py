@@ -12,7 +12,7 @@ import pytest
 
 import lancejit
 from lancejit.core.errors import CommitConflictError
-from lancejit.table.read import index_query
+from lancejit.core import config
 
 lance = pytest.importorskip("lance")
 
@@ -26,11 +26,8 @@ def _table(n: int, start: int = 0) -> pa.Table:
 
 
 def _truth(ds: lancejit.Dataset, text: str) -> pa.Table:
-    index_query.ENABLED = False
-    try:
+    with config.override(scalar_indices=False):
         return ds.to_table(filter=text)
-    finally:
-        index_query.ENABLED = True
 
 
 def _check_every_version(path: str) -> int:

@@ -11,7 +11,7 @@ import pytest
 
 import lancejit
 from lancejit.core.errors import InvalidInputError
-from lancejit.table.read import index_query
+from lancejit.core import config
 
 import table_filters as filters  # (registered by conftest.py)
 
@@ -87,12 +87,9 @@ def test_same_rows_without_indices(indexed, builder):
     for text in INDEX_FILTERS:
         with_idx = ds.to_table(filter=text, with_row_address=True)
         n = ds.count_rows(text)
-        index_query.ENABLED = False
-        try:
+        with config.override(scalar_indices=False):
             plain = ds.to_table(filter=text, with_row_address=True)
             m = ds.count_rows(text)
-        finally:
-            index_query.ENABLED = True
         _equal(with_idx, plain, text)
         assert n == m == plain.num_rows, text
 
@@ -127,11 +124,8 @@ def test_delete_and_update_where_use_the_index(indexed, tmp_path):
     assert ref.count_rows("a = 17") == 0 and ds.count_rows("a = 17") == 0
     for text in INDEX_FILTERS:
         _equal(ds.to_table(filter=text), ref.to_table(filter=text), text)
-        index_query.ENABLED = False
-        try:
+        with config.override(scalar_indices=False):
             plain = ds.to_table(filter=text)
-        finally:
-            index_query.ENABLED = True
         _equal(ds.to_table(filter=text), plain, text)
 
 

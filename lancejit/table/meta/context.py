@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Hashable, Iterator
 
 import pyarrow as pa
 
+from lancejit.core.config import settings
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.io.scheduler import FileScheduler
 from lancejit.io.stats import IOStats
@@ -96,10 +97,6 @@ class AsyncLRU:
         return value
 
 
-#: Bytes of loaded scalar index parts a dataset keeps (see ``SharedCaches.index_parts``).
-INDEX_PARTS_BYTES = 512 * 1024 * 1024
-
-
 @dataclass(slots=True)
 class WholeFileBudget:
     """How many bytes of small data files the open handles of one dataset may hold in memory.
@@ -137,7 +134,7 @@ class SharedCaches:
     scalar_indices: AsyncLRU = field(default_factory=lambda: AsyncLRU(64))
     #: Loaded parts of scalar indices (BTREE pages, bitmaps) by (index uuid, part), bounded
     #: in bytes.
-    index_parts: AsyncLRU = field(default_factory=lambda: AsyncLRU(1 << 20, max_bytes=INDEX_PARTS_BYTES))
+    index_parts: AsyncLRU = field(default_factory=lambda: AsyncLRU(1 << 20, max_bytes=settings().index_parts_bytes))
     #: Requests made on behalf of this dataset (all its checkouts), for ``Dataset.io_stats()``.
     stats: IOStats = field(default_factory=IOStats)
 

@@ -8,9 +8,9 @@ covers) and the candidate rows there, sorted in scan order; ``exact`` when they 
 matches.  Candidates of a complemented answer (``NOT`` of an indexed predicate) are the rows
 *excluded*: a scan does not take those (the matches are most rows); a count uses them.
 
-:func:`worth_taking`: a take of the candidates replaces the scan of the answered fragments when
-they are at most :data:`TAKE_MAX_FRACTION` of those fragments' live rows (beyond that reading
-whole pages costs less than taking rows).
+:meth:`IndexedRows.worth_taking`: a take of the candidates replaces the scan of the answered
+fragments when they are at most the ``index_take_fraction`` knob of those fragments' live rows
+(beyond that reading whole pages costs less than taking rows).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lancejit.core.config import settings
+
 from ..indices.scalar.domain import Unusable
 from .index_query import IndexQuery, plan_index_query, resolve
 from .index_scan import candidate_positions
@@ -28,11 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..filter.compile import CompiledFilter
     from ..meta.context import DatasetContext
     from .version_index import DatasetIndex
-
-#: A take of the candidate rows replaces the scan of the answered fragments when they are at
-#: most this fraction of those fragments' live rows.
-TAKE_MAX_FRACTION = 0.25
-
 
 @dataclass(frozen=True, slots=True)
 class IndexedRows:
@@ -54,7 +51,7 @@ class IndexedRows:
 
     def worth_taking(self) -> bool:
         """Whether taking the candidates beats scanning the answered fragments."""
-        return not self.complemented and self.rows <= TAKE_MAX_FRACTION * max(self.live_rows, 1)
+        return not self.complemented and self.rows <= settings().index_take_fraction * max(self.live_rows, 1)
 
     def matches(self) -> int | None:
         """The number of matching rows in the answered fragments when the answer is exact."""
@@ -90,4 +87,4 @@ async def plan_indexed(ctx: "DatasetContext", index: "DatasetIndex", compiled: "
     return IndexedRows(q, answered, upos, uoff, q.exact, complemented, live)
 
 
-__all__ = ["IndexedRows", "TAKE_MAX_FRACTION", "plan_indexed"]
+__all__ = ["IndexedRows", "plan_indexed"]

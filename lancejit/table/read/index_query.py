@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lancejit.core.config import settings
+
 from ..indices.scalar import rowset
 from ..indices.scalar.catalog import ScalarSegment, scalar_segments
 from ..indices.scalar.domain import Unusable, convert, kind_of
@@ -38,11 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..filter.compile import CompiledFilter
     from ..meta.context import DatasetContext
     from .version_index import DatasetIndex
-
-#: Use scalar indices in filtered scans, counts and mutations (False: scan every row; for
-#: measurements and tests comparing both ways).
-ENABLED = True
-
 
 @dataclass(frozen=True, slots=True)
 class LeafUse:
@@ -118,7 +115,7 @@ async def plan_index_query(ctx: "DatasetContext", compiled: "CompiledFilter | No
                            fragment_ids: np.ndarray | None = None) -> IndexQuery | None:
     """The index part of ``compiled`` on this version, or None when no index answers any of it
     (``fragment_ids``: the fragments the caller reads; default every fragment)."""
-    if not ENABLED or compiled is None or compiled.parsed is None or ctx.manifest.index_section is None:
+    if not settings().scalar_indices or compiled is None or compiled.parsed is None or ctx.manifest.index_section is None:
         return None
     segs = [s for s in await scalar_segments(ctx) if s.column in compiled.columns and len(s.fragments)]
     if not segs:
@@ -303,4 +300,4 @@ def covered_live_rows(index: "DatasetIndex", covered: np.ndarray) -> int:
     return int(index.live_rows[pos[found]].sum())
 
 
-__all__ = ["ENABLED", "IndexQuery", "LeafUse", "covered_live_rows", "drop_deleted", "plan_index_query", "resolve"]
+__all__ = ["IndexQuery", "LeafUse", "covered_live_rows", "drop_deleted", "plan_index_query", "resolve"]
