@@ -158,3 +158,29 @@ def test_merge_insert_matches_keys_through_the_index(indexed, tmp_path, key):
     for text in INDEX_FILTERS[:8] + ["f = -1.5"]:
         _equal(lancejit.dataset(ours_path).to_table(filter=text).sort_by("a"),
                ref.to_table(filter=text).sort_by("a"), text)
+
+
+def test_explain_scan_shows_the_index_plan(indexed):
+    """``explain scan`` prints which index answers which predicate, the answered fragments and
+    candidates, without reading a data page; with ``run`` both ways return the same rows."""
+    import asyncio
+
+    from lancejit.bench.explain_scan import plan_scan
+
+    path = indexed("pylance", "partial")
+    ds = lancejit.dataset(path)
+    ds.io_stats()
+    plan = asyncio.run(plan_scan(ds, "a IN (5, 17, 2021) OR s = 'upd'"))
+    stats = ds.io_stats()
+    assert plan.index is not None and plan.index.taken and plan.index.exact
+    assert plan.index.uses == ["a IN (5, 17, 2021) @ a_idx (BTREE)", "s = 'upd' @ s_idx (BITMAP)"]
+    covered = set(next(i for i in lance.dataset(path).list_indices() if i["name"] == "a_idx")["fragment_ids"])
+    assert set(plan.index.fragments) == covered
+    assert {f.fragment_id for f in plan.fragments} == {f.id for f in ds.get_fragments()} - covered
+    assert plan.index.candidates == ds.count_rows("a IN (5, 17, 2021) OR s = 'upd'") - \
+        ds.count_rows("(a IN (5, 17, 2021) OR s = 'upd') AND a >= 2000")
+    assert stats.index_searches == 2
+    assert "s = 'upd' @ s_idx (BITMAP)" in plan.render()
+    measured = asyncio.run(plan_scan(ds, "b > 1500 OR s = 'upd'", run=True, repeats=1)).measured
+    assert measured["pruned"]["rows"] == measured["not pruned"]["rows"]
+    assert measured["pruned"]["index_searches"] > 0 == measured["not pruned"]["index_searches"]
