@@ -48,9 +48,25 @@ def _out_field(ctx: DatasetContext, col: OutColumn) -> pa.Field:
     return f.with_name(col.name)
 
 
+#: Output schemas by (dataset schema, output columns): a scan or take builds the same one many
+#: times (small: schemas are shared by every version with the same schema).
+_SCHEMAS: dict[tuple, pa.Schema] = {}
+
+
 def output_schema(ctx: DatasetContext, spec: ScanSpec) -> pa.Schema:
-    fields = [_out_field(ctx, c) for c in output_columns(spec)]
-    return pa.schema(fields, metadata=ctx.schema.metadata)
+    cols = output_columns(spec)
+    key = (ctx.schema, cols)
+    try:
+        got = _SCHEMAS.get(key)
+    except TypeError:  # an unhashable column entry: no caching
+        got, key = None, None
+    if got is None:
+        got = pa.schema([_out_field(ctx, c) for c in cols], metadata=ctx.schema.metadata)
+        if key is not None:
+            if len(_SCHEMAS) >= 256:
+                _SCHEMAS.clear()
+            _SCHEMAS[key] = got
+    return got
 
 
 def _child(array: pa.Array, path: tuple[str, ...]) -> pa.Array:

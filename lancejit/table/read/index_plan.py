@@ -74,7 +74,7 @@ async def plan_indexed(ctx: "DatasetContext", index: "DatasetIndex", compiled: "
         rows, complemented = await resolve(ctx, q)
     except Unusable:
         return None
-    answered = positions[np.isin(frag_ids, q.covered)]
+    answered = positions if len(q.covered) == len(frag_ids) else positions[np.isin(frag_ids, q.covered)]
     upos, uoff = candidate_positions(index, rows)
     if len(upos) and len(answered) > 1:
         rank = np.full(len(index), -1, dtype=np.int64)

@@ -153,7 +153,8 @@ async def plan_index_query(ctx: "DatasetContext", compiled: "CompiledFilter | No
             return OPAQUE
         name = min(cands, key=lambda n: (_preference(cands[n][0][1].kind, node.query.op), n))
         chosen = tuple(cands[name])
-        covered = np.unique(np.concatenate([s.fragments for s, _ in chosen]))
+        covered = chosen[0][0].fragments if len(chosen) == 1 else np.unique(
+            np.concatenate([s.fragments for s, _ in chosen]))
         use = LeafUse(node, name, chosen[0][1].kind, chosen, covered)
         uses.append(use)
         by_leaf[id(node)] = use
@@ -166,7 +167,8 @@ async def plan_index_query(ctx: "DatasetContext", compiled: "CompiledFilter | No
                               count=len(ctx.manifest.fragments)) if fragment_ids is None else fragment_ids
     covered = np.asarray(version_ids, dtype=np.int64)
     for u in uses:
-        covered = covered[np.isin(covered, u.covered)]
+        if len(u.covered) != len(covered) or not np.array_equal(u.covered, np.sort(covered)):
+            covered = covered[np.isin(covered, u.covered)]
     if not len(covered):
         return None
     covered = np.sort(covered)
@@ -274,7 +276,10 @@ async def drop_deleted(ctx: "DatasetContext", rows: np.ndarray) -> np.ndarray:
         return rows
     index = await dataset_index(ctx)
     high = (rows >> np.uint64(32)).astype(np.int64)
-    frag_ids, starts = np.unique(high, return_index=True)
+    if high[0] == high[-1]:
+        frag_ids, starts = high[:1], np.zeros(1, dtype=np.int64)
+    else:
+        frag_ids, starts = np.unique(high, return_index=True)
     pos, found = index.positions_of(frag_ids)
     bounds = np.append(starts, len(rows))
     keep = np.ones(len(rows), dtype=bool)

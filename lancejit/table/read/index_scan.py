@@ -76,22 +76,36 @@ async def read_candidates(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIn
     if len(upos) > FEW_ROWS:
         return await _read_many(ctx, spec, index, upos, uoff, recheck)
     compiled = spec.filter
-    tops = list(spec.tops)
-    if recheck and compiled is not None:
-        have = {t.name for t in tops}
-        tops += [t for t in ctx.top_fields if t.name in compiled.columns and t.name not in have]
-    read_spec = ScanSpec(tops=tuple(tops), with_row_id=spec.with_row_id, with_row_address=spec.with_row_address)
-    batch = await _read(ctx, read_spec, index, upos, uoff)
-    n = len(upos)
-    if recheck and compiled is not None:
-        keep = filter_positions(compiled, _filter_table(batch, compiled), n)
-        if not len(keep):
-            return None
-        if len(keep) < n:
-            batch = batch.take(numpy_array(keep, pa.int64()))
-            n = len(keep)
-    by_top = {t.name: batch.column(t.name) for t in spec.tops}
-    meta = {name: batch.column(name) for name in (ROWID, ROWADDR) if name in batch.schema.names}
+    if not (recheck and compiled is not None):
+        batch = await _read(ctx, ScanSpec(tops=spec.tops, with_row_id=spec.with_row_id,
+                                          with_row_address=spec.with_row_address), index, upos, uoff)
+        return _assemble(ctx, spec, batch, len(upos), {})
+    # late materialization: the filter's columns at every candidate, the others at the matches
+    ftops = tuple(t for t in ctx.top_fields if t.name in compiled.columns)
+    fbatch = await _read(ctx, ScanSpec(tops=ftops), index, upos, uoff)
+    keep = filter_positions(compiled, _filter_table(fbatch, compiled), len(upos))
+    if not len(keep):
+        return None
+    if len(keep) < len(upos):
+        fbatch = fbatch.take(numpy_array(keep, pa.int64()))
+        upos, uoff = upos[keep], uoff[keep]
+    have = {t.name: fbatch.column(t.name) for t in ftops}
+    rest = tuple(t for t in spec.tops if t.name not in have)
+    batch = None
+    if rest or spec.with_row_id or spec.with_row_address:
+        batch = await _read(ctx, ScanSpec(tops=rest, with_row_id=spec.with_row_id,
+                                          with_row_address=spec.with_row_address), index, upos, uoff)
+    return _assemble(ctx, spec, batch, len(upos), have)
+
+
+def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | pa.Table | None, n: int,
+              have: dict) -> pa.Table:
+    """The output table from a take's ``batch`` (its columns by name) and columns in ``have``."""
+    by_top = {}
+    names = batch.schema.names if batch is not None else ()
+    for t in spec.tops:
+        by_top[t.name] = have[t.name] if t.name in have else batch.column(t.name)
+    meta = {name: batch.column(name) for name in (ROWID, ROWADDR) if name in names}
     return assemble_table(ctx, spec, by_top, meta, n)
 
 

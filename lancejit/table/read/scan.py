@@ -195,12 +195,15 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tup
 
         indexed = await plan_indexed(ctx, index, spec.filter, positions)
         if indexed is not None and (indexed.worth_taking() or (count and indexed.matches() is not None)):
-            scanned = positions[~np.isin(positions, indexed.positions)]
+            scanned = positions if not len(indexed.positions) else (
+                positions[:0] if len(indexed.positions) == len(positions)
+                else positions[~np.isin(positions, indexed.positions)])
         else:
             indexed = None
-        from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
+        if len(scanned):
+            from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
 
-        await prepare(ctx, spec.filter)
+            await prepare(ctx, spec.filter)
     knobs = settings()
     filtered_late = spec.filter is not None and knobs.late_materialization
     max_rows = knobs.scan_unit_rows * (FILTERED_UNIT_FACTOR if filtered_late else 1)
@@ -309,7 +312,10 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
         async def read_take(a: int, b: int) -> Any:
             return await read_candidates(ctx, spec, index, got.upos[a:b], got.uoff[a:b], not got.exact)
 
-    if spec.filter is not None:
+    if read_take is not None and plan.take is not None and bool(plan.take.all()) and (
+            not len(plan.hi) or int(plan.hi[-1]) - int(plan.lo[0]) <= TAKE_GROUP_ROWS):
+        pipeline = _one(read_take(int(plan.lo[0]), int(plan.hi[-1])) if len(plan.hi) else None)
+    elif spec.filter is not None:
         pipeline = _pipeline(index, plan, max(1, spec.readahead), read, EVAL_GROUP_ROWS, read_take=read_take)
     else:
         pipeline = _pipeline(index, plan, max(1, spec.readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS)
@@ -330,6 +336,12 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
             yield piece
     finally:
         await batches.aclose()
+
+
+async def _one(work: Awaitable[Any] | None) -> AsyncIterator[Any]:
+    """The result of one read as a pipeline (every unit of the plan read at once: no task)."""
+    if work is not None:
+        yield await work
 
 
 async def _rebatch(

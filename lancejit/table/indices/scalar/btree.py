@@ -134,7 +134,8 @@ class BTreeIndex:
                     k &= ~(lows > his[i])
                 keep |= k
             sel = np.flatnonzero(keep)
-        return np.unique(self.page_idx[sel])
+        pages = self.page_idx[sel]
+        return pages if len(pages) == 1 else np.unique(pages)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

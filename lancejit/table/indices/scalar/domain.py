@@ -189,14 +189,16 @@ def literal_array(values: tuple[Any, ...], t: pa.DataType) -> np.ndarray:
             raise Unusable("non-integer literal against an integer column")
         if lo < info.min or hi > info.max:
             raise Unusable("integer literal outside the column's range")
-        return np.unique(np.array(values, dtype=t.to_pandas_dtype()))
+        arr = np.array(values, dtype=t.to_pandas_dtype())
+        return arr if len(arr) == 1 else np.unique(arr)
     conv = [literal(v, t) for v in values]
     if kind in ("str", "bytes"):
         out = np.empty(len(conv), dtype=object)
         out[:] = conv
         return np.unique(out) if len(out) > 1 else out
     dtype = np.float64 if kind == "float" else (bool if kind == "bool" else t.to_pandas_dtype())
-    return np.unique(np.asarray(conv, dtype=dtype))
+    arr = np.asarray(conv, dtype=dtype)
+    return arr if len(arr) == 1 else np.unique(arr)
 
 
 def span(values: np.ndarray, c: Converted) -> tuple[np.ndarray, np.ndarray]:
