@@ -21,7 +21,6 @@ rows' current addresses first (rows moved out of covered fragments, or deleted, 
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -120,7 +119,7 @@ async def plan_index_query(ctx: "DatasetContext", compiled: "CompiledFilter | No
     segs = [s for s in await scalar_segments(ctx) if s.column in compiled.columns and len(s.fragments)]
     if not segs:
         return None
-    opened = await asyncio.gather(*(_open(ctx, s) for s in segs))
+    opened = [await _open(ctx, s) for s in segs]  # (cached after the first query: no task per segment)
     by_col: dict[str, list[tuple[ScalarSegment, ScalarIndex]]] = {}
     for s, si in zip(segs, opened):
         if si is not None:

@@ -80,12 +80,15 @@ def with_takes(plan: ScanPlan, indexed: Any, positions: np.ndarray, bytes_per_ro
         tpos = upos[starts].astype(np.int64)
     else:
         starts = ends = tpos = np.zeros(0, dtype=np.int64)
+    est_t = ((ends - starts) * bytes_per_row[tpos]).astype(np.int64)
+    if not len(plan.pos):  # every fragment answered by the indices: take units only
+        return ScanPlan(tpos, starts, ends, est_t, np.ones(len(tpos), dtype=bool), indexed)
     rank = np.full(len(bytes_per_row), -1, dtype=np.int64)
     rank[positions] = np.arange(len(positions))
     pos = np.concatenate([plan.pos, tpos])
     lo = np.concatenate([plan.lo, starts])
     hi = np.concatenate([plan.hi, ends])
-    est = np.concatenate([plan.est_bytes, ((ends - starts) * bytes_per_row[tpos]).astype(np.int64)])
+    est = np.concatenate([plan.est_bytes, est_t])
     take = np.concatenate([np.zeros(len(plan.pos), dtype=bool), np.ones(len(tpos), dtype=bool)])
     order = np.argsort(rank[pos], kind="stable")
     return ScanPlan(pos[order], lo[order], hi[order], est[order], take[order], indexed)
