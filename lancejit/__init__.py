@@ -21,6 +21,7 @@ from lancejit.core.errors import (
     AlreadyExistsError,
     CommitConflictError,
     CorruptFileError,
+    FilterSyntaxError,
     InvalidInputError,
     LanceJitError,
     NotFoundError,
@@ -29,6 +30,7 @@ from lancejit.core.errors import (
     RowIndexError,
     SchemaMismatchError,
     StoreError,
+    UnknownColumnError,
 )
 
 __version__ = "0.1.0"
@@ -76,6 +78,7 @@ __all__ = [
     "CommitConflictError",
     "CorruptFileError",
     "FileMetadata",
+    "FilterSyntaxError",
     "InvalidInputError",
     "LanceFileReader",
     "LanceJitError",
@@ -86,5 +89,6 @@ __all__ = [
     "SchemaMismatchError",
     "SearchCache",
     "StoreError",
+    "UnknownColumnError",
     "warmup",
 ]
