@@ -35,14 +35,10 @@ _proc: subprocess.Popen | None = None
 _asked: set[str] = set()
 
 
-def active() -> bool:
-    """Whether misses go to the background process (fast loader installed, not turned off)."""
-    from lancejit.encoding.kernels import jit
-
-    if os.environ.get(ENV, "1").strip() == "0":
-        return False
-    jit.numba()
-    return jit._FAST
+def enabled() -> bool:
+    """Whether ``LANCEJIT_BACKGROUND_COMPILE`` allows background compilation (it also needs the
+    fast cache loader: :func:`lancejit.encoding.kernels.jit.background_active`)."""
+    return os.environ.get(ENV, "1").strip() != "0"
 
 
 def request(kernel: str) -> None:
@@ -85,4 +81,4 @@ def process() -> subprocess.Popen | None:
     return _proc
 
 
-__all__ = ["ENV", "RETRY_S", "active", "process", "request"]
+__all__ = ["ENV", "RETRY_S", "enabled", "process", "request"]

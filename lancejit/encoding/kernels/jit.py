@@ -261,7 +261,7 @@ class LazyKernel:
                 ok, out = tier0.run(self.interpreted(), args)
                 if ok:
                     return out
-            if not background.active():
+            if not background_active():
                 return self.dispatcher()(*args)
             disp = self.dispatcher(swap=False)
         if self._swapped:
@@ -305,7 +305,7 @@ class LazyKernel:
             return False
         if self._swapped:
             return True
-        if not background.active():
+        if not background_active():
             return True
         now = time.monotonic()
         if now < self._retry_at:
@@ -477,6 +477,15 @@ def ready(kernel: Any) -> bool:
     if isinstance(kernel, LazyKernel):
         return kernel.ready()
     return _NUMBA is not None
+
+
+def background_active() -> bool:
+    """Whether cache misses go to the background compile process (:mod:`.background`): allowed
+    by the environment and the fast cache loader installed (Numba imported here)."""
+    if not background.enabled():
+        return False
+    numba()
+    return _FAST
 
 
 def kernels() -> list[LazyKernel]:

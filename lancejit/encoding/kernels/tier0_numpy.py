@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from lancejit.encoding.kernels.bitpack import FL_ORDER
+#: FastLanes' row order (:data:`lancejit.encoding.kernels.bitpack.FL_ORDER`; not imported: the
+#: kernel modules import the lazy decorator, which imports this module).
+FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
 
 
 def unpack_blocks(packed: np.ndarray, width: Any, num_blocks: Any, out: np.ndarray) -> None:
