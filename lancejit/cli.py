@@ -21,21 +21,10 @@ import sys
 from typing import Sequence
 
 from lancejit.core.errors import InvalidInputError, LanceJitError
+from lancejit.io.registry import parse_storage_options
 
 #: Pages listed per column in text output unless ``--all-pages``.
 TEXT_PAGES_PER_COLUMN = 8
-
-
-def _parse_storage_options(items: Sequence[str] | None) -> dict[str, str] | None:
-    if not items:
-        return None
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidInputError(f"--storage-option expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value
-    return out
 
 
 def _human_bytes(n: int) -> str:
@@ -120,7 +109,8 @@ def _describe_dataset(uri: str, version: str | None, options: dict[str, str] | N
     from lancejit.core.errors import NotFoundError
 
     try:
-        from lancejit.table import dataset, describe
+        from lancejit.table import dataset
+        from lancejit.table.describe import describe
     except ImportError:  # datasets not in this build
         return None
     parsed: int | str | None = version
@@ -138,7 +128,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from lancejit.core.errors import NotFoundError
     from lancejit.file.reader import LanceFileReader
 
-    options = _parse_storage_options(args.storage_option)
+    options = parse_storage_options(args.storage_option)
     info = None
     if args.dataset_version is not None:
         info = _describe_dataset(args.uri, args.dataset_version, options)

@@ -47,7 +47,7 @@ def _parts() -> tuple:
 
         assert (_FIELDS, _SIZES) == (PAGE_FIELDS, PAGE_FIELDS + MAX_PAGE_BUFFERS)
 
-        from .container import _COLUMN_ENCODINGS, _LAYOUTS, PAGE_LAYOUT_URL_V21
+        from .encodings import _COLUMN_ENCODINGS, _LAYOUTS, PAGE_LAYOUT_URL_V21
 
         _PARTS = (column_pages, PAGE_ROW, _LAYOUTS[PAGE_LAYOUT_URL_V21], _COLUMN_ENCODINGS)
     return _PARTS

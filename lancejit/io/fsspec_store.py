@@ -145,6 +145,7 @@ class FsspecStore(ObjectStore):
 
     serial_batches = False
     decode_off_loop = True
+    closes_with_loop = True
 
     def __init__(self, bucket: str, config: IOConfig = OBJECT_STORE_IO, stats: IOStats | None = None,
                  *, part_size: int = 8 * MiB, timeout: float | None = None,
@@ -408,18 +409,13 @@ class FsspecStore(ObjectStore):
     async def open_writer(self, path: str, *, if_absent: bool = False) -> AsyncWriter:
         raise NotImplementedError
 
-    async def aclose(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        slots = self._per_loop.get(loop)
-        handle = slots.pop("fs", None) if slots else None
-        http = slots.pop("http", None) if slots else None
+    async def _close_loop_state(self, slots: dict[str, Any]) -> None:
+        handle = slots.pop("fs", None)
+        http = slots.pop("http", None)
         if http is not None:
             await http.close()
         if handle is not None and handle.ready is not None and handle.ready.done() \
-                and handle.ready.exception() is None:
+                and not handle.ready.cancelled() and handle.ready.exception() is None:
             await self._close_session(handle.fs)
 
 

@@ -79,6 +79,7 @@ class S3Store(FsspecStore):
         #: Reads go over aiohttp (:mod:`.s3_http`) until an answer it does not follow
         #: (redirect, 400) sends this store back to botocore for good.
         self.direct_reads = True
+        self._session: Any = None
         self._own = _own_settings(endpoint, region, key, secret, token, anonymous)
 
     def _reads_need_fs(self) -> bool:
@@ -106,7 +107,17 @@ class S3Store(FsspecStore):
             loop=loop,
             skip_instance_cache=True,
             use_listings_cache=False,
+            session=self._botocore_session(),
         )
+
+    def _botocore_session(self) -> Any:
+        """One aiobotocore session for every loop's filesystem: it caches the service model
+        that each new client would otherwise load again (a loop per call pays it per call)."""
+        if self._session is None:
+            from aiobotocore.session import AioSession
+
+            self._session = AioSession()
+        return self._session
 
     async def _start_session(self, fs: Any) -> None:
         await fs.set_session()

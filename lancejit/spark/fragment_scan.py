@@ -1,7 +1,7 @@
 """Scanning one fragment's physical rows ``[lo, hi)`` (half-open) of a dataset version.
 
 Built over the read side's pieces (``Dataset`` scan specs, :class:`FragmentReader`,
-:func:`lancejit.table.scan.read_unit`): the range is cut into scan units, a bounded number
+:func:`lancejit.table.read.scan.read_unit`): the range is cut into scan units, a bounded number
 read at once through lancejit's I/O scheduler, deletions and the SQL filter applied, and the
 result cut into batches of at most ``batch_size`` rows.
 """
@@ -17,8 +17,8 @@ import pyarrow as pa
 from lancejit.core.errors import InvalidInputError, NotFoundError
 from lancejit.io.sync import iter_sync
 from lancejit.table import Dataset
-from lancejit.table import scan as _scan
-from lancejit.table.fragment import FragmentReader
+from lancejit.table.read import scan as _scan
+from lancejit.table.read.fragment import FragmentReader
 
 
 async def scan_fragment_range(

@@ -96,7 +96,7 @@ class LanceReader(DataSourceReader):
                 f"dataset {opts.uri} version {ds.version} has no column(s) {missing} "
                 f"(columns: {ds.schema.names})")
         if self.filter is not None:  # fail at planning time on a bad predicate
-            from lancejit.table.filter import compile_filter
+            from lancejit.table.filter.compile import compile_filter
 
             compile_filter(self.filter, ds.schema)
         self._fragments = [(f.id, f.physical_rows) for f in ds.manifest.fragments]

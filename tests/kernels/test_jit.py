@@ -79,11 +79,11 @@ def test_fast_loader_only_on_verified_numba_versions():
 
 def test_plain_numba_loading_when_the_fast_loader_is_off():
     code = ("import json, numpy as np\n"
-            "from lancejit.encoding.kernels import jit\n"
+            "from lancejit.encoding.kernels import jit, background\n"
             "from lancejit.encoding.kernels.gather import offsets_from_lengths\n"
             "out = np.zeros(4, np.int64)\n"
             "offsets_from_lengths(np.array([2, 0, 5], np.int64), 3, out)\n"
-            "print(json.dumps([out.tolist(), jit._FAST, jit.background_active()]))")
+            "print(json.dumps([out.tolist(), jit._FAST, background.active(jit._fast_loader)]))")
     env = {**__import__("os").environ, "LANCEJIT_NUMBA_FAST_LOAD": "0", "LANCEJIT_BACKGROUND_COMPILE": "1"}
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert json.loads(res.stdout.strip().splitlines()[-1]) == [[0, 2, 2, 7], False, False]

@@ -57,7 +57,7 @@ def test_gather_and_copy_slices(slices, out_len, seed):
 def test_fastlanes_order_is_the_kernels():
     from lancejit.encoding.kernels.bitpack import FL_ORDER
 
-    assert tuple(FL_ORDER.tolist()) == tier0_numpy.FL_ORDER
+    assert FL_ORDER.tolist() == list(tier0_numpy.FL_ORDER)
 
 
 def test_copy_range():

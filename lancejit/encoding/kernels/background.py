@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 import threading
-from typing import IO
+from typing import IO, Callable
 
 #: Seconds between two cache checks of a kernel whose specialization was missing.
 RETRY_S = 0.25
@@ -35,10 +35,12 @@ _proc: subprocess.Popen | None = None
 _asked: set[str] = set()
 
 
-def enabled() -> bool:
-    """Whether ``LANCEJIT_BACKGROUND_COMPILE`` allows background compilation (it also needs the
-    fast cache loader: :func:`lancejit.encoding.kernels.jit.background_active`)."""
-    return os.environ.get(ENV, "1").strip() != "0"
+def active(fast_loader: Callable[[], bool]) -> bool:
+    """Whether misses go to the background process: not turned off, and ``fast_loader()`` (the
+    caller's check that Numba is loaded with the fast cache loader) is true."""
+    if os.environ.get(ENV, "1").strip() == "0":
+        return False
+    return fast_loader()
 
 
 def request(kernel: str) -> None:
@@ -81,4 +83,4 @@ def process() -> subprocess.Popen | None:
     return _proc
 
 
-__all__ = ["ENV", "RETRY_S", "enabled", "process", "request"]
+__all__ = ["ENV", "RETRY_S", "active", "process", "request"]

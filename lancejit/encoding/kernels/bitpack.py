@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 from lancejit.encoding.kernels.jit import njit
-
-#: Lane-row order of the FastLanes transposed layout.
-FL_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)
+from lancejit.encoding.kernels.layouts import FL_ORDER
 
 #: Values per packed block.
 BLOCK_VALUES = 1024

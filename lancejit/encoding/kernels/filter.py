@@ -1,4 +1,4 @@
-"""Numba kernels of filter evaluation (:mod:`lancejit.table.filter_fast`): one pass over one
+"""Numba kernels of filter evaluation (:mod:`lancejit.table.filter.fast`): one pass over one
 decoded column chunk per predicate leaf, straight on the Arrow buffers.
 
 Every kernel fills ``out`` (uint8, as long as the chunk: 1 = the leaf is TRUE, 0 = FALSE),
@@ -9,7 +9,7 @@ Callers check ``len(out)`` against the chunk before the call.
 
 Comparisons are inclusive ranges ``lo <= key <= hi`` over int64 keys: integers are their own
 keys; a float64 value's key is its bit pattern with the magnitude flipped when negative (the
-reference's total order, ``-0.0`` folded into ``0.0``; see :mod:`lancejit.table.filter_floats`).
+reference's total order, ``-0.0`` folded into ``0.0``; see :mod:`lancejit.table.filter.floats`).
 Integers compared with a float literal compare as doubles (``flo``/``fhi`` with strictness
 flags).  NumPy references: ``tests/table/test_filter_fast.py``.
 """

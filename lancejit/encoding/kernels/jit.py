@@ -203,6 +203,12 @@ def _no_init_hook() -> None:
     """Dispatcher hook replaced for lancejit kernels (see :func:`_fast_cache_load`)."""
 
 
+def _fast_loader() -> bool:
+    """Numba loaded (imported now if needed) with the fast cache loader installed."""
+    numba()
+    return _FAST
+
+
 def numba() -> Any:
     """The ``numba`` module, imported (and the cache loader set up) on first use."""
     global _NUMBA, _FAST
@@ -261,7 +267,7 @@ class LazyKernel:
                 ok, out = tier0.run(self.interpreted(), args)
                 if ok:
                     return out
-            if not background_active():
+            if not background.active(_fast_loader):
                 return self.dispatcher()(*args)
             disp = self.dispatcher(swap=False)
         if self._swapped:
@@ -305,7 +311,7 @@ class LazyKernel:
             return False
         if self._swapped:
             return True
-        if not background_active():
+        if not background.active(_fast_loader):
             return True
         now = time.monotonic()
         if now < self._retry_at:
@@ -477,15 +483,6 @@ def ready(kernel: Any) -> bool:
     if isinstance(kernel, LazyKernel):
         return kernel.ready()
     return _NUMBA is not None
-
-
-def background_active() -> bool:
-    """Whether cache misses go to the background compile process (:mod:`.background`): allowed
-    by the environment and the fast cache loader installed (Numba imported here)."""
-    if not background.enabled():
-        return False
-    numba()
-    return _FAST
 
 
 def kernels() -> list[LazyKernel]:

@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-#: FastLanes' row order (:data:`lancejit.encoding.kernels.bitpack.FL_ORDER`; not imported: the
-#: kernel modules import the lazy decorator, which imports this module).
-FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
+from lancejit.encoding.kernels.layouts import FL_ORDER
 
 
 def unpack_blocks(packed: np.ndarray, width: Any, num_blocks: Any, out: np.ndarray) -> None:
