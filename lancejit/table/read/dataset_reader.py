@@ -83,7 +83,7 @@ class Scanner:
 
 def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
     if not batches:
-        return schema.empty_table()
+        return pa.Table.from_batches([], schema=schema)  # (empty_table imports pandas)
     if len(schema) == 0:
         n = sum(b.num_rows for b in batches)
         return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array([{}] * n, type=pa.struct([])))])
