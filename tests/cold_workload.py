@@ -125,6 +125,13 @@ def steps(root: str, paths: dict[str, str]) -> Iterator[tuple[str, Callable[[], 
         yield f"update {version}", lambda path=path: lancejit.dataset(path).update(
             {"x": "x + 1.0"}, where="id < 100").count_rows()
 
+        def indices(path: str = path) -> int:
+            ds = lancejit.dataset(path).create_scalar_index("id", "BTREE").create_scalar_index("cat", "BITMAP")
+            return ds.to_table(filter="id < 2000 OR cat = 'c3'").num_rows + ds.count_rows(
+                "NOT (cat = 'c2') AND id < 3000")
+
+        yield f"scalar indices {version}", indices
+
         def merge(path: str = path) -> int:
             ds = lancejit.dataset(path)
             new = table(300, 20).slice(0, 300)
