@@ -38,7 +38,7 @@ from .evaluate import (
 from .columns import resolve_column as _resolve
 from .fast import FastNode, fast_positions, plan_fast
 from .floats import float_key, key_set, literal_key
-from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, ParsedFilter, parse_filter
+from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, ParsedFilter, chain_terms, parse_filter
 
 #: ``col = literal`` terms of one OR chain on one column from which they become one set lookup.
 GROUP_EQUALITIES = 8
@@ -116,21 +116,8 @@ class _Compiler:
         return t
 
     def chain(self, node: exp.Expression) -> list[exp.Expression]:
-        """The operands of the And/Or chain rooted at ``node`` (through parentheses), in order,
-        collected without recursion."""
-        kind = type(node)
-        out: list[exp.Expression] = []
-        stack = [node]
-        while stack:
-            n = stack.pop()
-            while isinstance(n, exp.Paren):
-                n = n.this
-            if type(n) is kind:
-                stack.append(n.expression)
-                stack.append(n.this)
-            else:
-                out.append(n)
-        return out
+        """The operands of the And/Or chain rooted at ``node`` (see :func:`.parse.chain_terms`)."""
+        return chain_terms(node)
 
     def value_set(self, values: InList, target: pa.DataType | None, node: exp.Expression) -> pa.Array:
         try:

@@ -218,6 +218,24 @@ def _paren_depth(unquoted: str) -> int:
     return int(np.cumsum(step).max(initial=0)) if len(step) else 0
 
 
+def chain_terms(node: exp.Expression) -> list[exp.Expression]:
+    """The operands of the And/Or chain rooted at ``node`` (through parentheses), in order,
+    collected without recursion."""
+    kind = type(node)
+    out: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        while isinstance(n, exp.Paren):
+            n = n.this
+        if type(n) is kind:
+            stack.append(n.expression)
+            stack.append(n.this)
+        else:
+            out.append(n)
+    return out
+
+
 def _chain_key(node: exp.Expression) -> type | None:
     return type(node) if isinstance(node, (exp.And, exp.Or)) else None
 

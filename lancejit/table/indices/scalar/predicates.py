@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from lancejit.core.errors import InvalidInputError
 
+from ...filter.parse import chain_terms
 from .domain import Query
 
 #: Index kinds answering value predicates and label predicates.
@@ -136,7 +137,7 @@ class _Builder:
             op = "and" if isinstance(node, exp.And) else "or"
             if neg:
                 op = "or" if op == "and" else "and"
-            parts = [self.visit(p, neg) for p in _chain(node)]
+            parts = [self.visit(p, neg) for p in chain_terms(node)]
             return Junction(op, tuple(parts))
         name = type(node).__name__
         cmp = _CMP.get(name)
@@ -210,25 +211,6 @@ class _Builder:
         if any(v is None for v in values):
             return OPAQUE
         return self.leaf(_column(col, self.schema), Query(op, tuple(dict.fromkeys(values))), neg)
-
-
-def _chain(node: Any) -> list[Any]:
-    """Operands of the And/Or chain at ``node`` (through parentheses), in order, no recursion."""
-    from sqlglot import expressions as exp
-
-    kind = type(node)
-    out: list[Any] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        while isinstance(n, exp.Paren):
-            n = n.this
-        if type(n) is kind:
-            stack.append(n.expression)
-            stack.append(n.this)
-        else:
-            out.append(n)
-    return out
 
 
 def index_tree(tree: Any, in_lists: dict, schema: pa.Schema, indexed: Mapping[str, frozenset[str]]) -> Any:
