@@ -6,7 +6,9 @@ half-open byte ranges) and returns their bytes concatenated, in order, as ONE ``
 * files whose bytes a reader already holds (``reader.whole``: a small data file read whole by
   its open) are copied from memory, no request;
 * on a store that reads in the caller's thread (local files up to ``inline_read_bytes`` per
-  batch, memory), every other read is one inline loop over the files (``store.read_files_into``:
+  batch -- ``scattered`` batches of small reads, a take's, up to :data:`SCATTERED_FACTOR` times
+  that: their many ``preadv`` calls cost less inline than handed to workers --, memory), every
+  other read is one inline loop over the files (``store.read_files_into``:
   one ``preadv`` per read locally, on the file's cached descriptor; none for a range inside the
   footer tail its open read, see :mod:`lancejit.io.fd_cache`) when the store's budgets are free;
 * otherwise (object stores, large or contended batches) each file's reads go through its own
@@ -50,11 +52,18 @@ class FileSource:
                    getattr(reader, "whole", None))
 
 
+#: Reads of at most this many bytes on average make a batch "scattered" (see the module docstring).
+SCATTERED_READ_BYTES = 64 * 1024
+#: A scattered batch reads inline up to this many times the store's ``inline_read_bytes``.
+SCATTERED_FACTOR = 16
+
+
 async def read_files(sources: Sequence[FileSource], reads: np.ndarray, nbytes: int, *,
-                     priority: int = 0) -> np.ndarray:
+                     priority: int = 0, scattered: bool = False) -> np.ndarray:
     """The bytes of ``reads`` (``(m, 4)`` int64 rows ``(source index, start, end, position)``:
     half-open byte ranges sorted by source, coalesced, and where each goes in the result; the
-    positions are the running sum of the lengths) as one ``uint8`` array of ``nbytes`` bytes."""
+    positions are the running sum of the lengths) as one ``uint8`` array of ``nbytes`` bytes.
+    ``scattered``: the reads serve a take (many small reads; see the module docstring)."""
     out = np.empty(nbytes, dtype=np.uint8)
     rows = reads.tolist()
     pending: list[tuple[FileSource, list[list[int]]]] = []
@@ -83,7 +92,10 @@ async def read_files(sources: Sequence[FileSource], reads: np.ndarray, nbytes: i
     if not pending:
         return out
     inline = getattr(store, "read_files_into", None) if same else None
-    if inline is not None and inline_bytes <= getattr(store, "inline_read_bytes", inline_bytes):
+    limit = getattr(store, "inline_read_bytes", inline_bytes)
+    if scattered and len(rows) and inline_bytes <= SCATTERED_READ_BYTES * len(rows):
+        limit *= SCATTERED_FACTOR
+    if inline is not None and inline_bytes <= limit:
         queue = io_queue(store)
         if queue.try_take(inline_bytes):
             try:

@@ -270,7 +270,8 @@ class FileTakeState:
                              ncols, self.block, item_seg, item_in, item_pos, reads)
         _, first, last, at = reads[nr - 1].tolist()
         try:
-            data = await read_files(self.readers, reads[:nr], at + last - first, priority=int(rows[0]))
+            data = await read_files(self.readers, reads[:nr], at + last - first, priority=int(rows[0]),
+                                    scattered=True)
         finally:
             self._release_one()
         data.flags.writeable = False  # the file take's decode kernels are compiled for read-only data
