@@ -9,8 +9,10 @@ matches.  Candidates of a complemented answer (``NOT`` of an indexed predicate) 
 *excluded*: a scan does not take those (the matches are most rows); a count uses them.
 
 :meth:`IndexedRows.worth_taking`: a take of the candidates replaces the scan of the answered
-fragments when they are at most the ``index_take_fraction`` knob of those fragments' live rows
-(beyond that reading whole pages costs less than taking rows).
+fragments when they are at most the ``index_take_fraction`` knob of those fragments' live rows,
+three quarters of that when the filter is evaluated again on them (beyond that, reading whole
+pages and evaluating the filter with the kernels costs less than taking rows: on 1M rows of four
+columns, 2% of the rows taken ran 22 ms against a 28 ms scan, 6% 46 against 40 ms).
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class IndexedRows:
 
     def worth_taking(self) -> bool:
         """Whether taking the candidates beats scanning the answered fragments."""
-        return not self.complemented and self.rows <= settings().index_take_fraction * max(self.live_rows, 1)
+        fraction = settings().index_take_fraction * (1.0 if self.exact else 0.75)
+        return not self.complemented and self.rows <= fraction * max(self.live_rows, 1)
 
     def matches(self) -> int | None:
         """The number of matching rows in the answered fragments when the answer is exact."""

@@ -54,7 +54,13 @@ def _combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def _sorted_order(values: pa.Array, ids: np.ndarray) -> np.ndarray:
-    """Row order by (value, id): NULLs first, NaN after every number."""
+    """Row order by (value, id): NULLs first, NaN after every number (Arrow's sort would put
+    NaN with the NULLs)."""
+    if pa.types.is_floating(values.type):
+        vals = values.to_numpy(zero_copy_only=False).astype(np.float64)
+        valid = ~values.is_null().to_numpy(zero_copy_only=False) if values.null_count else np.ones(len(vals), bool)
+        nan = np.isnan(vals) & valid
+        return np.lexsort((ids, np.where(valid & ~nan, vals, 0.0), nan, valid))
     by_id = np.argsort(ids, kind="stable")
     in_order = values.take(pa.array(by_id))
     order = pc.array_sort_indices(in_order, null_placement="at_start")  # (stable)
