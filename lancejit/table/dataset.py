@@ -110,7 +110,7 @@ class Dataset(DatasetReader):
 
     async def describe_indices_async(self) -> list[Any]:
         """The indices of this version, as the reference's ``describe_indices()`` shows them."""
-        from .write.scalar_index import describe_indices_async
+        from .read.index_info import describe_indices_async
 
         return await describe_indices_async(self)
 
@@ -119,7 +119,7 @@ class Dataset(DatasetReader):
     async def list_indices_async(self) -> list[dict[str, Any]]:
         """One dict per index segment (``name``, ``type``, ``uuid``, ``fields``, ``version``,
         ``fragment_ids``, ``base_id``), as the reference's ``list_indices()``."""
-        from .write.scalar_index import list_indices
+        from .read.index_info import list_indices
 
         return list_indices(await self.describe_indices_async())
 
