@@ -218,7 +218,7 @@ def test_legacy_release_indices():
 
     from lancejit.core import config
 
-    src = pathlib.Path(__file__).resolve().parent.parent / "data" / "legacy_datasets" / "v0_20_0_indices"
+    src = pathlib.Path(__file__).resolve().parent.parent / "data" / "legacy_datasets" / "indices_v0_20_0"
     expected = json.loads((src / "expected.json").read_text())["filters"]
     ds = lancejit.dataset(str(src / "ds"))
     for text, want in expected.items():

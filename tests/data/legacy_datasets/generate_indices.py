@@ -1,10 +1,10 @@
-"""Generate tests/data/legacy_datasets/v0_20_0_indices (run ONCE, in a separate virtualenv
+"""Generate tests/data/legacy_datasets/indices_v0_20_0 (run ONCE, in a separate virtualenv
 holding pylance 0.20.0, the last release before the current scalar index files):
 
     python3 -m venv /tmp/oldlance && /tmp/oldlance/bin/pip install "pylance==0.20.0" "numpy<2" "pyarrow<18"
     /tmp/oldlance/bin/python tests/data/legacy_datasets/generate_indices.py tests/data/legacy_datasets
 
-Writes ``v0_20_0_indices/ds``: 600 rows in 3 fragments with a BTREE on ``a``, ``n`` and ``s``, a BITMAP
+Writes ``indices_v0_20_0/ds``: 600 rows in 3 fragments with a BTREE on ``a``, ``n`` and ``s``, a BITMAP
 on ``cat`` and ``k`` and a LABEL_LIST on ``tags`` (its BTREE files are 0.1 files whose id column is
 ``row_ids``), then an appended fragment no index covers and deletions; ``expected.json`` holds
 the values of ``a`` each filter selects in that release (sorted).  (String columns hold no NULL:
@@ -33,7 +33,7 @@ def table(start, n):
 
 
 def main(out):
-    base = os.path.join(out, "v" + lance.__version__.replace(".", "_") + "_indices")
+    base = os.path.join(out, "indices_v" + lance.__version__.replace(".", "_"))
     shutil.rmtree(base, ignore_errors=True); os.makedirs(base)
     path = os.path.join(base, "ds")
     ds = lance.write_dataset(table(0, 600), path, max_rows_per_file=200)
