@@ -277,20 +277,28 @@ def test_zone_maps_skip_zones(zonemap_ds, flt):
 
 def test_zone_maps_loaded(zonemap_ds):
     from lancejit.io.sync import run_sync
+    from lancejit.table.indices.coverage import index_coverage
     from lancejit.table.indices.zonemap import zone_maps
 
     uri, n = zonemap_ds
     ds = lancejit.dataset(uri)
     zm = run_sync(zone_maps(ds.context))
     by_name = {t.name: t.id for t in ds.context.top_fields}
-    assert set(zm) == {by_name["id"], by_name["f"], by_name["name"]}
-    z = zm[by_name["id"]]
+    assert set(zm.by_field) == {by_name["id"], by_name["f"], by_name["name"]}
+    (z,) = zm.by_field[by_name["id"]]
     assert int(z.zone_length.sum()) == n  # the rows the index was built on
     frag0 = ds.context.manifest.fragments[0]
-    zones = z.zones_of(frag0.id, frag0.physical_rows)
+    zones = zm.zones_of(by_name["id"], frag0.id, frag0.physical_rows)
     assert zones is not None and zones.offsets[0] == 0 and zones.offsets[-1] == frag0.physical_rows
     appended = ds.context.manifest.fragments[-1]
-    assert z.zones_of(appended.id, appended.physical_rows) is None  # not covered by the index
+    assert zm.zones_of(by_name["id"], appended.id, appended.physical_rows) is None  # not covered by the index
+    cov = run_sync(index_coverage(ds.context))
+    (seg,) = cov.of_field(by_name["id"], "ZoneMapIndexDetails")
+    ids = np.array([f.id for f in ds.context.manifest.fragments])
+    assert cov.covered([seg], ids).tolist() == [f.id in set(seg.fragments.tolist()) for f in ds.context.manifest.fragments]
+    assert not seg.covers(appended.id) and seg.covers(frag0.id)
+    assert cov.segment_for(by_name["id"], appended.id, "ZoneMapIndexDetails") is None
+    assert cov.segment_for(by_name["id"], frag0.id, "ZoneMapIndexDetails") is seg
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -5,7 +5,7 @@
 (half-open, sorted, disjoint); the scan reads only those.  It is exact about what it keeps and
 conservative about what it drops: a range is dropped only when the statistics prove that no row
 in it satisfies the filter as lancejit evaluates it (SQL: NULL never matches; floats in the
-reference's total order, NaN above every number, see :mod:`.filter_floats`).
+reference's total order, NaN above every number, see :mod:`..filter.floats`).
 
 Used: the conjuncts of the filter's top-level ``AND`` chain of the forms ``col op literal`` /
 ``literal op col`` (``=  <  <=  >  >=``), ``col BETWEEN a AND b`` and ``col IN (...)`` on
@@ -15,7 +15,7 @@ order above every number; integers: integer literals only).  Other conjuncts are
 only keeps more rows); an ``OR`` at the top, ``NOT``, expressions on columns: no pruning.
 
 Statistics come from legacy (0.1) data files (:mod:`lancejit.file.stats`): one (null count, min,
-max) per batch; and from zone-map indices (:mod:`.zonemaps`, any file version): one (null count,
+max) per batch; and from zone-map indices (:mod:`..indices.zonemap`, any file version, only in the fragments the index covers): one (null count,
 NaN count, min, max) per zone of a fragment, preferred when both exist.  A batch is dropped when, for some condition, its column is all null or its
 bounds exclude every literal.  Skipped batches and rows are counted in the dataset's
 ``io_stats()`` (``pages_pruned``: batches of a legacy data file -- one page of each of its
@@ -31,7 +31,7 @@ import asyncio
 import functools
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from lancejit.core.errors import InvalidInputError
 
 from .datafile import open_data_file
-from ..indices.zonemap import zone_maps
+from ..indices.zonemap import ZoneMaps, zone_maps
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..meta.context import DatasetContext
@@ -283,9 +283,9 @@ Masks = list[tuple[np.ndarray, np.ndarray]]  # per statistics source: (row offse
 
 
 async def _masks(ctx: "DatasetContext", frag: "FragmentReader", conds: tuple[Condition, ...],
-                 zmaps: dict) -> Masks:
-    """Per statistics source of the fragment (a zone map, a legacy data file): the physical row
-    offsets of its batches and which batches may match every condition it decides."""
+                 zmaps: ZoneMaps) -> Masks:
+    """Per statistics source of the fragment (a zone map covering it, a legacy data file): the
+    physical row offsets of its batches and which batches may match every condition it decides."""
     by_name = {t.name: t for t in ctx.top_fields}
     seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -301,8 +301,7 @@ async def _masks(ctx: "DatasetContext", frag: "FragmentReader", conds: tuple[Con
         df = frag.file_for(top) if top is not None else None
         if df is None:
             continue
-        zm = zmaps.get(top.id)
-        zones = zm.zones_of(frag.id, frag.physical_rows) if zm is not None else None
+        zones = zmaps.zones_of(top.id, frag.id, frag.physical_rows)
         if zones is not None:
             add(f"zonemap:{top.id}", zones.offsets,
                 batches_may_match(cond, zones.mins, zones.maxs, zones.nan_count), zones.null_count)
@@ -361,69 +360,68 @@ async def may_match_ranges(ctx: "DatasetContext", frag: "FragmentReader", lo: in
     return out
 
 
-# ------------------------------------------------------- the scan planner's synchronous hook
-#: Prepared masks by (manifest path, caches identity, filter text): {fragment id: masks}.
-_PREPARED: "OrderedDict[tuple[str, int, str], dict[int, Masks]]" = OrderedDict()
+# ------------------------------------------------------------------ the scan planner's input
+@dataclass(frozen=True, slots=True)
+class PrunePlan:
+    """What statistics may prune in one filtered scan of one version: per fragment id, the
+    batches of each statistics source that covers the fragment (zone maps only where their
+    segment covers it, see :mod:`..indices.coverage`) and which may match.  Fragments without
+    an entry are read whole.  The scan planner (:func:`.scan_plan.plan_units`) asks
+    :meth:`kept` once per fragment."""
+
+    masks: Mapping[int, Masks]
+
+    def fragment_ids(self) -> np.ndarray:
+        """Ids of the fragments statistics may prune (int64, sorted)."""
+        return np.array(sorted(self.masks), dtype=np.int64)
+
+    def kept(self, fragment_id: int, lo: int, hi: int) -> tuple[np.ndarray, int, int] | None:
+        """``(kept sub-ranges of [lo, hi) as a (k, 2) int64 array, batches skipped, rows
+        skipped)`` for fragment ``fragment_id``; None when nothing may prune it."""
+        masks = self.masks.get(fragment_id) if ENABLED else None
+        return _cut(masks, lo, hi) if masks else None
+
+
+#: Prune plans by (manifest path, caches identity, filter text).
+_PREPARED: "OrderedDict[tuple[str, int, str], PrunePlan]" = OrderedDict()
 _PREPARED_MAX = 32
+_NOTHING = PrunePlan({})
 
 
 def _key(ctx: "DatasetContext", filt: "CompiledFilter") -> tuple[str, int, str]:
     return (ctx.manifest_path, id(ctx.caches), filt.text)
 
 
-async def prepare(ctx: "DatasetContext", filt: "CompiledFilter | None") -> None:
-    """Load what pruning ``filt`` needs (zone maps; legacy data files' statistics, all files
-    opened concurrently) before the scan is planned, and install :func:`prune_hook` as the
-    planner's pruner.  Nothing happens when the filter has no prunable condition."""
+async def prepare(ctx: "DatasetContext", filt: "CompiledFilter | None") -> PrunePlan | None:
+    """The :class:`PrunePlan` of a filtered scan: loads what pruning ``filt`` needs (the
+    version's zone maps with their coverage; legacy data files' statistics, all files opened
+    concurrently).  None when the filter has no prunable condition or pruning is off."""
     if filt is None or not prunable(filt, ctx.schema):
-        return
+        return None
     legacy = ctx.manifest.data_storage_version in ("0.1", "legacy")
     if not legacy and ctx.manifest.index_section is None:
-        return  # no statistics to use: plan without a pass over the fragments
-    install()
+        return None  # no statistics to use: plan without a pass over the fragments
     key = _key(ctx, filt)
-    if key in _PREPARED:
+    got = _PREPARED.get(key)
+    if got is not None:
         _PREPARED.move_to_end(key)
-        return
+        return got
     from .fragment import FragmentReader
 
     conds = conditions_of(filt.text, ctx.schema)
     zmaps = await zone_maps(ctx)
     by_name = {t.name: t.id for t in ctx.top_fields}
     if not legacy and not any(by_name.get(c.column) in zmaps for c in conds):
-        _PREPARED[key] = {}
-        return
-    frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
-    masks = await asyncio.gather(*(_masks(ctx, f, conds, zmaps) for f in frags))
-    _PREPARED[key] = {f.id: m for f, m in zip(frags, masks) if m}
+        got = _NOTHING
+    else:
+        frags = [FragmentReader(ctx, f) for f in ctx.manifest.fragments]
+        masks = await asyncio.gather(*(_masks(ctx, f, conds, zmaps) for f in frags))
+        got = PrunePlan({f.id: m for f, m in zip(frags, masks) if m})
+    _PREPARED[key] = got
     while len(_PREPARED) > _PREPARED_MAX:
         _PREPARED.popitem(last=False)
+    return got
 
 
-def prune_hook(ctx: "DatasetContext", fragment_id: int, lo: int, hi: int,
-               filt: "CompiledFilter") -> list[tuple[int, int]] | None:
-    """The scan planner's pruner (``scan_plan.set_pruner``): kept sub-ranges of ``[lo, hi)`` of
-    a fragment from what :func:`prepare` loaded; None ("read everything") when not prepared."""
-    if not ENABLED:
-        return None
-    prepared = _PREPARED.get(_key(ctx, filt))
-    masks = prepared.get(fragment_id) if prepared is not None else None
-    if not masks:
-        return None
-    out, pages, rows = _cut(masks, lo, hi)
-    if rows:
-        ctx.stats.record_pruned(pages, rows)
-    return [(int(a), int(b)) for a, b in out]
-
-
-def install() -> None:
-    """Make :func:`prune_hook` the scan planner's pruner (idempotent)."""
-    try:
-        from . import scan_plan
-    except ImportError:  # pragma: no cover - planner without the hook
-        return
-    scan_plan.set_pruner(prune_hook)
-
-
-__all__ = ["ENABLED", "Condition", "batches_may_match", "conditions_of", "install", "may_match_ranges", "prepare",
-           "prunable", "prune_hook"]
+__all__ = ["ENABLED", "Condition", "PrunePlan", "batches_may_match", "conditions_of", "may_match_ranges",
+           "prepare", "prunable"]

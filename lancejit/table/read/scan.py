@@ -1,5 +1,5 @@
 """Scanning a dataset version as one pipeline: units planned as arrays over the version index
-(:mod:`.scan_plan`, with its page-pruning hook), read concurrently with readahead bounded by
+(:mod:`.scan_plan`, pruned by statistics where an index covers a fragment), read concurrently with readahead bounded by
 estimated bytes in flight (many small fragments are opened and read together), filtered,
 re-batched (batches of ``batch_size`` rows may span fragments), then offset/limit applied in
 scan order.
@@ -298,12 +298,13 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
         if k:
             to_skip -= int(ends[k - 1])
             positions = positions[k:]
+    pruner = None
     if spec.filter is not None:
-        from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
+        from .pruning import prepare  # page statistics / zone maps where their index covers a fragment
 
-        await prepare(ctx, spec.filter)
+        pruner = await prepare(ctx, spec.filter)
     max_rows = MAX_UNIT_ROWS * (FILTERED_UNIT_FACTOR if spec.filter is not None and LATE_MATERIALIZATION else 1)
-    plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, max_rows, spec.filter)
+    plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, max_rows, pruner)
     return index, plan, to_skip
 
 
