@@ -85,8 +85,7 @@ async def plan_scan(ds: Any, filter: str, columns: Sequence[str] | None = None, 
 
     ctx = ds.context
     compiled = compile_filter(filter, ctx.schema)
-    conds = pruning.conditions_of(compiled.text, ctx.schema)
-    plan = ScanPlan(ds.uri, filter, [f"{c.column} {c.op} {list(c.values)}" for c in conds])
+    plan = ScanPlan(ds.uri, filter, [f"{c.column} {c.op} {c.values.to_pylist()}" for c in compiled.conditions])
     for frag in ctx.manifest.fragments:
         reader = FragmentReader(ctx, frag)
         before = ctx.stats.snapshot()

@@ -170,16 +170,23 @@ def test_statistics_match_the_data(legacy_ds):
 
 def test_conditions_extracted():
     schema = pa.schema([("a", pa.int64()), ("s", pa.string()), ("st", pa.struct([("x", pa.int32())]))])
-    got = conditions_of("a > 5 AND 3 <= a AND s IN ('x', 'y') AND a BETWEEN -2 AND 9 AND st.x = 1 AND a + 1 = 3",
-                        schema)
-    assert Condition("a", "gt", (5,)) in got
-    assert Condition("a", "ge", (3,)) in got
-    assert Condition("a", "between", (-2, 9)) in got
-    assert Condition("s", "in", ("x", "y")) in got
+    got = [c.as_py() for c in conditions_of(
+        "a > 5 AND 3 <= a AND s IN ('x', 'y') AND a BETWEEN -2 AND 9 AND st.x = 1 AND a + 1 = 3", schema)]
+    assert ("a", "gt", [5]) in got
+    assert ("a", "ge", [3]) in got
+    assert ("a", "between", [-2, 9]) in got
+    assert ("s", "in", ["x", "y"]) in got
     assert len(got) == 4
     assert conditions_of("a > 5 OR a < 1", schema) == ()
     assert conditions_of("a NOT IN (1, 2)", schema) == ()
     assert conditions_of("garbage ((", schema) == ()
+    assert conditions_of("a > 1.5", schema) == ()  # refused, as the reference does
+    (c,) = conditions_of("a IN (1, 9223372036854775807)", schema)
+    assert c.values.type == pa.int64() and c.as_py() == ("a", "in", [1, 9223372036854775807])
+
+
+def _cond(op, values, typ=pa.int64()):
+    return Condition("c", op, pa.array(list(values), typ))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -191,20 +198,54 @@ def test_batches_may_match_never_drops_a_match(seed):
     mins = pa.array([v.min() for v in vals], pa.int64())
     maxs = pa.array([v.max() for v in vals], pa.int64())
     lits = rng.integers(-60, 60, 4).tolist()
-    conds = [Condition("c", op, (lits[0],)) for op in ("eq", "lt", "le", "gt", "ge")]
-    conds += [Condition("c", "between", tuple(sorted(lits[:2]))), Condition("c", "in", tuple(lits)),
-              Condition("c", "in", ())]
+    conds = [_cond(op, (lits[0],)) for op in ("eq", "lt", "le", "gt", "ge")]
+    conds += [_cond("between", sorted(lits[:2])), _cond("in", lits), _cond("in", ())]
     py = {"eq": lambda x, v: x == v[0], "lt": lambda x, v: x < v[0], "le": lambda x, v: x <= v[0],
           "gt": lambda x, v: x > v[0], "ge": lambda x, v: x >= v[0],
           "between": lambda x, v: (x >= v[0]) & (x <= v[1]), "in": lambda x, v: np.isin(x, list(v))}
     for cond in conds:
         keep = batches_may_match(cond, mins, maxs)
-        truth = np.array([bool(np.any(py[cond.op](v, cond.values))) for v in vals])
+        values = cond.values.to_pylist()
+        truth = np.array([bool(np.any(py[cond.op](v, values))) for v in vals])
         assert not np.any(truth & ~keep), cond
     # unbounded (null) bounds keep everything; float literals never prune an integer column
-    keep = batches_may_match(Condition("c", "gt", (10**6,)), pa.nulls(3, pa.int64()), pa.nulls(3, pa.int64()))
+    keep = batches_may_match(_cond("gt", (10**6,)), pa.nulls(3, pa.int64()), pa.nulls(3, pa.int64()))
     assert keep.all()
-    assert batches_may_match(Condition("c", "gt", (1.5,)), mins, maxs) is None
+    assert batches_may_match(_cond("gt", (1.5,), pa.float64()), mins, maxs) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("typ", [pa.int64(), pa.uint64()])
+def test_bounds_compare_in_their_own_type(seed, typ):
+    """Bounds beyond 2**53 (int64) and 2**63 (uint64), with all-null zones (null bounds) among
+    them: every condition keeps exactly the zones a brute-force test over the zones' values
+    keeps (no float64 rounding)."""
+    rng = np.random.default_rng(seed)
+    base = (1 << 53) + 1 if typ == pa.int64() else (1 << 63) + 1
+    span = 40
+    zones = []
+    for _ in range(60):
+        if rng.random() < 0.2:
+            zones.append(None)  # all null
+        else:
+            lo = base + int(rng.integers(0, span))
+            zones.append((lo, lo + int(rng.integers(0, 3))))
+    mins = pa.array([z[0] if z else None for z in zones], typ)
+    maxs = pa.array([z[1] if z else None for z in zones], typ)
+    lits = [base + int(v) for v in rng.integers(-2, span + 2, 5)]
+    for op, values in [("eq", lits[:1]), ("lt", lits[:1]), ("le", lits[:1]), ("gt", lits[:1]), ("ge", lits[:1]),
+                       ("between", sorted(lits[:2])), ("in", lits)]:
+        keep = batches_may_match(_cond(op, values, typ), mins, maxs)
+        for z, k in zip(zones, keep):
+            if z is None:
+                assert k  # null bounds: unbounded (the caller drops all-null zones by null count)
+                continue
+            inside = range(z[0], z[1] + 1)
+            want = {"eq": lambda: values[0] in inside, "lt": lambda: z[0] < values[0],
+                    "le": lambda: z[0] <= values[0], "gt": lambda: z[1] > values[0],
+                    "ge": lambda: z[1] >= values[0], "between": lambda: z[1] >= values[0] and z[0] <= values[1],
+                    "in": lambda: any(v in inside for v in values)}[op]()
+            assert bool(k) == want, (op, values, z)
 
 
 def test_explain_scan_shows_pruned_pages(legacy_ds, capsys):
