@@ -7,6 +7,9 @@ same scan with pruning switched off, while reading fewer pages when the filter i
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -75,22 +78,15 @@ FILTERS = [
 ]
 
 
-def _sorted(t: pa.Table) -> pa.Table:
-    return t.sort_by("id")
+_spec = importlib.util.spec_from_file_location(
+    "table_filters", pathlib.Path(__file__).parent.parent / "table" / "filters.py")
+_filters = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_filters)
 
 
 def _same(a: pa.Table, b: pa.Table) -> bool:
     """Equal tables, NaN equal to NaN."""
-    a, b = _sorted(a), _sorted(b)
-    if a.schema != b.schema or a.num_rows != b.num_rows:
-        return False
-    for x, y in zip(a.columns, b.columns):
-        if pa.types.is_floating(x.type):
-            if not np.array_equal(x.to_numpy(), y.to_numpy(), equal_nan=True):
-                return False
-        elif not x.equals(y):
-            return False
-    return True
+    return _filters.same_rows(a, b, "id")
 
 
 def _scan(ds, flt: str, enabled: bool):

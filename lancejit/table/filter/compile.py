@@ -41,7 +41,7 @@ from .fast import FastNode, fast_positions, plan_fast
 from .conditions import Condition, conditions_of_tree
 from .floats import float_key, key_set, literal_key
 from .literals import FLOAT64, INT64, UINT64, UTF8, SqlLiteral, literal_array, sql_literal
-from .operands import Side, coerce_sides, temporal_constant
+from .operands import Side, arithmetic_sides, coerce_sides, temporal_constant
 from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
 from .resolve import Resolved, resolve_literals
 
@@ -178,6 +178,9 @@ class _Compiler:
         held a NULL."""
         if x_type is not None and pa.types.is_dictionary(x_type):
             x = x.cast(x_type.value_type)
+        if len(arr) == 0:  # no value (or only NULLs): FALSE, NULL where x is NULL
+            out = pc.if_else(x.is_valid(), pc.scalar(False), _NULL_BOOL)
+            return out | pc.scalar(_NULL_BOOL) if has_null else out
         if pa.types.is_floating(arr.type):  # the reference's float order (see filter_floats)
             x, arr = float_key(x, True), key_set(arr)
         out = pc.if_else(x.is_valid(), pc.is_in(x, value_set=arr, skip_nulls=True), _NULL_BOOL)
@@ -285,6 +288,8 @@ class _Compiler:
         """``left <op> right`` in the sides' common type (:mod:`.operands`); floats compare in the
         reference's total order (see :mod:`.floats`)."""
         ls, rs = self.side(left, self.expr(left)), self.side(right, self.expr(right))
+        if any(isinstance(x.constant, pa.Scalar) and not x.constant.is_valid for x in (ls, rs)):
+            return pc.scalar(_NULL_BOOL)  # a comparison with NULL is NULL, whatever the other side's type
         try:
             a, b, ftype = coerce_sides(ls, rs)
         except InvalidInputError as exc:
@@ -325,12 +330,12 @@ class _Compiler:
         op = _COMPARE_NODES.get(type(node))
         if op is not None:
             return self.compare(op, node.this, node.expression)
-        binary = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide}
+        binary = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide,
+                  exp.Mod: pc.remainder}  # SQL %: the sign follows the dividend (truncated division)
         for cls, fn in binary.items():
             if type(node) is cls:
-                return fn(v(node.this), v(node.expression))
-        if isinstance(node, exp.Mod):  # SQL %: the sign follows the dividend (truncated division)
-            return pc.remainder(v(node.this), v(node.expression))
+                a, b = self.side(node.this, v(node.this)), self.side(node.expression, v(node.expression))
+                return fn(*arithmetic_sides(a, b))
         if isinstance(node, exp.Between):
             return self.compare("ge", node.this, node.args["low"]) & self.compare("le", node.this, node.args["high"])
         if isinstance(node, exp.In):

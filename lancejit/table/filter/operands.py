@@ -19,8 +19,10 @@ pylance 14, ``tests/table/test_filter_types.py``):
 * **text against a number**: the text parsed as the number's type (an error when it is not one);
 * **text against a time of day**: ``HH:MM[:SS[.fraction]]``, or digits as the stored value;
 * **a date against a 32- or 64-bit integer**: the date's stored days (date32) or milliseconds
-  (date64); against other integers, booleans against non-booleans, fixed-size binary against
-  text: an error;
+  (date64);
+* **values of different families** (numbers, text, binary, booleans, dates and timestamps,
+  times, durations...) other than the pairs above and text with binary: an error, as the
+  reference refuses them;
 * **floats**: an integer compared with a float32 (float16) becomes float32 (float16) first;
   integers become doubles by rounding (past 2**53 too) before the total-order keys of
   :mod:`.floats`.
@@ -133,6 +135,12 @@ def temporal_constant(value: object, t: pa.DataType) -> pa.Array | None:
     if isinstance(value, pa.Scalar):
         if not value.is_valid:
             return pa.nulls(1, t)
+        if pa.types.is_date(value.type):  # midnight UTC of the day, exactly (as Arrow casts dates)
+            raw = value.cast(pa.int32() if pa.types.is_date32(value.type) else pa.int64()).as_py()
+            days = raw if pa.types.is_date32(value.type) else raw // 86400_000
+            if pa.types.is_date(t):
+                return _raw_value(days if pa.types.is_date32(t) else days * 86400_000, t)
+            return _raw_value(days * 86400 * 10**9 // _UNIT_NS[t.unit], t)
         if not pa.types.is_timestamp(value.type) or not pa.types.is_timestamp(t):
             return None
         raw = value.cast(pa.int64()).as_py() * _UNIT_NS[value.type.unit]
@@ -173,14 +181,35 @@ def time_constant(text: str, t: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(t, 1, [None, pa.py_buffer(np.array([raw], dtype=dtype))])
 
 
+def _family(t: pa.DataType) -> str:
+    if pa.types.is_dictionary(t):
+        return _family(t.value_type)
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    if pa.types.is_fixed_size_binary(t):
+        return "fixed_binary"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "datetime"
+    if pa.types.is_time(t):
+        return "time"
+    return "null" if pa.types.is_null(t) else str(t)
+
+
+#: Pairs of different type families a comparison accepts (text is parsed as the other side).
+_COMPARABLE = {frozenset(p) for p in (("number", "text"), ("datetime", "text"), ("time", "text"),
+                                      ("binary", "text"), ("binary", "fixed_binary"))}
+
+
 def _incomparable(a: pa.DataType, b: pa.DataType) -> bool:
-    """Pairs the reference refuses to compare: a boolean with a non-boolean, fixed-size binary
-    with text."""
-    if pa.types.is_null(a) or pa.types.is_null(b):
-        return False
-    if pa.types.is_boolean(a) != pa.types.is_boolean(b):
-        return True
-    return pa.types.is_fixed_size_binary(a) and (pa.types.is_string(b) or pa.types.is_large_string(b))
+    """Pairs the reference refuses to compare: values of different families (numbers, text,
+    binary, booleans, dates and timestamps, times...) other than the pairs it converts (text
+    with numbers, dates, times and binary; a date with an int32/int64, handled before)."""
+    fa, fb = _family(a), _family(b)
+    return fa != fb and "null" not in (fa, fb) and frozenset((fa, fb)) not in _COMPARABLE
 
 
 def _coarser(a: str, b: str) -> str:
@@ -271,15 +300,13 @@ def coerce_sides(left: Side, right: Side) -> tuple[pc.Expression, pc.Expression,
         if isinstance(this.constant, str) and (pa.types.is_time32(other.type) or pa.types.is_time64(other.type)):
             got = time_constant(this.constant, other.type)
             return (other.expr, pc.scalar(got[0]), None) if swap else (pc.scalar(got[0]), other.expr, None)
-    if _incomparable(lt, rt) or _incomparable(rt, lt):
-        raise InvalidInputError(f"cannot compare {lt} with {rt}")
     # a date against an integer: the date's stored days (date32) or milliseconds (date64)
     for this, other, swap in ((left, right, False), (right, left, True)):
-        if pa.types.is_date(this.type) and pa.types.is_integer(other.type):
-            if other.type not in (pa.int32(), pa.int64()):
-                raise InvalidInputError(f"cannot compare {this.type} with {other.type}")
+        if pa.types.is_date(this.type) and other.type in (pa.int32(), pa.int64()):
             raw = this.expr.cast(pa.int32() if pa.types.is_date32(this.type) else pa.int64())
             return (other.expr, raw, None) if swap else (raw, other.expr, None)
+    if _incomparable(lt, rt):
+        raise InvalidInputError(f"cannot compare {lt} with {rt}")
     if pa.types.is_timestamp(lt) and pa.types.is_timestamp(rt) and lt != rt:
         target = pa.timestamp(_coarser(lt.unit, rt.unit), lt.tz if lt.tz is not None else rt.tz)
         return _timestamp_expr(a, lt, target), _timestamp_expr(b, rt, target), None
@@ -312,4 +339,17 @@ def coerce_sides(left: Side, right: Side) -> tuple[pc.Expression, pc.Expression,
     return a, b, ftype
 
 
-__all__ = ["Side", "coerce_sides", "parse_datetime", "temporal_constant", "time_constant"]
+def arithmetic_sides(left: Side, right: Side) -> tuple[pc.Expression, pc.Expression]:
+    """The operands of ``+ - * / %``: a uint64 side with a signed integer literal takes the
+    literal as uint64 when it fits (``u64 + 0``; Arrow would compute in int64 and fail past
+    2**63); other pairs as Arrow casts them."""
+    for this, other, swap in ((left, right, False), (right, left, True)):
+        if (other.type is not None and pa.types.is_uint64(other.type) and isinstance(this.constant, pa.Scalar)
+                and this.constant.is_valid and pa.types.is_signed_integer(this.constant.type)
+                and this.constant.as_py() >= 0):
+            got = pc.scalar(this.constant.cast(pa.uint64()))
+            return (other.expr, got) if swap else (got, other.expr)
+    return left.expr, right.expr
+
+
+__all__ = ["Side", "arithmetic_sides", "coerce_sides", "parse_datetime", "temporal_constant", "time_constant"]
