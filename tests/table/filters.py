@@ -45,6 +45,10 @@ FILTERS = [
     "a > 5 = true",
     "true",
     "false",
+    "(s = 'upd') IS NOT TRUE",
+    "(f > 100.5) IS TRUE",
+    "(s < 's3') IS FALSE",
+    "(s = 's1') IS NOT FALSE AND a < 200",
 ]
 
 #: Filters on columns that exist only in some versions of the "evolving" datasets.
