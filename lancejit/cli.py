@@ -170,6 +170,14 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    """Print every configuration knob with its environment variable, default and current value."""
+    from lancejit.core import config
+
+    print(config.knob_table(config.settings()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lancejit", description="Lance files and datasets with lancejit.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -197,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker processes compiling kernels (default: one per core; 0: this process)")
     p.add_argument("--quiet", "-q", action="store_true", help="no line per kernel")
     p.set_defaults(func=cmd_warmup)
+    p = sub.add_parser("config", help="print the configuration knobs, their environment variables and values")
+    p.set_defaults(func=cmd_config)
     from lancejit.bench.cli import add_bench_commands
 
     add_bench_commands(sub, _add_storage_option)

@@ -56,11 +56,13 @@ class WarmupReport:
     seconds: float
 
 
+#: The directory of the ``lancejit`` package (this module lives at its top).
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 def kernel_modules() -> list[str]:
     """Names of the modules under ``lancejit/`` that define kernels with the lazy ``njit``."""
-    import lancejit
-
-    root = os.path.dirname(os.path.abspath(lancejit.__file__))
+    root = _PACKAGE_DIR
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(("__", ".")))
@@ -211,9 +213,7 @@ def _background(requests: TextIO) -> None:
 
 
 def _byte_compile() -> None:
-    import lancejit
-
-    root = os.path.dirname(os.path.abspath(lancejit.__file__))
+    root = _PACKAGE_DIR
     try:
         compileall.compile_dir(root, quiet=2, workers=1)
     except OSError:  # a read-only installation: nothing to do

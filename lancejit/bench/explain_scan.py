@@ -101,26 +101,22 @@ async def plan_scan(ds: Any, filter: str, columns: Sequence[str] | None = None, 
 async def _measure(ds: Any, filter: str, columns: Sequence[str] | None, repeats: int) -> dict[str, dict[str, Any]]:
     """Counters of one scan with and without pruning and the median seconds of ``repeats``
     alternating runs each (the first run of each way warms caches and is not timed)."""
-    from lancejit.table.read import pruning
+    from lancejit.core import config
 
     out: dict[str, dict[str, Any]] = {}
     times: dict[str, list[float]] = {"pruned": [], "not pruned": []}
-    old = pruning.ENABLED
-    try:
-        for i in range(repeats + 1):
-            for name, enabled in (("pruned", True), ("not pruned", False)):
-                pruning.ENABLED = enabled
+    for i in range(repeats + 1):
+        for name, enabled in (("pruned", True), ("not pruned", False)):
+            with config.override(page_pruning=enabled):
                 ds.io_stats()
                 t0 = time.perf_counter()
                 rows = (await ds.to_table_async(columns=columns, filter=filter)).num_rows
                 seconds = time.perf_counter() - t0
                 s = ds.io_stats()
-                if i:
-                    times[name].append(seconds)
-                out[name] = {"rows": rows, "read_iops": s.read_iops, "read_bytes": s.read_bytes,
-                             "pages_pruned": s.pages_pruned, "rows_pruned": s.rows_pruned}
-    finally:
-        pruning.ENABLED = old
+            if i:
+                times[name].append(seconds)
+            out[name] = {"rows": rows, "read_iops": s.read_iops, "read_bytes": s.read_bytes,
+                         "pages_pruned": s.pages_pruned, "rows_pruned": s.rows_pruned}
     for name, m in out.items():
         m["seconds"] = float(statistics.median(times[name])) if times[name] else 0.0
     return out

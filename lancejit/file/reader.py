@@ -23,7 +23,7 @@ from typing import Any, AsyncIterator, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES
+from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES, settings
 from lancejit.core.errors import (
     InvalidInputError,
     LanceJitError,
@@ -46,8 +46,6 @@ from lancejit.file.take_plan import (
 )
 from lancejit.file.windows import Slicer, windows
 
-#: Take requests with at least this many indices sort/reorder on a worker thread.
-OFFLOAD_ROWS = 1 << 16
 
 #: Projections whose take plan a reader keeps.
 MAX_PROJECTIONS = 64
@@ -456,7 +454,7 @@ class AsyncLanceFileReader:
             if projection[1] is not None:
                 arrays = await run_take(projection[1], self._scheduler, np.ascontiguousarray(idx))
                 return pa.Table.from_arrays(arrays, schema=projection[2])
-        big = idx.size >= OFFLOAD_ROWS
+        big = idx.size >= settings().take_offload_rows
         unique, inverse = await asyncio.to_thread(_sorted_unique, idx) if big else _sorted_unique(idx)
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))

@@ -61,7 +61,7 @@ class GCSStore(FsspecStore):
         self.project = project
 
     def _new_fs(self, loop: asyncio.AbstractEventLoop) -> Any:
-        from gcsfs.core import GCSFileSystem  # the plain client (see /work/shared/notes/stores.md)
+        from gcsfs.core import GCSFileSystem  # the plain HTTP client
 
         gcsfs_logger = logging.getLogger("gcsfs")
         if _QUIET not in gcsfs_logger.filters:

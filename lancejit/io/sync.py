@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import inspect
 import os
 import threading
@@ -249,6 +250,40 @@ async def _noop() -> None:
     return None
 
 
+def _submit(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> concurrent.futures.Future:
+    """``asyncio.run_coroutine_threadsafe``, the task running in a copy of the caller's
+    :mod:`contextvars` context (so configuration overrides made around a sync call hold on the
+    I/O loop too)."""
+    ctx = contextvars.copy_context()
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def start() -> None:
+        if future.cancelled():
+            coro.close()
+            return
+        task = loop.create_task(coro, context=ctx)
+
+        def done(t: asyncio.Task) -> None:
+            if t.cancelled():
+                future.cancel()
+            elif future.set_running_or_notify_cancel():
+                exc = t.exception()
+                if exc is not None:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(t.result())
+
+        def cancel_task(f: concurrent.futures.Future) -> None:
+            if f.cancelled():
+                loop.call_soon_threadsafe(task.cancel)
+
+        task.add_done_callback(done)
+        future.add_done_callback(cancel_task)
+
+    loop.call_soon_threadsafe(start)
+    return future
+
+
 def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None, *, store: Any = None) -> T:
     """Run ``coro`` and return its result (exceptions re-raised as is).
 
@@ -271,7 +306,7 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None, *, stor
             "await the coroutine instead of calling a synchronous lancejit API from async code"
         )
     loop = get_loop()
-    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    future = _submit(coro, loop)
     try:
         return future.result(timeout)
     except BaseException as exc:

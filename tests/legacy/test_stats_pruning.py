@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lancejit
-from lancejit.table.read import pruning
+from lancejit.core import config
 from lancejit.table.read.pruning import Condition, batches_may_match, conditions_of
 
 lance = pytest.importorskip("lance")
@@ -90,13 +90,10 @@ def _same(a: pa.Table, b: pa.Table) -> bool:
 
 
 def _scan(ds, flt: str, enabled: bool):
-    pruning.ENABLED = enabled
-    try:
+    with config.override(page_pruning=enabled):
         ds.io_stats()
         got = ds.to_table(filter=flt)
         return got, ds.io_stats()
-    finally:
-        pruning.ENABLED = True
 
 
 @pytest.mark.parametrize("flt", FILTERS)

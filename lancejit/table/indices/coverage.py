@@ -23,8 +23,9 @@ or, vectorized, which fragments a set of segments covers (:meth:`IndexCoverage.c
 from __future__ import annotations
 
 import uuid as _uuid
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
 import numpy as np
 
@@ -149,11 +150,38 @@ async def _load(ctx: "DatasetContext") -> IndexCoverage:
     return coverage_of_section(decode_index_section(data, ctx.manifest, where), where)
 
 
+class PerVersion:
+    """Values computed once per version and process: kept by manifest URI (a manifest and the
+    index files it names never change, so datasets opened again reuse them), at most
+    ``max_entries`` versions; a value is loaded once (single flight) through the dataset's
+    caches."""
+
+    def __init__(self, tag: str, max_entries: int = 64) -> None:
+        self.tag = tag
+        self.max_entries = max_entries
+        self._cache: "OrderedDict[str, Any]" = OrderedDict()
+
+    async def get(self, ctx: "DatasetContext", load: Callable[[], Awaitable[Any]]) -> Any:
+        key = ctx.store.uri(ctx.manifest_path)
+        got = self._cache.get(key)
+        if got is None:
+            got = await ctx.caches.indexes.get((self.tag, ctx.manifest_path), load)
+            self._cache[key] = got
+            while len(self._cache) > self.max_entries:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return got
+
+
+_COVERAGE = PerVersion("coverage")
+
+
 async def index_coverage(ctx: "DatasetContext") -> IndexCoverage:
-    """The index coverage of the version ``ctx`` holds (built once per version)."""
+    """The index coverage of the version ``ctx`` holds (built once per version and process)."""
     if ctx.manifest.index_section is None:
         return EMPTY
-    return await ctx.caches.indexes.get(("coverage", ctx.manifest_path), lambda: _load(ctx))
+    return await _COVERAGE.get(ctx, lambda: _load(ctx))
 
 
-__all__ = ["EMPTY", "IndexCoverage", "IndexSegment", "coverage_of_section", "index_coverage"]
+__all__ = ["EMPTY", "IndexCoverage", "IndexSegment", "PerVersion", "coverage_of_section", "index_coverage"]

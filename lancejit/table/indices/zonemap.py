@@ -23,7 +23,6 @@ one open + read of each zone-map file, after the version's :func:`~.coverage.ind
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,7 +32,7 @@ import pyarrow as pa
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.io.store import join_path
 
-from .coverage import IndexSegment, index_coverage
+from .coverage import IndexSegment, PerVersion, index_coverage
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..meta.context import DatasetContext
@@ -144,26 +143,15 @@ async def _load(ctx: "DatasetContext") -> ZoneMaps:
     return ZoneMaps({k: tuple(v) for k, v in out.items()})
 
 
-#: Zone maps by manifest URI (a manifest and the index files it names never change), so
-#: datasets opened again reuse them; bounded to :data:`_CACHE_MAX` versions.
-_CACHE: "OrderedDict[str, ZoneMaps]" = OrderedDict()
-_CACHE_MAX = 64
+_ZONE_MAPS = PerVersion("zonemaps")
 
 
 async def zone_maps(ctx: "DatasetContext") -> ZoneMaps:
-    """Zone maps of this version (empty without zone-map indices)."""
+    """Zone maps of this version (empty without zone-map indices; loaded once per version and
+    process)."""
     if ctx.manifest.index_section is None:
         return NO_ZONE_MAPS
-    key = ctx.store.uri(ctx.manifest_path)
-    got = _CACHE.get(key)
-    if got is None:
-        got = await ctx.caches.indexes.get(("zonemaps", ctx.manifest_path), lambda: _load(ctx))
-        _CACHE[key] = got
-        while len(_CACHE) > _CACHE_MAX:
-            _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
-    return got
+    return await _ZONE_MAPS.get(ctx, lambda: _load(ctx))
 
 
 __all__ = ["FragmentZones", "NO_ZONE_MAPS", "ZONEMAP_DETAILS", "ZoneMap", "ZoneMaps", "zone_maps"]

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancejit.core.errors import InvalidInputError
+from lancejit.core.config import settings
 
 from .datafile import open_data_file
 from ..filter.conditions import Condition
@@ -54,9 +55,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Operators no NaN satisfies under IEEE nor under the total order (NaN above +inf, -NaN below
 #: -inf) that engines use: float bounds, which exclude NaN, may only prune these.
 _NAN_SAFE = frozenset({"eq", "between", "in"})
-
-#: Use page statistics in filtered scans (a switch for measurements: False reads every page).
-ENABLED = True
 
 
 @functools.lru_cache(maxsize=256)
@@ -73,7 +71,7 @@ def conditions_of(text: str, schema: pa.Schema) -> tuple[Condition, ...]:
 
 def prunable(filt: "CompiledFilter", schema: pa.Schema) -> bool:
     """Whether pruning is on and ``filt`` has conditions statistics can decide."""
-    return ENABLED and bool(filt.conditions)
+    return settings().page_pruning and bool(filt.conditions)
 
 
 # ---------------------------------------------------------------------------- bounds tests
@@ -295,7 +293,7 @@ class PrunePlan:
     def kept(self, fragment_id: int, lo: int, hi: int) -> tuple[np.ndarray, int, int] | None:
         """``(kept sub-ranges of [lo, hi) as a (k, 2) int64 array, batches skipped, rows
         skipped)`` for fragment ``fragment_id``; None when nothing may prune it."""
-        masks = self.masks.get(fragment_id) if ENABLED else None
+        masks = self.masks.get(fragment_id) if settings().page_pruning else None
         return _cut(masks, lo, hi) if masks else None
 
 
@@ -340,5 +338,5 @@ async def prepare(ctx: "DatasetContext", filt: "CompiledFilter | None") -> Prune
     return got
 
 
-__all__ = ["ENABLED", "Condition", "PrunePlan", "batches_may_match", "conditions_of", "may_match_ranges",
-           "prepare", "prunable"]
+__all__ = ["Condition", "PrunePlan", "batches_may_match", "conditions_of", "may_match_ranges", "prepare",
+           "prunable"]
