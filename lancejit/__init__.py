@@ -20,6 +20,7 @@ from lancejit.core.errors import (
     AlreadyExistsError,
     CommitConflictError,
     CorruptFileError,
+    FilterSyntaxError,
     InvalidInputError,
     LanceJitError,
     NotFoundError,
@@ -28,6 +29,7 @@ from lancejit.core.errors import (
     RowIndexError,
     SchemaMismatchError,
     StoreError,
+    UnknownColumnError,
 )
 from lancejit.core.lazy import lazy_exports
 
@@ -78,6 +80,7 @@ __all__ = [
     "CorruptFileError",
     "Dataset",
     "FileMetadata",
+    "FilterSyntaxError",
     "InvalidInputError",
     "LanceDataset",
     "LanceFileReader",
@@ -92,6 +95,7 @@ __all__ = [
     "SearchCache",
     "StoreError",
     "Tag",
+    "UnknownColumnError",
     "config",
     "dataset",
     "open_dataset_async",

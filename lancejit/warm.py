@@ -151,8 +151,10 @@ def _worker(index: int, count: int, out: TextIO) -> None:
     kernels = discover()
     for k in shares(kernels, count)[index] if index < len(shares(kernels, count)) else []:
         t0 = time.perf_counter()
+        c0 = time.process_time()
         compiled = compile_kernel(k)
-        out.write(json.dumps({"kernel": _name(k), "seconds": time.perf_counter() - t0, "compiled": compiled}) + "\n")
+        out.write(json.dumps({"kernel": _name(k), "seconds": time.perf_counter() - t0,
+                              "cpu_seconds": time.process_time() - c0, "compiled": compiled}) + "\n")
         out.flush()
 
 
@@ -253,6 +255,7 @@ def warmup(*, byte_compile: bool = True, jobs: int | None = None,
             done.append(item)
             if progress is not None:
                 progress(f"[{len(done):3d}/{total}] {item['kernel']}: {item['seconds']:.1f} s"
+                         f" ({item.get('cpu_seconds', 0.0):.1f} s CPU)"
                          + (f", {item['compiled']} compiled" if item["compiled"] else ", cached"))
 
     if jobs <= 0:
@@ -262,8 +265,10 @@ def warmup(*, byte_compile: bool = True, jobs: int | None = None,
         for k in kernels:
             if k.specs:
                 t = time.perf_counter()
+                c0 = time.process_time()
                 c = compile_kernel(k)
-                record({"kernel": _name(k), "seconds": time.perf_counter() - t, "compiled": c})
+                record({"kernel": _name(k), "seconds": time.perf_counter() - t,
+                        "cpu_seconds": time.process_time() - c0, "compiled": c})
     else:
         n = min(jobs, max(1, len(shares(kernels, jobs))))
         env = dict(os.environ)

@@ -45,6 +45,7 @@ from lancejit.file.take_plan import (
     take_table,
 )
 from lancejit.file.windows import Slicer, windows
+from lancejit.io.sync import bridged
 
 
 #: Projections whose take plan a reader keeps.
@@ -705,21 +706,6 @@ def _empty_projection_batch(num_rows: int) -> pa.RecordBatch:
 # ---------------------------------------------------------------------- synchronous face
 
 
-
-
-def _bridged(async_method):
-    """A sync method running ``AsyncLanceFileReader.<name>`` on the I/O loop (same docstring)."""
-    name = async_method.__name__
-
-    @functools.wraps(async_method)
-    def method(self, *args, **kwargs):
-        from lancejit.io.sync import run_sync
-
-        return run_sync(getattr(self._inner, name)(*args, **kwargs), store=self._inner.store)
-
-    return method
-
-
 class LanceFileReader:
     """Synchronous reader of one Lance file; see :class:`AsyncLanceFileReader` for details.
 
@@ -778,9 +764,9 @@ class LanceFileReader:
         """This reader's I/O counters (an ``IOStatsSnapshot``), opening included."""
         return self._inner.io_stats()
 
-    read_all = _bridged(AsyncLanceFileReader.read_all)
-    read_range = _bridged(AsyncLanceFileReader.read_range)
-    take_rows = _bridged(AsyncLanceFileReader.take_rows)
+    read_all = bridged(AsyncLanceFileReader.read_all, via="_inner")
+    read_range = bridged(AsyncLanceFileReader.read_range, via="_inner")
+    take_rows = bridged(AsyncLanceFileReader.take_rows, via="_inner")
 
     async def take_rows_async(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """``take_rows`` for async callers: awaited on the caller's own event loop."""

@@ -254,6 +254,8 @@ def test_explain_scan_shows_pruned_pages(legacy_ds, capsys):
     assert report["measured"]["pruned"]["rows"] == report["measured"]["not pruned"]["rows"] == expected
     assert report["measured"]["not pruned"]["pages_pruned"] == 0
     assert report["measured"]["pruned"]["pages_pruned"] == report["pages_pruned"]
+    assert [s["source"] for s in report["statistics"]] == ["page statistics"] * len(report["conditions"])
+    assert report["pages"] >= report["pages_pruned"]
     if n >= 2000:
         assert report["pages_pruned"] > 0
         assert report["measured"]["pruned"]["read_bytes"] <= report["measured"]["not pruned"]["read_bytes"]
