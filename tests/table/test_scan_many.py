@@ -20,7 +20,6 @@ import pytest
 import lancejit.table as lt
 from lancejit.core import config
 import lancejit.table.read.scan as scan_module
-import lancejit.table.read.scan_plan as scan_plan
 
 lance = pytest.importorskip("lance")
 

@@ -72,7 +72,7 @@ def _column(name: str, t: pa.DataType, n: int, rng: np.random.Generator, shifted
     rare = 0.002 if shifted else 0.005  # few zones hold extremes: the others have narrow bounds
     # int64 past 2**53 and uint64 past 2**63 (not exact as doubles) for whole files at times
     big = {"i64": 2**53, "u64": 2**63}.get(name, 0) if rng.random() < 0.5 else 0
-    for i, v in enumerate(base.tolist()):
+    for v in base.tolist():
         if rng.random() < rare:
             values.append(ext[int(rng.integers(0, len(ext)))])
         elif pa.types.is_unsigned_integer(t):

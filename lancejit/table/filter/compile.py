@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -55,7 +56,7 @@ _COMPARE = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
     "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
 }
-_COMPARE_NODES = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+_COMPARE_NODES: dict[type, str] = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,10 +148,11 @@ class _Compiler:
             got = self.resolved.lists.get(items[0].name)
             if got is not None:
                 return got
+        listed: Any = values.values
         try:
-            arr = array_of(values.values, pa.string()) if values.kind == "str" else array_of(values.values)
+            arr = array_of(listed, pa.string()) if values.kind == "str" else array_of(listed)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-            arr = pa.concat_arrays([array_of([v]) for v in values.values]) if values.kind == "int" else None
+            arr = pa.concat_arrays([array_of([v]) for v in listed]) if values.kind == "int" else None
         if arr is None:
             raise InvalidInputError(f"filter {self.text!r}: IN list values of mixed types")
         if target is None or arr.type == target:
@@ -257,9 +259,10 @@ class _Compiler:
             inner = inner.this
         if isinstance(inner, exp.Literal) and inner.is_string and (pa.types.is_date32(target)
                                                                   or pa.types.is_timestamp(target)):
-            got = temporal_constant(inner.this, target)[0]  # an offset in the text: its UTC time
-            self.constants[id(node)] = got
-            return pc.scalar(got)
+            value = temporal_constant(inner.this, target)  # an offset in the text: its UTC time
+            assert value is not None  # text always converts (or raises)
+            self.constants[id(node)] = value[0]
+            return pc.scalar(value[0])
         return self.expr(inner).cast(target)
 
     def side(self, node: exp.Expression, compiled: pc.Expression) -> Side:

@@ -23,7 +23,7 @@ from .literals import UTF8, sql_literal
 from .operands import temporal_constant
 from .parse import PLACEHOLDER
 
-_OPS = {exp.EQ: "eq", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+_OPS: dict[type, str] = {exp.EQ: "eq", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _FLIP = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 

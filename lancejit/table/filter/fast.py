@@ -167,14 +167,14 @@ class _Planner:
             if isinstance(value, int) and t is not None and pa.types.is_float32(t):
                 return f32_of_int(value)
             return value
-        value = got.as_py() if got.is_valid else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        known = got.as_py() if got.is_valid else None
+        if isinstance(known, bool) or not isinstance(known, (int, float)):
             raise _Unsupported
-        if isinstance(value, float) and math.isnan(value):
+        if isinstance(known, float) and math.isnan(known):
             raise _Unsupported
-        if isinstance(value, int) and not (_I64_MIN <= value <= _I64_MAX):
+        if isinstance(known, int) and not (_I64_MIN <= known <= _I64_MAX):
             raise _Unsupported
-        return value
+        return known
 
     def leaf(self, leaf: Leaf) -> Leaf:
         self.leaves += 1

@@ -178,7 +178,7 @@ def _decimals(ints: list[int], t: pa.DataType) -> pa.Array | None:
     return pa.Array.from_buffers(t, len(ints), [None, pa.py_buffer(raw)])
 
 
-def _convert(kind: str, values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
+def _convert(kind: str, values: Sequence[Any] | np.ndarray, t: pa.DataType) -> pa.Array | None:
     """``values`` (all of ``kind``, no None) converted to ``t`` by :func:`rule`, or None."""
     how = rule(kind, t)
     target = _value_type(t)

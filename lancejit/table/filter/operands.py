@@ -293,8 +293,10 @@ def coerce_sides(left: Side, right: Side) -> tuple[pc.Expression, pc.Expression,
                 raise InvalidInputError(f"text {this.constant[:40]!r} is not a {other.type} value") from None
             this = Side(pc.scalar(got[0]), other.type, got[0])
             left, right = (other, this) if swap else (this, other)
-            lt, rt, a, b = left.type, right.type, left.expr, right.expr
+            a, b = left.expr, right.expr
             break
+    lt, rt = left.type, right.type
+    assert lt is not None and rt is not None  # both known above
     # text against a time of day: ``HH:MM[:SS[.fraction]]``, or digits for the raw value
     for this, other, swap in ((left, right, False), (right, left, True)):
         if isinstance(this.constant, str) and (pa.types.is_time32(other.type) or pa.types.is_time64(other.type)):

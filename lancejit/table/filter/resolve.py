@@ -78,9 +78,9 @@ def _leaves(tree: exp.Expression, in_lists: dict[str, InList]) -> list[exp.Expre
             stack.extend((node.expression, node.this))
         elif isinstance(node, exp.Not) and isinstance(_strip(node.this), exp.Between):
             out.append(_strip(node.this))
-        elif isinstance(node, exp.Not) and isinstance(_strip(node.this), exp.In):
-            if _written_not_in(_strip(node.this), in_lists):
-                out.append(_strip(node.this))
+        elif isinstance(node, exp.Not) and isinstance(inner := _strip(node.this), exp.In):
+            if _written_not_in(inner, in_lists):
+                out.append(inner)
         else:
             out.append(node)
     return out
@@ -160,6 +160,7 @@ class _Resolver:
                     return
                 arr, bad = convert_list(values.values, values.kind, t)
                 if arr is None:
+                    assert bad is not None  # convert_list names the literal it refuses
                     raise self.refuse(bad, col, t)
                 self.out.lists[items[0].name] = arr
                 return

@@ -34,7 +34,7 @@ import asyncio
 import functools
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 import pyarrow as pa
