@@ -7,7 +7,8 @@ from __future__ import annotations
 import uuid as _uuid
 from typing import TYPE_CHECKING, Any
 
-from ..indices.scalar.catalog import index_section, segments_of
+from ..indices.coverage import index_coverage
+from ..indices.scalar.catalog import segments_of
 from ..indices.scalar.opened import TYPE_NAMES, details_kind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -17,18 +18,18 @@ if TYPE_CHECKING:  # pragma: no cover
 async def describe_indices_async(ds: "DatasetReader") -> list["IndexDescription"]:
     """Every index of the version, as the reference's ``describe_indices()`` describes them."""
     c = ds.context
-    section = await index_section(c)
-    if section is None:
+    segs = (await index_coverage(c)).segments
+    if not segs:
         return []
     from pyroaring import BitMap
 
     names = {t.id: t.name for t in c.top_fields}
     by_name: dict[str, list[Any]] = {}
-    for ix in section.indices:
+    for ix in (seg.metadata for seg in segs):
         if ix.name.startswith("__"):
             continue
         by_name.setdefault(ix.name, []).append(ix)
-    scalar = {s.uuid: s for s in segments_of(section, c)}
+    scalar = {s.uuid: s for s in segments_of(segs, c)}
     live = {f.id: f.physical_rows - (f.num_deleted_rows or 0) for f in c.manifest.fragments}
     out = []
     for name, entries in sorted(by_name.items()):

@@ -114,7 +114,8 @@ async def plan_index_query(ctx: "DatasetContext", compiled: "CompiledFilter | No
                            fragment_ids: np.ndarray | None = None) -> IndexQuery | None:
     """The index part of ``compiled`` on this version, or None when no index answers any of it
     (``fragment_ids``: the fragments the caller reads; default every fragment)."""
-    if not settings().scalar_indices or compiled is None or compiled.parsed is None or ctx.manifest.index_section is None:
+    if (not settings().scalar_indices or compiled is None or compiled.parsed is None
+            or ctx.manifest.index_section is None):
         return None
     segs = [s for s in await scalar_segments(ctx) if s.column in compiled.columns and len(s.fragments)]
     if not segs:

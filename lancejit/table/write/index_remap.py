@@ -30,6 +30,7 @@ from lancejit.io.store import join_path
 from lancejit.pb import table_pb2, transaction_pb2
 
 from ..indices.scalar import writers
+from ..indices.coverage import coverage_of_section
 from ..indices.scalar.catalog import segments_of
 from ..indices.scalar.domain import Unusable
 from ..indices.scalar.opened import ScalarIndex, open_segment
@@ -60,7 +61,8 @@ async def plan_index_sets(ctx: "DatasetContext", section_raw: bytes | None, frag
     section = table_pb2.IndexSection()
     section.ParseFromString(section_raw)
     user = [ix for ix in section.indices if not ix.name.startswith("__")]  # system indices pin nothing
-    usable = {s.uuid: s for s in segments_of(section, ctx)}
+    usable = {s.uuid: s for s in segments_of(coverage_of_section(section, ctx.store.uri(ctx.manifest_path)).segments,
+                                              ctx)}
     carry: dict[str, Remappable] = {}
     pinned = np.zeros(n, dtype=bool)
     sets: list[list[str]] = [[] for _ in range(n)]

@@ -30,7 +30,7 @@ from lancejit.io.store import join_path
 
 from ..commit import CreateIndex, commit
 from ..indices.scalar import writers
-from ..indices.scalar.catalog import index_section
+from ..indices.scalar.catalog import index_entries
 from ..indices.scalar.domain import kind_of
 from ..indices.scalar.opened import details_kind
 from ..read.fragment import ROWADDR, ROWID
@@ -79,11 +79,11 @@ async def _read_column(ds: "DatasetReader", column: str, kind: str) -> tuple[pa.
     return t.column(column), np.ascontiguousarray(t.column(meta).to_numpy(), dtype=np.uint64), version
 
 
-def _choose_name(section: Any, column: str, field_id: int, kind: str, name: str | None) -> str:
+def _choose_name(entries: list[Any], column: str, field_id: int, kind: str, name: str | None) -> str:
     if name is not None:
         return name
     base = f"{column}_idx"
-    taken = {ix.name: ix for ix in (section.indices if section is not None else ())}
+    taken = {ix.name: ix for ix in entries}
     cand, k = base, 1
     while cand in taken:
         ix = taken[cand]
@@ -140,9 +140,9 @@ async def create_scalar_index_async(ds: "DatasetReader", column: str, index_type
         c = current.context
         check_column(c.schema, column, kind)
         field_id = next(t.id for t in c.top_fields if t.name == column)
-        section = await index_section(c)
-        chosen = _choose_name(section, column, field_id, kind, name)
-        existing = [ix for ix in (section.indices if section is not None else ()) if ix.name == chosen]
+        entries = await index_entries(c)
+        chosen = _choose_name(entries, column, field_id, kind, name)
+        existing = [ix for ix in entries if ix.name == chosen]
         if existing and not replace:
             raise IndexStateError(f"Index name {chosen!r} already exists, please specify a different name or "
                                   "use replace=True")
@@ -164,8 +164,7 @@ async def create_scalar_index_async(ds: "DatasetReader", column: str, index_type
 async def drop_index_async(ds: "DatasetReader", name: str) -> "DatasetReader":
     """Remove every segment of the index named ``name``; returns the new version."""
     c = ds.context
-    section = await index_section(c)
-    gone = [ix for ix in (section.indices if section is not None else ()) if ix.name == name]
+    gone = [ix for ix in await index_entries(c) if ix.name == name]
     if not gone:
         raise IndexStateError(f"Lance index not found: name={name}")
     version = await commit(c.store, c.root, CreateIndex((), tuple(gone)), c.version)
@@ -177,12 +176,11 @@ async def optimize_indices_async(ds: "DatasetReader", index_names: Sequence[str]
     """Bring each scalar index (all, or those named) over every fragment of the version: an
     index missing some fragment is rebuilt over all of them and replaces its segments.
     Returns the new version (``ds`` itself when nothing changed)."""
-    from ..indices.scalar.catalog import segments_of
+    from ..indices.scalar.catalog import scalar_segments
 
     current = ds
     c = current.context
-    section = await index_section(c)
-    segs = segments_of(section, c)
+    segs = await scalar_segments(c)
     frag_ids = np.array(sorted(f.id for f in c.manifest.fragments), dtype=np.int64)
     names = sorted({s.name for s in segs if index_names is None or s.name in index_names})
     for nm in names:

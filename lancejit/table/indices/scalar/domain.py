@@ -219,5 +219,5 @@ def span(values: np.ndarray, c: Converted) -> tuple[np.ndarray, np.ndarray]:
     raise Unusable(f"query {c.op} is not a value search")
 
 
-__all__ = ["Converted", "Query", "Unusable", "bottom", "convert", "kind_of", "literal", "literal_array", "nondecreasing",
-           "span", "values_of"]
+__all__ = ["Converted", "Query", "Unusable", "bottom", "convert", "kind_of", "literal", "literal_array",
+           "nondecreasing", "span", "values_of"]
