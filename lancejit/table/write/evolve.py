@@ -25,10 +25,11 @@ from lancejit.core.errors import InvalidInputError, NotSupportedError
 from lancejit.core.schema import LanceField, LanceSchema, parse_field_path
 from lancejit.pb import table_pb2
 
-from ..commit import Merge, Project, commit, load_manifest
+from ..commit import Merge, Project
 from ..filter.compile import compile_filter
 from ..read.fragment import ROWADDR
 from .data_files import FragmentFileWriter, normalize_storage_version
+from .on_version import commit_on, loaded_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -101,7 +102,7 @@ async def add_columns_async(
 ) -> "DatasetReader":
     """Add columns to every fragment (see the module docstring); returns the new version."""
     c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
+    lm = await loaded_manifest(ds)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
     ds_schema = ds.schema
@@ -208,13 +209,12 @@ async def add_columns_async(
         schema_pb = tuple(lschema.to_pb()) + tuple(p for f in new_fields for p in LanceSchema((f,)).to_pb())
         op = Merge(tuple(fragments), schema_pb, dict(m.schema_metadata),
                    preserves_nullability=all(f.nullable for f in new_schema))
-        version = await commit(c.store, c.root, op, ds.version)
+        return await commit_on(ds, op, loaded=lm)
     except BaseException:
         if writer is not None:
             writer.files.extend(written)
             await writer.cleanup()
         raise
-    return await ds.checkout_version_async(version)
 
 
 def _drop_paths(lschema: LanceSchema, paths: list[list[str]]) -> LanceSchema:
@@ -245,15 +245,13 @@ async def drop_columns_async(ds: "DatasetReader", columns: Sequence[str]) -> "Da
     """Remove columns (top-level names or dotted nested paths); data files are kept as is."""
     if isinstance(columns, str):
         columns = [columns]
-    c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
+    lm = await loaded_manifest(ds)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
     new = _drop_paths(lschema, [parse_field_path(x) for x in columns])
     if not new.fields:
         raise InvalidInputError("cannot drop every column of a dataset")
-    version = await commit(c.store, c.root, Project(tuple(new.to_pb())), ds.version)
-    return await ds.checkout_version_async(version)
+    return await commit_on(ds, Project(tuple(new.to_pb())), loaded=lm)
 
 
 async def alter_columns_async(ds: "DatasetReader", *alterations: Mapping[str, Any]) -> "DatasetReader":
@@ -261,8 +259,7 @@ async def alter_columns_async(ds: "DatasetReader", *alterations: Mapping[str, An
     "name": new name, "nullable": True}`` (type changes are not supported)."""
     from dataclasses import replace
 
-    c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
+    lm = await loaded_manifest(ds)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
     changes: dict[int, dict[str, Any]] = {}
@@ -300,9 +297,7 @@ async def alter_columns_async(ds: "DatasetReader", *alterations: Mapping[str, An
         names = [f.name for f in parent]
         if len(set(names)) != len(names):
             raise InvalidInputError(f"alter_columns would give duplicate names {names}")
-    version = await commit(c.store, c.root, Project(tuple(new.to_pb()), preserves_nullability=not tightens),
-                           ds.version)
-    return await ds.checkout_version_async(version)
+    return await commit_on(ds, Project(tuple(new.to_pb()), preserves_nullability=not tightens), loaded=lm)
 
 
 def _quoted(path: str) -> str:

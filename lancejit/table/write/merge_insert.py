@@ -36,12 +36,13 @@ import pyarrow.compute as pc
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
 
-from ..commit import REWRITE_ROWS, Update, commit, load_manifest, new_fragment
+from ..commit import REWRITE_ROWS, Update, new_fragment
 from ..commit.rowid_writer import encode_row_id_sequence
 from ..filter.compile import compile_filter, evaluate_filter
 from ..read.fragment import ROWADDR, ROWID
 from .mutate import _delete_offsets, _group_addresses
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
+from .on_version import commit_result, loaded_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -295,7 +296,7 @@ class MergeInsertBuilder:
 
     async def _execute_once(self, ds: "DatasetReader", src: pa.Table) -> dict[str, int]:
         c = ds.context
-        lm = await load_manifest(c.store, c.root, ds.version)
+        lm = await loaded_manifest(ds)
         m = lm.manifest
         lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
         file_schema = lschema.to_arrow(dataset=False)
@@ -344,7 +345,7 @@ class MergeInsertBuilder:
                 fields_modified=(), update_mode=REWRITE_ROWS,
                 fields_for_preserving_frag_bitmap=tuple(f.id for f in lschema.fields),
             )
-            await commit(c.store, c.root, op, ds.version, affected_rows=groups)
+            await commit_result(ds, op, loaded=lm, affected_rows=groups)
         except BaseException:
             await writer.cleanup()
             raise
