@@ -20,7 +20,14 @@ import requests
 class RequestLog:
     lock: threading.Lock = field(default_factory=threading.Lock)
     counts: Counter = field(default_factory=Counter)
+    #: Requests by kind (``LIST``, ``GET range``, ``GET``, ``HEAD``, ``PUT``, ``DELETE``, ``POST``)
+    #: and by the dataset area they touch (``data``, ``_deletions``, ``_transactions``,
+    #: ``_versions``, ``list``, ``other``).
+    kinds: Counter = field(default_factory=Counter)
+    areas: Counter = field(default_factory=Counter)
     bytes_out: int = 0
+    #: Request body bytes received (PUT / POST: what the clients wrote).
+    bytes_in: int = 0
     #: One record per request: (method, path, Range header or "", start s, end s, bytes out);
     #: times are ``time.perf_counter()`` values (same clock as the client's).
     timeline: list = field(default_factory=list)
@@ -28,7 +35,10 @@ class RequestLog:
     def reset(self) -> None:
         with self.lock:
             self.counts.clear()
+            self.kinds.clear()
+            self.areas.clear()
             self.bytes_out = 0
+            self.bytes_in = 0
             self.timeline.clear()
 
     def table(self) -> str:
@@ -49,7 +59,8 @@ class RequestLog:
     def snapshot(self) -> dict:
         with self.lock:
             return {"requests": dict(self.counts), "get": self.counts.get("GET", 0),
-                    "bytes": self.bytes_out}
+                    "bytes": self.bytes_out, "bytes_in": self.bytes_in, "kinds": dict(self.kinds),
+                    "areas": dict(self.areas), "total": sum(self.counts.values())}
 
 
 class _CountingApp:
@@ -67,10 +78,24 @@ class _CountingApp:
         chunks = list(body)
         nbytes = sum(len(c) for c in chunks)
         end = time.perf_counter()
+        query = environ.get("QUERY_STRING", "")
+        rng = environ.get("HTTP_RANGE", "")
+        listing = method == "GET" and ("list-type" in query or "prefix=" in query or path.count("/") <= 1)
+        kind = "LIST" if listing else ("GET range" if method == "GET" and rng else method)
+        area = "list" if listing else next((a for a in ("/data/", "/_deletions/", "/_transactions/", "/_versions/")
+                                            if a in path), "/other/").strip("/")
+        try:
+            received = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            received = 0
         with self.log.lock:
             self.log.counts[method] += 1
+            self.log.kinds[kind] += 1
+            self.log.areas[area] += 1
             if method == "GET":
                 self.log.bytes_out += nbytes
+            if method in ("PUT", "POST"):
+                self.log.bytes_in += received
             self.log.timeline.append((method, path, environ.get("HTTP_RANGE", ""), start, end, nbytes))
         return chunks
 
