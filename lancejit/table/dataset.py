@@ -8,7 +8,9 @@ thread for local and memory stores, on lancejit's I/O loop for object stores).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import pyarrow as pa
 
 from lancejit.io.sync import derive_sync, run_sync
 
@@ -29,6 +31,55 @@ class Dataset(DatasetReader):
     Open with :func:`lancejit.table.dataset` (sync) or ``await Dataset.open_async(...)``.  Every
     ``x_async`` method has a synchronous twin ``x``.
     """
+
+    # ------------------------------------------------------------------ scans and vector search
+    def scanner(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
+                limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
+                with_row_address: bool = False, batch_size: int | None = None,
+                fragment_ids: Sequence[int] | None = None, readahead: int | None = None, *,
+                nearest: dict[str, Any] | None = None, prefilter: bool = False) -> Any:
+        """A scan of this version (see :meth:`to_table_async` for the arguments); with ``nearest``
+        a vector search (see :mod:`lancejit.table.vector.search`), ``filter`` applied before it
+        with ``prefilter``, after it otherwise."""
+        if nearest is not None:
+            from .vector.scanner import NearestScanner
+
+            return NearestScanner(self, nearest, columns=columns, filter=filter, prefilter=prefilter, limit=limit,
+                                  offset=offset, with_row_id=with_row_id, with_row_address=with_row_address,
+                                  batch_size=batch_size, fragment_ids=fragment_ids)
+        return super().scanner(columns, filter, limit, offset, with_row_id, with_row_address, batch_size,
+                               fragment_ids, readahead)
+
+    async def to_table_async(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
+                             limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
+                             with_row_address: bool = False, batch_size: int | None = None,
+                             fragment_ids: Sequence[int] | None = None, *, nearest: dict[str, Any] | None = None,
+                             prefilter: bool = False) -> pa.Table:
+        """Rows of this version: ``columns`` (top-level names or dotted struct paths, plus
+        ``_rowid``/``_rowaddr``), ``filter`` (SQL string or ``pyarrow.compute.Expression``), then
+        ``offset``/``limit`` in scan order; ``with_row_id``/``with_row_address`` append uint64
+        ``_rowid``/``_rowaddr``; ``fragment_ids`` restricts the scan to those fragments.
+        ``nearest``: a vector search (``{"column", "q", "k", "metric", "nprobes", "refine_factor",
+        ...}``), ``filter`` applied before it with ``prefilter``, after it otherwise."""
+        return await self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
+                                  batch_size, fragment_ids, nearest=nearest, prefilter=prefilter).to_table_async()
+
+    def to_batches(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
+                   limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
+                   with_row_address: bool = False, batch_size: int | None = None,
+                   fragment_ids: Sequence[int] | None = None, *, nearest: dict[str, Any] | None = None,
+                   prefilter: bool = False) -> Iterator[pa.RecordBatch]:
+        """Like ``to_table``, as an iterator of record batches (bounded readahead)."""
+        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
+                            batch_size, fragment_ids, nearest=nearest, prefilter=prefilter).to_batches()
+
+    async def create_index_async(self, column: str, index_type: str, **kwargs: Any) -> "Dataset":
+        """Build a vector index (``IVF_PQ``, ``IVF_FLAT``, ``IVF_SQ``) on ``column`` and commit it;
+        returns the new version (see :func:`lancejit.table.vector.build.create_index_async` for
+        the options)."""
+        from .vector.build import create_index_async
+
+        return await create_index_async(self, column, index_type, **kwargs)
 
     def count_rows(self, filter: str | pc.Expression | None = None) -> int:
         """Rows after deletions (matching ``filter`` if given)."""

@@ -20,7 +20,7 @@ LAYERS = {
     "api": 4, "spark": 4, "bench": 4, "cli": 5,
 }
 #: Within ``table``: its parts in order; each imports only its own part or earlier ones.
-TABLE_ORDER = ["meta", "filter", "indices", "read", "commit", "write", "dataset"]
+TABLE_ORDER = ["meta", "filter", "indices", "read", "commit", "write", "vector", "dataset"]
 
 
 def module_name(path: pathlib.Path) -> str:

@@ -41,6 +41,7 @@ from .operations import (
     Append,
     Delete,
     Merge,
+    CreateIndex,
     OtherOperation,
     Overwrite,
     Project,
@@ -412,7 +413,7 @@ def build_manifest(
         m.fields.extend(op.schema)
     elif isinstance(op, Rewrite):
         final, next_frag_id = _apply_rewrite(existing, op, next_frag_id)
-    elif isinstance(op, (ReserveFragments, UpdateConfig)):
+    elif isinstance(op, (ReserveFragments, UpdateConfig, CreateIndex)):
         final = _copy(existing)
         if isinstance(op, UpdateConfig):
             m.config.update(op.upsert_values)
