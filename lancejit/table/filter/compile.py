@@ -234,9 +234,9 @@ class _Compiler:
             if value is not None or isinstance(node, exp.Null):
                 return isinstance(value, float)
             try:  # a computed operand: its type from an empty evaluation
-                from .evaluate import _project
+                from .evaluate import project
 
-                t = _project(self.schema.empty_table(), [compiled])[0].type
+                t = project(self.schema.empty_table(), [compiled])[0].type
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError, TypeError):
                 return False
         return pa.types.is_floating(t)

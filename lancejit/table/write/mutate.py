@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
 from lancejit.core.errors import InvalidInputError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
@@ -33,6 +32,7 @@ from ..commit import REWRITE_ROWS, Delete, Update, delete_rows, new_fragment
 from ..commit.deletion_writer import sorted_unique
 from ..commit.rowid_writer import encode_row_id_sequence
 from ..filter.compile import compile_filter
+from ..filter.evaluate import project
 from ..read.fragment import ROWADDR, ROWID, FragmentReader
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, normalize_storage_version
 from .on_version import commit_on, loaded_manifest
@@ -41,6 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
 DEFAULT_MAX_RETRIES = 5
+#: Rows per batch of the scans feeding a writer (each batch costs a writer call per column).
+WRITE_BATCH_ROWS = 1 << 17
 
 
 def _predicate_text(predicate: Any) -> str:
@@ -126,12 +128,12 @@ def _value_expression(column: str, value: Any, schema: pa.Schema) -> pc.Expressi
 def _apply_updates(batch: pa.RecordBatch, exprs: Mapping[str, pc.Expression], out_schema: pa.Schema) -> pa.RecordBatch:
     table = pa.Table.from_batches([batch])
     try:
-        computed = pads.dataset(table).to_table(columns=dict(exprs))
+        computed = dict(zip(exprs, project(table, list(exprs.values()))))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"update values cannot be evaluated: {exc}") from None
     cols = []
     for f in out_schema:
-        col = computed.column(f.name) if f.name in exprs else table.column(f.name)
+        col = computed[f.name] if f.name in exprs else table.column(f.name)
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         if not col.type.equals(f.type):
             col = col.cast(f.type)
@@ -184,12 +186,14 @@ async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: An
     addr_parts: list[np.ndarray] = []
     id_parts: list[np.ndarray] = []
     try:
-        scanner = ds.scanner(columns=file_schema.names, filter=where, with_row_id=True, with_row_address=True)
+        scanner = ds.scanner(columns=file_schema.names, filter=where, with_row_id=stable, with_row_address=True,
+                             batch_size=WRITE_BATCH_ROWS)
         async for batch in scanner.batches_async():
             if batch.num_rows == 0:
                 continue
             addr_parts.append(batch.column(ROWADDR).to_numpy())
-            id_parts.append(batch.column(ROWID).to_numpy())
+            if stable:
+                id_parts.append(batch.column(ROWID).to_numpy())
             data = pa.RecordBatch.from_arrays([batch.column(n) for n in file_schema.names], schema=file_schema)
             await writer.write(_apply_updates(data, exprs, file_schema))
         files = await writer.finish()
