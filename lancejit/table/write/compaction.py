@@ -392,7 +392,7 @@ class DatasetOptimizer:
             num_threads, batch_size,
             tuple(int(i) for i in excluded_fragment_ids) if excluded_fragment_ids is not None else (),
         )
-        return run_sync(compact_files_async(self._ds, opts, max_retries))
+        return run_sync(compact_files_async(self._ds, opts, max_retries), store=self._ds.context.store)
 
 
 __all__ = ["CompactionMetrics", "CompactionOptions", "DatasetOptimizer", "compact_files_async", "plan_bins"]
