@@ -24,6 +24,15 @@ def _bit(h, filter_mask):  # pragma: no cover - compiled
     return np.int64((h >> np.uint64(40)) & np.uint64(filter_mask))
 
 
+@njit(cache=True, nogil=True)
+def _slot_of(slot_key, slot_head, k, h, mask):  # pragma: no cover - compiled
+    """The slot holding key ``k`` (hash ``h``), or the empty slot where it would go."""
+    s = np.int64(h & mask)
+    while slot_head[s] >= 0 and slot_key[s] != k:
+        s = np.int64((np.uint64(s) + np.uint64(1)) & mask)
+    return s
+
+
 @njit(cache=True, nogil=True, specs=("ro(i8[::1]), ro(b1[::1]), i8[::1], i8[::1], i8[::1], u8[::1]",))
 def build(keys, valid, slot_key, slot_head, chain, bits):  # pragma: no cover - compiled
     """Insert the valid ``keys`` (``valid[i]``): ``slot_head`` (-1 filled) gets the first row of
@@ -42,19 +51,13 @@ def build(keys, valid, slot_key, slot_head, chain, bits):  # pragma: no cover - 
         h = fmix64(np.uint64(k))
         b = _bit(h, fmask)
         bits[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-        s = np.int64(h & mask)
-        while True:
-            head = slot_head[s]
-            if head < 0:
-                slot_key[s] = k
-                slot_head[s] = i
-                break
-            if slot_key[s] == k:
-                chain[i] = head
-                slot_head[s] = i
-                repeats += 1
-                break
-            s = np.int64((np.uint64(s) + np.uint64(1)) & mask)
+        s = _slot_of(slot_key, slot_head, k, h, mask)
+        head = slot_head[s]
+        if head >= 0:
+            chain[i] = head
+            repeats += 1
+        slot_key[s] = k
+        slot_head[s] = i
     return repeats
 
 
@@ -76,17 +79,11 @@ def probe(keys, valid, slot_key, slot_head, bits, out_probe, out_head):  # pragm
         b = _bit(h, fmask)
         if not (bits[b >> 6] >> np.uint64(b & 63)) & np.uint64(1):
             continue
-        s = np.int64(h & mask)
-        while True:
-            head = slot_head[s]
-            if head < 0:
-                break
-            if slot_key[s] == k:
-                out_probe[n] = t
-                out_head[n] = head
-                n += 1
-                break
-            s = np.int64((np.uint64(s) + np.uint64(1)) & mask)
+        head = slot_head[_slot_of(slot_key, slot_head, k, h, mask)]
+        if head >= 0:
+            out_probe[n] = t
+            out_head[n] = head
+            n += 1
     return n
 
 
