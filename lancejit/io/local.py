@@ -46,6 +46,9 @@ WRITE_BUFFER_BYTES = 1 << 20
 #: the page cache is cheaper than the two thread hand-offs of a worker); larger batches go to
 #: the worker pool so that big scans overlap with decoding.  0 disables inline reads.
 INLINE_READ_BYTES = int(os.environ.get("LANCEJIT_LOCAL_INLINE_READ_BYTES", str(4 << 20)))
+#: Writes of at most this many bytes (deletion files, transactions, manifests, small data
+#: files), and the opening and renaming of written files, run inline on the event loop too.
+INLINE_WRITE_BYTES = 256 * 1024
 
 #: A non-recursive listing of a directory of at most this many entries runs inline on the event
 #: loop (``os.scandir`` plus a ``stat`` per file costs microseconds, the worker hand-off more:
@@ -178,6 +181,13 @@ class LocalStore(ObjectStore):
             if err is exc:
                 raise
             raise err  # keeps __cause__ = the OS error
+
+    async def _run_write(self, path: str, fn: Callable[[threading.Event | None], T], data: Buffer | None) -> T:
+        """``fn`` inline when it writes at most :data:`INLINE_WRITE_BYTES` (``data``; None:
+        no data, only file-system operations), else in a worker (:meth:`_run`)."""
+        if data is None or memoryview(data).nbytes <= INLINE_WRITE_BYTES:
+            return self._run_inline(path, fn)
+        return await self._run(path, fn)
 
     @staticmethod
     def _run_inline(path: str, fn: Callable[[None], T]) -> T:
@@ -440,7 +450,7 @@ class LocalStore(ObjectStore):
             self._fds.discard(path)
             self.stats.record_write(len(memoryview(data).cast("B")), time.perf_counter() - t0)
 
-        await self._run(path, work)
+        await self._run_write(path, work, data)
 
     async def put_if_absent(self, path: str, data: Buffer) -> None:
         def work(cancel: threading.Event) -> None:
@@ -460,7 +470,7 @@ class LocalStore(ObjectStore):
                 _unlink_quietly(tmp)
             self.stats.record_write(nbytes, time.perf_counter() - t0)
 
-        await self._run(path, work)
+        await self._run_write(path, work, data)
 
     async def delete(self, path: str) -> None:
         def work(cancel: threading.Event) -> None:
@@ -493,7 +503,7 @@ class LocalStore(ObjectStore):
             tmp = _tmp_name(path)
             return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 
-        tmp, fd = await self._run(path, work)
+        tmp, fd = await self._run_write(path, work, None)
         return LocalWriter(self, path, tmp, fd)
 
     async def aclose(self) -> None:
@@ -550,7 +560,7 @@ class LocalWriter(AsyncWriter):
             _write_all(fd, memoryview(data))
             stats.record_write(len(data), time.perf_counter() - t0)
 
-        await self.store._run(self.path, work)
+        await self.store._run_write(self.path, work, data)
 
     async def write(self, data: Buffer) -> None:
         self._check_open()
@@ -578,7 +588,7 @@ class LocalWriter(AsyncWriter):
                 self.store._fds.discard(path)
 
             self._fd = None
-            await self.store._run(self.path, work)
+            await self.store._run_write(self.path, work, None)
         except BaseException:
             await self.abort()
             raise

@@ -27,6 +27,10 @@ DATA_DIR = "data"
 #: The reference's default ``max_bytes_per_file`` (90 GiB).
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+#: Small batches are gathered until they hold this many rows ...
+COALESCE_ROWS = 64 * 1024
+#: ... or this many bytes before they reach the file writer.
+COALESCE_BYTES = 8 * 1024 * 1024
 
 _STORAGE_VERSIONS = {"2.0": "2.0", "0.3": "2.0", "2.1": "2.1", "2.2": "2.2", "stable": "2.2"}
 _FILE_NUMBERS = {"2.0": (2, 0), "2.1": (2, 1), "2.2": (2, 2)}
@@ -135,6 +139,9 @@ class FragmentFileWriter:
     _writer: Any = None
     _name: str | None = None
     _rows: int = 0
+    _pending: list = field(default_factory=list)
+    _pending_rows: int = 0
+    _pending_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.max_rows_per_file <= 0 or self.max_bytes_per_file <= 0:
@@ -164,6 +171,7 @@ class FragmentFileWriter:
             return
         w, name = self._writer, self._name
         self._writer = None
+        self._rows = 0
         rows = await w.close()
         ncols = w.num_columns or len(self.field_ids)
         if ncols != len(self.field_ids):
@@ -180,7 +188,29 @@ class FragmentFileWriter:
             self.on_file(wf)
 
     async def write(self, batch: pa.RecordBatch) -> None:
-        """Append ``batch`` (already conformed to :attr:`file_schema`)."""
+        """Append ``batch`` (already conformed to :attr:`file_schema`).  Small batches are
+        gathered and handed to the file writer together (:data:`COALESCE_ROWS` rows or
+        :data:`COALESCE_BYTES` bytes at a time, or as soon as they complete a file: each
+        hand-off encodes every column)."""
+        n = batch.num_rows
+        if not self._pending and (n >= COALESCE_ROWS or batch.nbytes >= COALESCE_BYTES):
+            await self._write_now(batch)
+            return
+        self._pending.append(batch)
+        self._pending_rows += n
+        self._pending_bytes += batch.nbytes
+        if (self._pending_rows >= COALESCE_ROWS or self._pending_bytes >= COALESCE_BYTES
+                or self._rows + self._pending_rows >= self.max_rows_per_file):  # a file is complete
+            await self._flush_pending()
+
+    async def _flush_pending(self) -> None:
+        if not self._pending:
+            return
+        pending = self._pending
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        await self._write_now(pending[0] if len(pending) == 1 else pa.concat_batches(pending))
+
+    async def _write_now(self, batch: pa.RecordBatch) -> None:
         start = 0
         n = batch.num_rows
         while start < n:
@@ -194,6 +224,7 @@ class FragmentFileWriter:
                 await self._close_current()
 
     async def finish(self) -> list[WrittenFile]:
+        await self._flush_pending()
         await self._close_current()
         return list(self.files)
 
@@ -206,6 +237,7 @@ class FragmentFileWriter:
 
     async def cleanup(self) -> None:
         """Abort the open file and delete every finished one (best effort)."""
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         if self._writer is not None:
             try:
                 await self._writer.abort()
