@@ -24,6 +24,7 @@ from urllib.parse import quote
 import numpy as np
 
 from lancejit.core.config import LOCAL_IO, IOConfig
+from lancejit.core.cores import idle_core
 from lancejit.core.errors import AlreadyExistsError, CorruptFileError, InvalidInputError
 from lancejit.io.fd_cache import FdCache, tail_slice
 from lancejit.io.stats import IOStats
@@ -44,7 +45,9 @@ WRITE_BUFFER_BYTES = 1 << 20
 
 #: A read batch of at most this many bytes runs inline on the event loop (a ``preadv`` from
 #: the page cache is cheaper than the two thread hand-offs of a worker); larger batches go to
-#: the worker pool so that big scans overlap with decoding.  0 disables inline reads.
+#: the worker pool so that big scans overlap with decoding, while a core is idle
+#: (:func:`lancejit.core.cores.idle_core`: else the worker would get the core late; a 1M-row
+#: compaction waited ~70 ms per 8 MiB read at load ~9).  0 disables inline reads.
 INLINE_READ_BYTES = int(os.environ.get("LANCEJIT_LOCAL_INLINE_READ_BYTES", str(4 << 20)))
 #: Writes of at most this many bytes (deletion files, transactions, manifests, small data
 #: files), and the opening and renaming of written files, run inline on the event loop too.
@@ -184,8 +187,8 @@ class LocalStore(ObjectStore):
 
     async def _run_write(self, path: str, fn: Callable[[threading.Event | None], T], data: Buffer | None) -> T:
         """``fn`` inline when it writes at most :data:`INLINE_WRITE_BYTES` (``data``; None:
-        no data, only file-system operations), else in a worker (:meth:`_run`)."""
-        if data is None or memoryview(data).nbytes <= INLINE_WRITE_BYTES:
+        no data, only file-system operations) or no core is idle, else in a worker (:meth:`_run`)."""
+        if data is None or memoryview(data).nbytes <= INLINE_WRITE_BYTES or not idle_core():
             return self._run_inline(path, fn)
         return await self._run(path, fn)
 
@@ -262,7 +265,7 @@ class LocalStore(ObjectStore):
                     stats.record_read(done, time.perf_counter() - t0, requests=nreq)
             return out
 
-        if total <= self.inline_read_bytes:
+        if total <= self.inline_read_bytes or not idle_core():
             return self._run_inline(path, work)
         return await self._run(path, work)
 
@@ -319,7 +322,7 @@ class LocalStore(ObjectStore):
             stats.record_read(len(tail), time.perf_counter() - t0)
             return size, tail
 
-        if nbytes <= self.inline_read_bytes:  # footer reads (64 KiB): no worker hand-off
+        if nbytes <= self.inline_read_bytes or not idle_core():  # footer reads (64 KiB): no worker hand-off
             return self._run_inline(path, work)
         return await self._run(path, work)
 

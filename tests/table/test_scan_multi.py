@@ -146,7 +146,7 @@ def test_decode_in_worker_threads(dataset, monkeypatch, spy, idle):
 
     monkeypatch.setattr(md, "OFFLOAD_ROWS", 1)
     monkeypatch.setattr(md, "OFFLOAD_FILE_ROWS", 1)
-    monkeypatch.setattr(md, "_idle_core", lambda: idle)
+    monkeypatch.setattr(md, "idle_core", lambda: idle)
     monkeypatch.setattr(md, "_BUSY", md._Slots())
     decoders: set = set()
     original = md._decode_runs

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -122,7 +122,8 @@ class FragmentFileWriter:
     file every ``max_rows_per_file`` rows or ``max_bytes_per_file`` bytes.
 
     Call :meth:`write` per batch, :meth:`finish` for the files, :meth:`cleanup` on failure
-    (aborts the open file and deletes the finished ones).
+    (aborts the open file and deletes the finished ones).  ``file_rows`` gives each file its own
+    row count instead (compaction's even split).
     """
 
     store: ObjectStore
@@ -135,6 +136,11 @@ class FragmentFileWriter:
     storage_options: dict[str, Any] | None = None
     max_page_bytes: int | None = None
     on_file: Callable[[WrittenFile], None] | None = None
+    #: Put before every data file's name (lets a job find the files it wrote).
+    name_prefix: str = ""
+    #: Rows of each file, in order (None: ``max_rows_per_file`` each); files past the list
+    #: hold ``max_rows_per_file`` rows.
+    file_rows: Sequence[int] | None = None
     files: list[WrittenFile] = field(default_factory=list)
     _writer: Any = None
     _name: str | None = None
@@ -157,7 +163,7 @@ class FragmentFileWriter:
     async def _open(self) -> None:
         from lancejit.file.writer import AsyncLanceFileWriter
 
-        self._name = random_file_name() + ".lance"
+        self._name = self.name_prefix + random_file_name() + ".lance"
         w = AsyncLanceFileWriter(
             self.store.uri(self.path_of(self._name)), self.file_schema, version=self.storage_version,
             storage_options=self.storage_options, max_page_bytes=self.max_page_bytes,
@@ -200,8 +206,16 @@ class FragmentFileWriter:
         self._pending_rows += n
         self._pending_bytes += batch.nbytes
         if (self._pending_rows >= COALESCE_ROWS or self._pending_bytes >= COALESCE_BYTES
-                or self._rows + self._pending_rows >= self.max_rows_per_file):  # a file is complete
+                or self._rows + self._pending_rows >= self._file_limit()):  # a file is complete
             await self._flush_pending()
+
+    def _file_limit(self) -> int:
+        """Rows of the file being written (or the next one)."""
+        quotas = self.file_rows
+        k = len(self.files)
+        if quotas is not None and k < len(quotas) and quotas[k] > 0:
+            return quotas[k]
+        return self.max_rows_per_file
 
     async def _flush_pending(self) -> None:
         if not self._pending:
@@ -216,11 +230,12 @@ class FragmentFileWriter:
         while start < n:
             if self._writer is None:
                 await self._open()
-            take = min(n - start, self.max_rows_per_file - self._rows)
+            limit = self._file_limit()
+            take = min(n - start, limit - self._rows)
             await self._writer.write_batch(batch.slice(start, take))
             self._rows += take
             start += take
-            if self._rows >= self.max_rows_per_file or self._writer.bytes_written >= self.max_bytes_per_file:
+            if self._rows >= limit or self._writer.bytes_written >= self.max_bytes_per_file:
                 await self._close_current()
 
     async def finish(self) -> list[WrittenFile]:
