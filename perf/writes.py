@@ -19,7 +19,10 @@ object is opened untimed: a warm process, as a service would hold it):
 * ``write_20`` / ``write_21`` / ``write_22``: ``write_dataset`` of ``--rows`` rows, that file version.
 
 Each sample alternates the libraries (order flipped every sample); one untimed warm-up sample per
-operation comes first.  Ratios are lancejit's median / the reference's median.  After the run,
+operation comes first.  Ratios are lancejit's median / the reference's median, of wall time
+and of CPU time (``time.process_time`` around the operation: every thread of the process).  On
+a loaded shared machine a process's wall time also depends on how many runnable threads it has
+(each gets its share of the cores): the CPU columns compare the work done.  After the run,
 both libraries' results are read back with pylance and compared (rows equal, sorted by ``id``,
 and for compaction the same fragment layout).  ``--s3``: the same operations on a moto S3 server
 (``perf/s3_counter.py``) with the requests and bytes counted server-side (``--profile`` prints each
@@ -122,43 +125,47 @@ def _libs() -> dict[str, Any]:
     return {"lancejit": lancejit, "reference": lance}
 
 
-def alternate(reps: int, sample: Callable[[str, Any], tuple[float, str]]) -> tuple[dict[str, list[float]], dict[str, str]]:
-    """``sample(who, library) -> (seconds, result path)`` run ``reps`` times per library after
-    one untimed warm-up, alternating the libraries (order flipped every sample); returns the
-    times per library and the last results."""
+def alternate(reps: int, sample: Callable[[str, Any], tuple[float, float, str]]
+              ) -> tuple[dict[str, list[tuple[float, float]]], dict[str, str]]:
+    """``sample(who, library) -> (seconds, CPU seconds, result path)`` run ``reps`` times per
+    library after one untimed warm-up, alternating the libraries (order flipped every sample);
+    returns the (wall, CPU) times per library and the last results."""
     libs = _libs()
-    times: dict[str, list[float]] = {k: [] for k in libs}
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in libs}
     last: dict[str, str] = {}
     for i in range(reps + 1):
         for who in (list(libs) if i % 2 == 0 else list(libs)[::-1]):
-            dt, last[who] = sample(who, libs[who])
+            dt, cpu, last[who] = sample(who, libs[who])
             if i:
-                times[who].append(dt)
+                times[who].append((dt, cpu))
     return times, last
 
 
-def time_op(base: str, op: Callable[[Any], Any], reps: int) -> tuple[dict[str, list[float]], dict[str, str]]:
+def _timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Wall and CPU seconds (every thread of this process) of ``fn()``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def time_op(base: str, op: Callable[[Any], Any], reps: int) -> tuple[dict, dict[str, str]]:
     """Times of ``op`` per library on fresh copies of ``base`` (opened untimed)."""
 
-    def sample(who: str, lib: Any) -> tuple[float, str]:
+    def sample(who: str, lib: Any) -> tuple[float, float, str]:
         path = _copy(base, os.path.join(WORK, who))
         d = lib.dataset(path)
-        t0 = time.perf_counter()
-        op(d)
-        return time.perf_counter() - t0, path
+        return (*_timed(lambda: op(d)), path)
 
     return alternate(reps, sample)
 
 
-def time_write(version: str, table: pa.Table, reps: int) -> tuple[dict[str, list[float]], dict[str, str]]:
+def time_write(version: str, table: pa.Table, reps: int) -> tuple[dict, dict[str, str]]:
     """Times of ``write_dataset(table)`` per library in file version ``version``."""
 
-    def sample(who: str, lib: Any) -> tuple[float, str]:
+    def sample(who: str, lib: Any) -> tuple[float, float, str]:
         path = os.path.join(WORK, f"{who}-write")
         shutil.rmtree(path, ignore_errors=True)
-        t0 = time.perf_counter()
-        lib.write_dataset(table, path, data_storage_version=version)
-        return time.perf_counter() - t0, path
+        return (*_timed(lambda: lib.write_dataset(table, path, data_storage_version=version)), path)
 
     return alternate(reps, sample)
 
@@ -194,27 +201,21 @@ def upload(s3: Any, base: str, key: str) -> str:
 
 
 def s3_op(s3: Any, base: str, name: str, op: Callable[[Any], Any], reps: int,
-          counter: list[int]) -> tuple[dict[str, list[float]], dict[str, dict], dict[str, str]]:
-    libs = _libs()
-    times: dict[str, list[float]] = {k: [] for k in libs}
+          counter: list[int]) -> tuple[dict, dict[str, dict], dict[str, str]]:
     counts: dict[str, dict] = {}
-    last: dict[str, str] = {}
-    for sample in range(reps + 1):
-        order = list(libs) if sample % 2 == 0 else list(libs)[::-1]
-        for who in order:
-            counter[0] += 1
-            uri = upload(s3, base, f"{who}-{name}-{counter[0]}")
-            opts = s3.reference_options if who == "reference" else s3.lancejit_options
-            d = libs[who].dataset(uri, storage_options=opts)
-            s3.log.reset()
-            t0 = time.perf_counter()
-            op(d)
-            dt = time.perf_counter() - t0
-            time.sleep(0.3)  # requests a library leaves in flight are counted too
-            if sample:
-                times[who].append(dt)
-                counts[who] = s3.log.snapshot()
-            last[who] = uri
+
+    def sample(who: str, lib: Any) -> tuple[float, float, str]:
+        counter[0] += 1
+        uri = upload(s3, base, f"{who}-{name}-{counter[0]}")
+        opts = s3.reference_options if who == "reference" else s3.lancejit_options
+        d = lib.dataset(uri, storage_options=opts)
+        s3.log.reset()
+        dt, cpu = _timed(lambda: op(d))
+        time.sleep(0.3)  # requests a library leaves in flight are counted too
+        counts[who] = s3.log.snapshot()
+        return dt, cpu, uri
+
+    times, last = alternate(reps, sample)
     return times, counts, last
 
 
@@ -233,13 +234,15 @@ def python_calls(base: str, op: Callable[[Any], Any]) -> int:
 
 
 # ---------------------------------------------------------------------------- report
-def med(xs: list[float]) -> float:
-    return statistics.median(xs) * 1e3
+def med(xs: list[tuple[float, float]], k: int = 0) -> float:
+    """Median wall (``k`` 0) or CPU (1) milliseconds."""
+    return statistics.median(x[k] for x in xs) * 1e3
 
 
-def row(label: str, times: dict[str, list[float]], check: str, extra: str = "") -> str:
+def row(label: str, times: dict, check: str, extra: str = "") -> str:
     j, r = med(times["lancejit"]), med(times["reference"])
-    return f"| {label} | {r:.0f} | {j:.0f} | {j / r:.2f} | {check} |{extra}"
+    cj, cr = med(times["lancejit"], 1), med(times["reference"], 1)
+    return f"| {label} | {r:.0f} | {j:.0f} | {j / r:.2f} | {cr:.0f} | {cj:.0f} | {cj / cr:.2f} | {check} |{extra}"
 
 
 def fmt_counts(c: dict) -> str:
@@ -268,10 +271,11 @@ def main() -> None:
     os.makedirs(WORK, exist_ok=True)
     layouts = [int(x) for x in args.layouts.split(",") if x]
     print(f"{args.rows:,} rows (id int64, x float64, s string), written by pylance; median of {args.reps} "
-          "alternated samples after a warm-up; ms; shared machine")
+          "alternated samples after a warm-up; wall and CPU (all threads of the process) ms; shared machine, "
+          f"load {open('/proc/loadavg').read().split()[0] if os.path.exists('/proc/loadavg') else '?'}")
     if not args.s3_only:
-        print("\n| operation | reference | lancejit | ratio | results |")
-        print("|---|---:|---:|---:|---|")
+        print("\n| operation | reference | lancejit | ratio | reference CPU | lancejit CPU | CPU ratio | results |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
         for frags in layouts:
             base = layout_dataset(args.rows, frags)
             for name in MUTATIONS:

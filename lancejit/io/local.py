@@ -108,10 +108,20 @@ def _write_all(fd: int, data: memoryview) -> None:
         data = data[n:]
 
 
-def _write_tmp(path: str, data: Buffer) -> str:
-    _makedirs_for(path)
+def _create_tmp(path: str) -> tuple[str, int]:
+    """A new temporary file next to ``path`` (its directory made when missing) and its
+    descriptor, open for writing."""
     tmp = _tmp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        return tmp, os.open(tmp, flags, 0o644)
+    except FileNotFoundError:  # the directory does not exist yet
+        _makedirs_for(path)
+        return tmp, os.open(tmp, flags, 0o644)
+
+
+def _write_tmp(path: str, data: Buffer) -> str:
+    tmp, fd = _create_tmp(path)
     try:
         _write_all(fd, memoryview(data).cast("B"))
     except BaseException:
@@ -502,9 +512,7 @@ class LocalStore(ObjectStore):
 
     async def open_writer(self, path: str) -> AsyncWriter:
         def work(cancel: threading.Event) -> tuple[str, int]:
-            _makedirs_for(path)
-            tmp = _tmp_name(path)
-            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            return _create_tmp(path)
 
         tmp, fd = await self._run_write(path, work, None)
         return LocalWriter(self, path, tmp, fd)

@@ -36,8 +36,26 @@ from .on_version import commit_on, loaded_manifest
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-#: Fragments computed and written at once.
+#: Fragments (or groups of small ones) computed and written at once.
 CONCURRENT_FRAGMENTS = 4
+#: Consecutive fragments of fewer rows than this together are read and evaluated together.
+GROUP_ROWS = 1 << 16
+
+
+def _groups(frags: list[table_pb2.DataFragment], rows: int) -> list[list[table_pb2.DataFragment]]:
+    """Consecutive ``frags`` in runs of at most ``rows`` physical rows (a bigger one alone)."""
+    out: list[list[table_pb2.DataFragment]] = []
+    cur: list[table_pb2.DataFragment] = []
+    n = 0
+    for f in frags:
+        if cur and n + f.physical_rows > rows:
+            out.append(cur)
+            cur, n = [], 0
+        cur.append(f)
+        n += f.physical_rows
+    if cur:
+        out.append(cur)
+    return out
 
 
 def _next_field_id(manifest: table_pb2.Manifest) -> int:
@@ -114,6 +132,7 @@ async def add_columns_async(
 
     compute: Callable[[pa.Table], pa.Table] | None = None
     source: _AlignedSource | None = None
+    grouped = False
     if isinstance(transforms, pa.Field):
         transforms = [transforms]
     if isinstance(transforms, pa.Schema):
@@ -140,6 +159,7 @@ async def add_columns_async(
 
             probe = compute(ds.schema.empty_table().select(needed))
             new_schema = probe.schema
+            grouped = True
         elif callable(transforms):
             fn = transforms
             cols = list(read_columns) if read_columns is not None else list(ds_schema.names)
@@ -208,12 +228,36 @@ async def add_columns_async(
             nf.files.append(writer.data_file(files[0]))
         return nf
 
+    async def computed_group(group: list[table_pb2.DataFragment]) -> list[tuple[pa.Table, np.ndarray | None]]:
+        """:func:`computed` of several (small) fragments by one scan and one evaluation."""
+        t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[f.id for f in group],
+                                    with_row_address=True, batch_size=WRITE_BATCH_ROWS)
+        addrs = t.column(ROWADDR).to_numpy()
+        out = compute(t.drop_columns([ROWADDR]))
+        frag_of = addrs >> np.uint64(32)
+        bounds = np.searchsorted(frag_of, np.array([f.id for f in group], dtype=np.uint64))
+        ends = np.append(bounds[1:], len(addrs))
+        if not (np.diff(frag_of.astype(np.int64)) >= 0).all() or not (np.diff(bounds) >= 0).all():
+            return [await computed(f) for f in group]  # not in id order: one fragment at a time
+        parts = []
+        for f, a, b in zip(group, bounds.tolist(), ends.tolist()):
+            live = None
+            if f.HasField("deletion_file"):
+                live = (addrs[a:b] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            parts.append((out.slice(a, b - a), live))
+        return parts
+
     limit = asyncio.Semaphore(CONCURRENT_FRAGMENTS)
 
     async def one(frag: table_pb2.DataFragment) -> table_pb2.DataFragment:
         async with limit:
             out, live = await computed(frag)
             return await write(frag, out, live)
+
+    async def one_group(group: list[table_pb2.DataFragment]) -> list[table_pb2.DataFragment]:
+        async with limit:
+            parts = await computed_group(group) if len(group) > 1 else [await computed(group[0])]
+            return [await write(f, out, live) for f, (out, live) in zip(group, parts)]
 
     try:
         if new_schema is not None:
@@ -236,7 +280,11 @@ async def add_columns_async(
                 start(new_schema)
                 fragments.append(await write(frags[0], out, live))
                 frags = frags[1:]
-            fragments += await asyncio.gather(*(one(f) for f in frags))
+            if grouped:  # small fragments are read and evaluated together (SQL expressions)
+                for part in await asyncio.gather(*(one_group(g) for g in _groups(frags, GROUP_ROWS))):
+                    fragments += part
+            else:
+                fragments += await asyncio.gather(*(one(f) for f in frags))
             if new_schema is None:  # a dataset without fragments: ask the function for its schema
                 new_schema = compute(ds_schema.empty_table().select(read_columns or [])).schema
                 start(new_schema)
