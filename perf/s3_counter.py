@@ -7,7 +7,11 @@ header are range reads; their response bytes are summed.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -42,19 +46,9 @@ class RequestLog:
             self.timeline.clear()
 
     def table(self) -> str:
-        """The timeline as text: start and end (ms after the first request), concurrency at
-        start, method, range, bytes, key."""
+        """The timeline as text (see :func:`timeline_text`)."""
         with self.lock:
-            rows = sorted(self.timeline, key=lambda r: r[3])
-        if not rows:
-            return "(no requests)"
-        t0 = rows[0][3]
-        lines = []
-        for method, path, rng, start, end, nbytes in rows:
-            live = sum(1 for r in rows if r[3] <= start < r[4])
-            lines.append(f"{(start - t0) * 1e3:8.1f} {(end - t0) * 1e3:8.1f}  x{live:<2} {method:6} "
-                         f"{rng or '-':28} {nbytes:>10,}  {path[-60:]}")
-        return "\n".join(lines)
+            return timeline_text(list(self.timeline))
 
     def snapshot(self) -> dict:
         with self.lock:
@@ -63,13 +57,47 @@ class RequestLog:
                     "areas": dict(self.areas), "total": sum(self.counts.values())}
 
 
+def timeline_text(timeline: list) -> str:
+    """Requests as text: start and end (ms after the first request), concurrency at start,
+    method, range, bytes, key."""
+    rows = sorted(timeline, key=lambda r: r[3])
+    if not rows:
+        return "(no requests)"
+    t0 = rows[0][3]
+    lines = []
+    for method, path, rng, start, end, nbytes in rows:
+        live = sum(1 for r in rows if r[3] <= start < r[4])
+        lines.append(f"{(start - t0) * 1e3:8.1f} {(end - t0) * 1e3:8.1f}  x{live:<2} {method:6} "
+                     f"{rng or '-':28} {nbytes:>10,}  {path[-60:]}")
+    return "\n".join(lines)
+
+
+#: Paths of the counting server's own control requests (not counted): ``reset``,
+#: ``snapshot``, ``timeline``.
+CONTROL = "/_counter/"
+
+
 class _CountingApp:
     def __init__(self, app, log: RequestLog) -> None:
         self.app, self.log = app, log
 
+    def _control(self, what: str, start_response):
+        if what == "reset":
+            self.log.reset()
+            body = b"{}"
+        elif what == "snapshot":
+            body = json.dumps(self.log.snapshot()).encode()
+        else:
+            with self.log.lock:
+                body = json.dumps(list(self.log.timeline)).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
     def __call__(self, environ, start_response):
         method = environ.get("REQUEST_METHOD", "?")
         path = environ.get("PATH_INFO", "")
+        if path.startswith(CONTROL):
+            return self._control(path[len(CONTROL):], start_response)
         counted = not path.startswith("/moto-api")
         start = time.perf_counter()
         body = self.app(environ, start_response)
@@ -100,28 +128,63 @@ class _CountingApp:
         return chunks
 
 
-class CountingS3:
-    """``with CountingS3() as s3:`` gives ``s3.endpoint``, ``s3.log`` and storage options."""
+class RemoteLog:
+    """The :class:`RequestLog` of a counting server in another process, over its control paths."""
 
-    def __init__(self, bucket: str = "perf") -> None:
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+
+    def reset(self) -> None:
+        requests.get(f"{self.endpoint}{CONTROL}reset")
+
+    def snapshot(self) -> dict:
+        return requests.get(f"{self.endpoint}{CONTROL}snapshot").json()
+
+    def table(self) -> str:
+        return timeline_text([tuple(r) for r in requests.get(f"{self.endpoint}{CONTROL}timeline").json()])
+
+
+def _start_server(log: RequestLog):
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    server._server.app = _CountingApp(server._server.app, log)
+    host, port = server.get_host_and_port()
+    return server, f"http://{host}:{port}"
+
+
+class CountingS3:
+    """``with CountingS3() as s3:`` gives ``s3.endpoint``, ``s3.log`` and storage options.
+
+    ``separate_process``: run the server in a child process (its Python threads then do not
+    compete with the measured process for the GIL; counts come over control requests)."""
+
+    def __init__(self, bucket: str = "perf", separate_process: bool = False) -> None:
         self.bucket = bucket
-        self.log = RequestLog()
+        self.separate_process = separate_process
+        self.log: RequestLog | RemoteLog = RequestLog()
 
     def __enter__(self) -> "CountingS3":
-        from moto.server import ThreadedMotoServer
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._server.start()
-        self._server._server.app = _CountingApp(self._server._server.app, self.log)
-        host, port = self._server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
+        if self.separate_process:
+            self._child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            self.endpoint = self._child.stdout.readline().strip()
+            self.log = RemoteLog(self.endpoint)
+            self._server = None
+        else:
+            self._server, self.endpoint = _start_server(self.log)
         requests.put(f"{self.endpoint}/{self.bucket}")
         self.log.reset()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._server.stop()
+        if self._server is not None:
+            self._server.stop()
+        else:
+            self._child.stdin.close()
+            self._child.wait(timeout=30)
 
     @property
     def reference_options(self) -> dict[str, str]:
@@ -138,3 +201,10 @@ class CountingS3:
             requests.put(f"{self.endpoint}/{self.bucket}/{key}", data=f.read())
         self.log.reset()
         return f"s3://{self.bucket}/{key}"
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:  # the child of CountingS3(separate_process=True)
+    _server, _endpoint = _start_server(RequestLog())
+    print(_endpoint, flush=True)
+    sys.stdin.read()  # until the parent closes it
+    _server.stop()

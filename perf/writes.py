@@ -270,10 +270,11 @@ def main() -> None:
 
     os.makedirs(WORK, exist_ok=True)
     layouts = [int(x) for x in args.layouts.split(",") if x]
-    print(f"{args.rows:,} rows (id int64, x float64, s string), written by pylance; median of {args.reps} "
-          "alternated samples after a warm-up; wall and CPU (all threads of the process) ms; shared machine, "
-          f"load {open('/proc/loadavg').read().split()[0] if os.path.exists('/proc/loadavg') else '?'}")
+    load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+    print(f"{args.rows:,} rows (id int64, x float64, s string), written by pylance; shared machine, load {load}")
     if not args.s3_only:
+        print(f"\nLocal disk: median of {args.reps} alternated samples after a warm-up; wall and CPU (all threads "
+              "of the process) ms")
         print("\n| operation | reference | lancejit | ratio | reference CPU | lancejit CPU | CPU ratio | results |")
         print("|---|---:|---:|---:|---:|---:|---:|---|")
         for frags in layouts:
@@ -301,12 +302,12 @@ def main() -> None:
         from s3_counter import CountingS3
 
         counter = [0]
-        print(f"\nS3 emulator (moto, 127.0.0.1), median of {args.s3_reps}; requests counted server-side "
-              "(last sample)")
+        print(f"\nS3 emulator (moto, 127.0.0.1, its own process), median of {args.s3_reps}; requests counted "
+              "server-side (last sample)")
         print("\n| operation | reference ms | lancejit ms | ratio | reference requests | lancejit requests | "
               "bytes written ref / lancejit | results |")
         print("|---|---:|---:|---:|---|---|---|---|")
-        with CountingS3() as s3:
+        with CountingS3(separate_process=True) as s3:
             cases = [(f"{n}, {f} fragments", layout_dataset(args.rows, f), n)
                      for f in (int(x) for x in args.s3_layouts.split(",") if x) for n in MUTATIONS]
             cases.append(("compact_files, 1,000 x 400 rows, 20% deleted", compaction_dataset(), "compact_400"))

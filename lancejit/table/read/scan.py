@@ -303,6 +303,8 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
 
         await prepare(ctx, spec.filter)
     max_rows = MAX_UNIT_ROWS * (FILTERED_UNIT_FACTOR if spec.filter is not None and LATE_MATERIALIZATION else 1)
+    if spec.unit_rows is not None:
+        max_rows = spec.unit_rows
     plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, max_rows, spec.filter)
     return index, plan, to_skip
 

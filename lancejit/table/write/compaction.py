@@ -33,7 +33,7 @@ scan (small fragments opened in batches) streamed through the file writer.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -49,6 +49,7 @@ from lancejit.io.store import join_path
 from ..commit import ReserveFragments, Transaction, commit_transaction, parse_manifest_file, read_deleted_offsets
 from ..commit.operations import Rewrite, RewriteGroup
 from ..commit.rowid_writer import decode_version_runs, encode_row_id_sequence, encode_version_runs
+from ..read.dataset_reader import Scanner
 from ..read.fragment import ROWADDR, ROWID
 from .data_files import DATA_DIR, DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
 from .on_version import loaded_manifest
@@ -57,6 +58,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
 DEFAULT_MAX_RETRIES = 5
+#: Most rows per scan unit while rewriting (see ``execute_compaction_task_async``).
+REWRITE_UNIT_ROWS = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +317,9 @@ async def execute_compaction_task_async(ds: "DatasetReader", task: CompactionTas
     try:
         scanner = ds.scanner(columns=file_schema.names, with_row_id=stable, with_row_address=stable,
                              fragment_ids=[f.id for f in frags], batch_size=options.batch_size)
+        # whole fragments: each one's columns read together (one request per fragment on object
+        # stores, as the reference), the scan's byte bound still cutting very big fragments
+        scanner = Scanner(c, replace(scanner.spec, unit_rows=REWRITE_UNIT_ROWS))
         async for batch in scanner.batches_async():
             if batch.num_rows == 0:
                 continue
