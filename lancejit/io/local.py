@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from lancejit.core.config import LOCAL_IO, IOConfig
+from lancejit.core.config import LOCAL_IO, IOConfig, settings
 from lancejit.core.cores import idle_core
 from lancejit.core.errors import AlreadyExistsError, CorruptFileError, InvalidInputError
 from lancejit.io.fd_cache import FdCache, tail_slice
@@ -43,14 +43,11 @@ T = TypeVar("T")
 #: Bytes a local writer buffers before handing them to a worker thread.
 WRITE_BUFFER_BYTES = 1 << 20
 
-#: A read batch of at most this many bytes runs inline on the event loop (a ``preadv`` from
-#: the page cache is cheaper than the two thread hand-offs of a worker); larger batches go to
-#: the worker pool so that big scans overlap with decoding, while a core is idle
-#: (:func:`lancejit.core.cores.idle_core`: else the worker would get the core late; a 1M-row
-#: compaction waited ~70 ms per 8 MiB read at load ~9).  0 disables inline reads.
-INLINE_READ_BYTES = int(os.environ.get("LANCEJIT_LOCAL_INLINE_READ_BYTES", str(4 << 20)))
 #: Writes of at most this many bytes (deletion files, transactions, manifests, small data
-#: files), and the opening and renaming of written files, run inline on the event loop too.
+#: files), and the opening and renaming of written files, run inline on the event loop; so do
+#: bigger reads and writes while no core is idle (:func:`lancejit.core.cores.idle_core`: a
+#: worker would get the core late; a 1M-row compaction waited ~70 ms per 8 MiB read in the
+#: pool at load ~9).
 INLINE_WRITE_BYTES = 256 * 1024
 
 #: A non-recursive listing of a directory of at most this many entries runs inline on the event
@@ -144,8 +141,11 @@ class LocalStore(ObjectStore):
 
     def __init__(self, config: IOConfig = LOCAL_IO, stats: IOStats | None = None) -> None:
         super().__init__(config, stats)
-        #: Batches of at most this many bytes are read inline on the loop (see INLINE_READ_BYTES).
-        self.inline_read_bytes = INLINE_READ_BYTES
+        #: A read batch of at most this many bytes runs inline on the event loop (a ``preadv``
+        #: from the page cache is cheaper than the two thread hand-offs of a worker); larger
+        #: batches go to the worker pool so that big scans overlap with decoding; 0 disables
+        #: inline reads (the ``local_inline_read_bytes`` knob).
+        self.inline_read_bytes = settings().local_inline_read_bytes
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         #: Open descriptors (and footer tails) of files read lately: reads after a file's tail

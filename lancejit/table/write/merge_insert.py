@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancejit.core.config import settings
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
 from lancejit.encoding.kernels import hash_join
@@ -48,7 +49,6 @@ from .on_version import commit_result, loaded_manifest
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-DEFAULT_CONFLICT_RETRIES = 10
 _S, _T = "__lancejit_src", "__lancejit_tgt"
 
 
@@ -198,7 +198,7 @@ class MergeInsertBuilder:
         self._insert = False
         self._delete = False
         self._delete_expr: str | None = None
-        self._retries = DEFAULT_CONFLICT_RETRIES
+        self._retries = settings().conflict_retries
 
     def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
         """Replace matched target rows (where ``condition`` over ``source.*`` / ``target.*`` holds)."""

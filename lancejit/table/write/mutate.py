@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancejit.core.config import settings
 from lancejit.core.errors import InvalidInputError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
 
@@ -40,7 +41,6 @@ from .on_version import commit_on, loaded_manifest
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-DEFAULT_MAX_RETRIES = 5
 #: Rows per batch of the scans feeding a writer (each batch costs a writer call per column).
 WRITE_BATCH_ROWS = 1 << 17
 
@@ -94,11 +94,13 @@ async def _delete_offsets(ds: "DatasetReader", lm_manifest: Any, groups: Mapping
 
 
 async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
-                       max_retries: int = DEFAULT_MAX_RETRIES) -> "DatasetReader":
+                       max_retries: int | None = None) -> "DatasetReader":
     """Delete the rows of ``ds`` matching ``predicate``; returns the new version: one filter
     scan (row addresses only), one deletion file per fragment touched, one commit."""
     compile_filter(predicate, ds.schema)  # bad predicates fail before any write
     current = ds
+    if max_retries is None:
+        max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         lm = await loaded_manifest(current)
         t = await current.to_table_async(columns=[], filter=predicate, with_row_address=True)
@@ -149,7 +151,7 @@ async def update_async(
     where: str | pc.Expression | None = None,
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-    max_retries: int = DEFAULT_MAX_RETRIES,
+    max_retries: int | None = None,
 ) -> "DatasetReader":
     """Set columns of the rows matching ``where`` (all rows when None).
 
@@ -159,6 +161,8 @@ async def update_async(
     if not values:
         raise InvalidInputError("update needs at least one column to set")
     current = ds
+    if max_retries is None:
+        max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         try:
             return await _update_once(current, values, where, max_rows_per_file)
