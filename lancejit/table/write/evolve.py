@@ -31,7 +31,7 @@ from ..filter.evaluate import project
 from ..read.fragment import ROWADDR
 from .data_files import FragmentFileWriter, normalize_storage_version
 from .mutate import WRITE_BATCH_ROWS
-from .on_version import commit_on, loaded_manifest
+from .on_version import commit_on, loaded_manifest, open_data_files_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -262,6 +262,8 @@ async def add_columns_async(
     try:
         if new_schema is not None:
             start(new_schema)
+        if not null_only:
+            await open_data_files_of(ds)
         frags = list(m.fragments)
         if null_only:
             fragments = frags

@@ -44,7 +44,7 @@ from ..filter.compile import compile_filter, evaluate_filter
 from ..read.fragment import ROWADDR, ROWID
 from .mutate import _delete_offsets, _group_addresses
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
-from .on_version import commit_result, loaded_manifest
+from .on_version import commit_result, loaded_manifest, open_data_files_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -290,6 +290,7 @@ class MergeInsertBuilder:
         m = lm.manifest
         lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
         file_schema = lschema.to_arrow(dataset=False)
+        await open_data_files_of(ds)
         tgt = await ds.to_table_async(columns=self._keys, with_row_id=ds.has_stable_row_ids, with_row_address=True)
         s, t = _join(src, tgt, self._keys)
         upd_s = upd_t = np.empty(0, np.int64)

@@ -36,7 +36,7 @@ from ..filter.compile import compile_filter
 from ..filter.evaluate import project
 from ..read.fragment import ROWADDR, ROWID, FragmentReader
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, normalize_storage_version
-from .on_version import commit_on, loaded_manifest
+from .on_version import commit_on, loaded_manifest, open_data_files_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -103,6 +103,7 @@ async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
         max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         lm = await loaded_manifest(current)
+        await open_data_files_of(current)
         t = await current.to_table_async(columns=[], filter=predicate, with_row_address=True)
         groups = _group_addresses(t.column(ROWADDR).to_numpy())
         updated, removed = await _delete_offsets(current, lm.manifest, groups)
@@ -187,6 +188,7 @@ async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: An
     writer = FragmentFileWriter(c.store, c.root, lschema.fields, dict(lschema.metadata), storage,
                                 max_rows_per_file=max_rows_per_file, storage_options=c.storage_options)
     stable = ds.has_stable_row_ids
+    await open_data_files_of(ds)
     addr_parts: list[np.ndarray] = []
     id_parts: list[np.ndarray] = []
     try:
