@@ -18,7 +18,6 @@ and are parsed by :mod:`lancejit.file.legacy`.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import struct
 from dataclasses import dataclass, field, replace
@@ -29,6 +28,7 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from lancejit.core.config import FOOTER_PREFETCH_BYTES
+from lancejit.core.cores import off_loop_if_idle
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding.pages import ColumnInfo, PageInfo
@@ -335,7 +335,7 @@ async def _parse_v2(
     args = (region, footer, gbo, file_size, major, minor, version, path, need_start, cache, lazy)
     if len(region.data) >= PARSE_IN_THREAD_BYTES:
         # Large metadata: decode off the event loop so other readers' I/O keeps flowing.
-        return await asyncio.to_thread(_decode_v2, *args)
+        return await off_loop_if_idle(_decode_v2, *args)
     return _decode_v2(*args)
 
 

@@ -23,7 +23,6 @@ import asyncio
 import operator
 import os
 import threading
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -31,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.config import settings
+from lancejit.core.cores import idle_core
 from lancejit.core.errors import CorruptFileError, RowIndexError
 from lancejit.file.take_plan import TakeTable, _as_ranges
 
@@ -238,31 +238,20 @@ def offload_threads() -> int:
     n = settings().decode_threads
     return max(1, min(2, (os.cpu_count() or 2) - 1)) if n < 0 else n
 
-#: Workers are used only while another core is idle: the kernel's count of runnable threads
-#: (``/proc/loadavg``), checked at most every ``SPARE_CHECK`` seconds, is at most the reading
-#: thread plus ``cpus - 2``.  On 2 cores with another process busy, a worker gets the core (and
-#: the GIL) late and decodes slower than the reading thread would: a 10-fragment scan took
-#: 5.5 ms with the worker, 3.6 ms inline (load ~4); on idle cores it runs in parallel.
-SPARE_CHECK = 0.05
+#: Workers are used only while another core is idle (:func:`lancejit.core.cores.idle_core`).
 _POOL: Any = None
 
 
 class _Slots:
     """Decode workers not busy (taken without waiting: :meth:`take` is False when none is, or
-    when no core is idle, see ``SPARE_CHECK``)."""
+    when no core is idle)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.busy = 0
-        self.checked = -1.0
-        self.spare = True
 
     def take(self) -> bool:
-        now = time.perf_counter()
-        if now - self.checked >= SPARE_CHECK:
-            self.checked = now
-            self.spare = _idle_core()
-        if not self.spare:
+        if not idle_core():
             return False
         with self._lock:
             if self.busy >= offload_threads():
@@ -273,17 +262,6 @@ class _Slots:
     def give(self) -> None:
         with self._lock:
             self.busy -= 1
-
-
-def _idle_core() -> bool:
-    """Whether a core is idle besides the calling thread's (Linux: runnable threads from
-    ``/proc/loadavg``; elsewhere assumed)."""
-    try:
-        with open("/proc/loadavg", "rb") as fh:
-            running = int(fh.read().split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return True
-    return running - 1 <= (os.cpu_count() or 1) - 2
 
 
 _BUSY = _Slots()

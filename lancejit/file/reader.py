@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES, settings
+from lancejit.core.cores import off_loop_if_idle
 from lancejit.core.errors import (
     InvalidInputError,
     LanceJitError,
@@ -456,7 +457,7 @@ class AsyncLanceFileReader:
                 arrays = await run_take(projection[1], self._scheduler, np.ascontiguousarray(idx))
                 return pa.Table.from_arrays(arrays, schema=projection[2])
         big = idx.size >= settings().take_offload_rows
-        unique, inverse = await asyncio.to_thread(_sorted_unique, idx) if big else _sorted_unique(idx)
+        unique, inverse = await off_loop_if_idle(_sorted_unique, idx) if big else _sorted_unique(idx)
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
         decs = [decoders[t] for t in tops]
@@ -468,7 +469,7 @@ class AsyncLanceFileReader:
         if inverse is not None:
             order = pa.array(inverse)
             if big:
-                arrays = await asyncio.to_thread(lambda: [a.take(order) for a in arrays])
+                arrays = await off_loop_if_idle(lambda: [a.take(order) for a in arrays])
             else:
                 arrays = [a.take(order) for a in arrays]
         by_top = dict(zip(tops, arrays))

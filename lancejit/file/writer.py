@@ -11,6 +11,7 @@ about ``max_page_bytes`` (default 8 MiB), so memory stays bounded by columns x p
 from __future__ import annotations
 
 import asyncio
+import functools
 import struct
 from typing import Any, Iterable
 
@@ -24,6 +25,7 @@ from lancejit.pb import file2_pb2, file_pb2
 
 from lancejit.core.schema import LanceSchema
 
+from lancejit.core.cores import idle_core
 from .writer_schema import apply_field_ids, file_schema_pb
 from .writer_sink import open_sink
 
@@ -103,6 +105,15 @@ def _reject_unsupported(f: pa.Field) -> None:
     elif pa.types.is_map(t):
         _reject_unsupported(t.key_field)
         _reject_unsupported(t.item_field)
+
+
+async def _run_all(calls: list) -> list:
+    """The results of ``calls`` (columns to encode): concurrently in worker threads while a
+    core is idle (Numba kernels and NumPy release the GIL), else one after the other in the
+    calling thread (:mod:`lancejit.core.cores`: a worker would only get the core late)."""
+    if len(calls) > 1 and idle_core():
+        return list(await asyncio.gather(*(asyncio.to_thread(c) for c in calls)))
+    return [c() for c in calls]
 
 
 class AsyncLanceFileWriter:
@@ -283,10 +294,9 @@ class AsyncLanceFileWriter:
                     continue
                 for f, col in zip(self.schema, batch.columns):
                     _check_nullability(f, col)
-                # columns encode concurrently (Numba kernels and NumPy release the GIL); pages
-                # are written in column order so files are deterministic
-                results = await asyncio.gather(
-                    *(asyncio.to_thread(enc.add, col) for enc, col in zip(self._encoders, batch.columns)))
+                # pages are written in column order so files are deterministic
+                results = await _run_all([functools.partial(enc.add, col)
+                                          for enc, col in zip(self._encoders, batch.columns)])
                 for pages in results:
                     await self._write_pages(pages)
                 self._rows += batch.num_rows
@@ -301,7 +311,7 @@ class AsyncLanceFileWriter:
             await self.abort()
             raise InvalidInputError(f"{self.uri}: no schema given and no data written")
         try:
-            results = await asyncio.gather(*(asyncio.to_thread(enc.finish) for enc in self._encoders))
+            results = await _run_all([enc.finish for enc in self._encoders])
             for pages in results:
                 await self._write_pages(pages)
             col_enc = _column_encoding_bytes()

@@ -24,6 +24,7 @@ from urllib.parse import quote
 import numpy as np
 
 from lancejit.core.config import LOCAL_IO, IOConfig, settings
+from lancejit.core.cores import idle_core
 from lancejit.core.errors import AlreadyExistsError, CorruptFileError, InvalidInputError
 from lancejit.io.fd_cache import FdCache, tail_slice
 from lancejit.io.stats import IOStats
@@ -41,6 +42,13 @@ T = TypeVar("T")
 
 #: Bytes a local writer buffers before handing them to a worker thread.
 WRITE_BUFFER_BYTES = 1 << 20
+
+#: Writes of at most this many bytes (deletion files, transactions, manifests, small data
+#: files), and the opening and renaming of written files, run inline on the event loop; so do
+#: bigger reads and writes while no core is idle (:func:`lancejit.core.cores.idle_core`: a
+#: worker would get the core late; a 1M-row compaction waited ~70 ms per 8 MiB read in the
+#: pool at load ~9).
+INLINE_WRITE_BYTES = 256 * 1024
 
 #: A non-recursive listing of a directory of at most this many entries runs inline on the event
 #: loop (``os.scandir`` plus a ``stat`` per file costs microseconds, the worker hand-off more:
@@ -97,10 +105,20 @@ def _write_all(fd: int, data: memoryview) -> None:
         data = data[n:]
 
 
-def _write_tmp(path: str, data: Buffer) -> str:
-    _makedirs_for(path)
+def _create_tmp(path: str) -> tuple[str, int]:
+    """A new temporary file next to ``path`` (its directory made when missing) and its
+    descriptor, open for writing."""
     tmp = _tmp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        return tmp, os.open(tmp, flags, 0o644)
+    except FileNotFoundError:  # the directory does not exist yet
+        _makedirs_for(path)
+        return tmp, os.open(tmp, flags, 0o644)
+
+
+def _write_tmp(path: str, data: Buffer) -> str:
+    tmp, fd = _create_tmp(path)
     try:
         _write_all(fd, memoryview(data).cast("B"))
     except BaseException:
@@ -177,6 +195,13 @@ class LocalStore(ObjectStore):
                 raise
             raise err  # keeps __cause__ = the OS error
 
+    async def _run_write(self, path: str, fn: Callable[[threading.Event | None], T], data: Buffer | None) -> T:
+        """``fn`` inline when it writes at most :data:`INLINE_WRITE_BYTES` (``data``; None:
+        no data, only file-system operations) or no core is idle, else in a worker (:meth:`_run`)."""
+        if data is None or memoryview(data).nbytes <= INLINE_WRITE_BYTES or not idle_core():
+            return self._run_inline(path, fn)
+        return await self._run(path, fn)
+
     @staticmethod
     def _run_inline(path: str, fn: Callable[[None], T]) -> T:
         """Run ``fn(None)`` on the calling thread (small reads), errors translated as by :meth:`_run`."""
@@ -250,7 +275,7 @@ class LocalStore(ObjectStore):
                     stats.record_read(done, time.perf_counter() - t0, requests=nreq)
             return out
 
-        if total <= self.inline_read_bytes:
+        if total <= self.inline_read_bytes or not idle_core():
             return self._run_inline(path, work)
         return await self._run(path, work)
 
@@ -307,7 +332,7 @@ class LocalStore(ObjectStore):
             stats.record_read(len(tail), time.perf_counter() - t0)
             return size, tail
 
-        if nbytes <= self.inline_read_bytes:  # footer reads (64 KiB): no worker hand-off
+        if nbytes <= self.inline_read_bytes or not idle_core():  # footer reads (64 KiB): no worker hand-off
             return self._run_inline(path, work)
         return await self._run(path, work)
 
@@ -438,7 +463,7 @@ class LocalStore(ObjectStore):
             self._fds.discard(path)
             self.stats.record_write(len(memoryview(data).cast("B")), time.perf_counter() - t0)
 
-        await self._run(path, work)
+        await self._run_write(path, work, data)
 
     async def put_if_absent(self, path: str, data: Buffer) -> None:
         def work(cancel: threading.Event) -> None:
@@ -458,7 +483,7 @@ class LocalStore(ObjectStore):
                 _unlink_quietly(tmp)
             self.stats.record_write(nbytes, time.perf_counter() - t0)
 
-        await self._run(path, work)
+        await self._run_write(path, work, data)
 
     async def delete(self, path: str) -> None:
         def work(cancel: threading.Event) -> None:
@@ -487,11 +512,9 @@ class LocalStore(ObjectStore):
 
     async def open_writer(self, path: str) -> AsyncWriter:
         def work(cancel: threading.Event) -> tuple[str, int]:
-            _makedirs_for(path)
-            tmp = _tmp_name(path)
-            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            return _create_tmp(path)
 
-        tmp, fd = await self._run(path, work)
+        tmp, fd = await self._run_write(path, work, None)
         return LocalWriter(self, path, tmp, fd)
 
     async def aclose(self) -> None:
@@ -548,7 +571,7 @@ class LocalWriter(AsyncWriter):
             _write_all(fd, memoryview(data))
             stats.record_write(len(data), time.perf_counter() - t0)
 
-        await self.store._run(self.path, work)
+        await self.store._run_write(self.path, work, data)
 
     async def write(self, data: Buffer) -> None:
         self._check_open()
@@ -576,7 +599,7 @@ class LocalWriter(AsyncWriter):
                 self.store._fds.discard(path)
 
             self._fd = None
-            await self.store._run(self.path, work)
+            await self.store._run_write(self.path, work, None)
         except BaseException:
             await self.abort()
             raise

@@ -73,6 +73,10 @@ def test_scan_streams_and_equals_reference(s3_endpoint, tmp_path, monkeypatch, s
         return await real_decode(self, nbytes, run, *args)
 
     monkeypatch.setattr(v21_context.ColumnContext, "decode", decode_spy)
+    from lancejit.core import cores
+
+    monkeypatch.setattr(cores, "idle_core", lambda: True)  # (no idle core: decoded inline)
+    monkeypatch.setattr(v21_context, "idle_core", lambda: True)
     assert dataset(uri, storage_options=opts).to_table().equals(want)
     if version != "2.0":  # (2.0 columns read in steps of their own)
         assert streamed and max(streamed) >= SOLO_BYTES

@@ -145,7 +145,7 @@ def test_decode_in_worker_threads(knobs, dataset, monkeypatch, spy, idle):
     import lancejit.file.multi_decode as md
 
     knobs(decode_offload_rows=1, decode_offload_file_rows=1)
-    monkeypatch.setattr(md, "_idle_core", lambda: idle)
+    monkeypatch.setattr(md, "idle_core", lambda: idle)
     monkeypatch.setattr(md, "_BUSY", md._Slots())
     decoders: set = set()
     original = md._decode_runs

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from lancejit.encoding.kernels.enc_fsst import build_lookup, compress_bulk
+from lancejit.encoding.kernels.enc_fsst import compress_bulk, padded_words
+from lancejit.encoding.v21.encode.fsst import SymbolTable
 from lancejit.encoding.kernels.enc_rle import count_runs, rle_encode_chunks
 
 
@@ -86,18 +87,19 @@ def _py_fsst(data: bytes, offsets, symbols: list[bytes]) -> tuple[bytes, list[in
     st.lists(st.text(alphabet="abcde", min_size=0, max_size=30).map(str.encode), min_size=1, max_size=40),
     st.lists(st.text(alphabet="abcd", min_size=1, max_size=8).map(str.encode), min_size=0, max_size=60, unique=True),
 )
+@example([b"aaaaaaaaaaaaaaaaaaa", b"abcabcabcab", b"ab"], [b"aaaaaaaa", b"aaa", b"abcabcab", b"abcab", b"abc", b"ab", b"a"])
+@example([b"str-1-12", b"str-12-345", b"str-999-1000000", b"st"],
+         [b"str-1", b"str-12", b"str-123", b"str-1234", b"str-9", b"str-99", b"str-999-", b"str", b"-1"])
 def test_fsst_compress_bulk_matches_python(values, symbols):
     data = b"".join(values)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
     vals = np.array([int.from_bytes(s, "little") for s in symbols], dtype=np.uint64)
     lens = np.array([len(s) for s in symbols], dtype=np.int64)
-    bc, sc = np.full(256, -1, np.int64), np.full(65536, -1, np.int64)
-    bs, bsy = np.zeros(1025, np.int64), np.zeros(max(len(symbols), 1), np.int64)
-    build_lookup(vals, lens, len(symbols), bc, sc, bs, bsy)
+    table = SymbolTable(vals, lens, 0)
     arr = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
     out = np.empty(2 * len(data) + 8, np.uint8)
     outo = np.empty(len(offsets), np.int64)
-    n = compress_bulk(arr, offsets, vals, lens, bc, sc, bs, bsy, out, outo)
+    n = compress_bulk(padded_words(arr), offsets, *table.bulk_lookups(), out, outo)
     exp, expo = _py_fsst(data, offsets.tolist(), symbols)
     assert out[:n].tobytes() == exp
     assert outo.tolist() == expo

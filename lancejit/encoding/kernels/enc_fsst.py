@@ -149,51 +149,95 @@ def short_table(byte_code, short_code, tab2):  # pragma: no cover - compiled
                 tab2[p] = np.int32(-1)
 
 
-@njit(cache=True, nogil=True, specs=(
-    "u1[::1], i8[::1], u8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u1[::1], i8[::1]",
-))
-def compress_bulk(data, offsets, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms,
-                  out, out_offsets):  # pragma: no cover - compiled
-    """Compress every value (greedy longest match); ``out`` needs ``2 * len(data)`` bytes and
-    ``out_offsets`` ``len(offsets)`` entries.  Returns bytes written.
+@njit(cache=True, nogil=True)
+def load_word(words, pos):  # pragma: no cover - compiled
+    """The 8 bytes at byte position ``pos`` of ``words`` (little endian, unaligned): two aligned
+    loads, no branch (``words`` needs one word past the last byte read)."""
+    q = pos >> 3
+    r = np.uint64(8 * (pos & 7))
+    lo = words[q]
+    hi = words[q + 1]
+    return (lo >> r) | ((hi << np.uint64(1)) << (np.uint64(63) - r))
 
-    One loop over a sliding 8-byte window (each input byte loaded once): the symbol of length
-    1 or 2 comes from one lookup in the combined 2-byte table (:func:`short_table`), the longer
-    ones from the 3-byte-prefix buckets.
+
+#: Slots of the exact-match table of the symbols of 3..8 bytes (at least 4x the 255 symbols).
+LONG_SLOTS = 1024
+
+
+@njit(cache=True, nogil=True)
+def _long_slot(v, ln):  # pragma: no cover - compiled
+    return np.int64(fmix64(v ^ (np.uint64(ln) << np.uint64(59))) & np.uint64(LONG_SLOTS - 1))
+
+
+@njit(cache=True, nogil=True, specs=("u8[::1], i8[::1], i8, u1[::1], u8[::1], i8[::1], i8[::1]",))
+def build_long_table(sym_val, sym_len, n_sym, lens_mask, slot_val, slot_len, slot_code):  # pragma: no cover
+    """Fill the exact-match table of the symbols of 3..8 bytes: ``slot_*`` (``LONG_SLOTS``
+    entries, ``slot_len`` 0-filled: empty) by open addressing on (value, length), and
+    ``lens_mask[BUCKETS]``: bit ``k - 1`` set when a symbol of ``k`` bytes has its 3-byte prefix
+    in that bucket (:func:`_bucket`)."""
+    for i in range(n_sym):
+        ln = sym_len[i]
+        if ln < 3:
+            continue
+        v = sym_val[i]
+        lens_mask[_bucket(v & np.uint64(0xFFFFFF))] |= np.uint8(1 << (ln - 1))
+        s = _long_slot(v, ln)
+        while slot_len[s] != 0:
+            s = (s + 1) & (LONG_SLOTS - 1)
+        slot_val[s] = v
+        slot_len[s] = ln
+        slot_code[s] = i
+
+
+@njit(cache=True, nogil=True, specs=(
+    "u8[::1], i8[::1], i8[::1], i8[::1], u1[::1], u8[::1], i8[::1], i8[::1], u1[::1], i8[::1]",
+))
+def compress_bulk(words, offsets, byte_code, short_code, lens_mask, slot_val, slot_len, slot_code,
+                  out, out_offsets):  # pragma: no cover - compiled
+    """Compress every value (greedy longest match) of the bytes held by ``words`` (the data
+    padded with at least 8 zero bytes, viewed as uint64: :func:`padded_words`); ``out`` needs
+    ``2 * len(data)`` bytes and ``out_offsets`` ``len(offsets)`` entries.  Returns bytes written.
+
+    Each step loads the next 8 bytes as one word (:func:`load_word`); the symbols of 3..8 bytes
+    are looked up by exact match (:func:`build_long_table`), longest first, only for the lengths
+    present under the word's 3-byte prefix (many symbols may share one: ``str-1``, ``str-2``...);
+    the symbol of 1 or 2 bytes comes from one lookup in the combined 2-byte table
+    (:func:`short_table`).
     """
     tab2 = np.empty(65536, np.int32)
     short_table(byte_code, short_code, tab2)
-    has_long = bucket_start[BUCKETS] > 0
     n = offsets.shape[0] - 1
     o = 0
     out_offsets[0] = 0
     for s in range(n):
         cur = offsets[s]
         end = offsets[s + 1]
-        word = np.uint64(0)
-        avail = 0
-        nxt = cur
-        while avail < 8 and nxt < end:
-            word |= np.uint64(data[nxt]) << np.uint64(8 * avail)
-            avail += 1
-            nxt += 1
         while cur < end:
+            avail = end - cur
+            word = load_word(words, cur)
+            if avail < 8:
+                word &= (np.uint64(1) << np.uint64(8 * avail)) - np.uint64(1)
             code = -1
             ln = 1
-            if has_long and avail >= 3:
-                b = _bucket(word & np.uint64(0xFFFFFF))
-                for j in range(bucket_start[b], bucket_start[b + 1]):
-                    i = bucket_syms[j]
-                    sl = sym_len[i]
-                    if sl <= avail:
-                        if sl == 8:
-                            m = word
-                        else:
-                            m = word & ((np.uint64(1) << np.uint64(8 * sl)) - np.uint64(1))
-                        if m == sym_val[i]:
-                            code = i
-                            ln = sl
-                            break
+            if avail >= 3:
+                lens = np.int64(lens_mask[_bucket(word & np.uint64(0xFFFFFF))])
+                if lens != 0:
+                    top = 8 if avail > 8 else avail
+                    for sl in range(top, 2, -1):
+                        if (lens >> (sl - 1)) & 1:
+                            if sl == 8:
+                                m = word
+                            else:
+                                m = word & ((np.uint64(1) << np.uint64(8 * sl)) - np.uint64(1))
+                            k = _long_slot(m, sl)
+                            while slot_len[k] != 0:
+                                if slot_len[k] == sl and slot_val[k] == m:
+                                    code = slot_code[k]
+                                    ln = sl
+                                    break
+                                k = (k + 1) & (LONG_SLOTS - 1)
+                            if code >= 0:
+                                break
             if code < 0:
                 if avail >= 2:
                     t = tab2[np.int64(word & np.uint64(0xFFFF))]
@@ -210,17 +254,18 @@ def compress_bulk(data, offsets, sym_val, sym_len, byte_code, short_code, bucket
                 out[o] = code
                 o += 1
             cur += ln
-            if ln >= 8:
-                word = np.uint64(0)
-            else:
-                word = word >> np.uint64(8 * ln)
-            avail -= ln
-            while avail < 8 and nxt < end:
-                word |= np.uint64(data[nxt]) << np.uint64(8 * avail)
-                avail += 1
-                nxt += 1
         out_offsets[s + 1] = o
     return o
+
+
+def padded_words(data: np.ndarray) -> np.ndarray:
+    """``data`` (uint8) copied into a zero-padded buffer viewed as uint64 (at least 8 bytes past
+    the end, whole words), as :func:`compress_bulk` reads it."""
+    n = data.shape[0]
+    words = np.empty(n // 8 + 2, dtype=np.uint64)
+    words[-2:] = 0
+    words.view(np.uint8)[:n] = data
+    return words
 
 
 @njit(cache=True, nogil=True, specs=(

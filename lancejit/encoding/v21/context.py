@@ -8,6 +8,7 @@ from typing import Any, Callable, Generator, Sequence, TypeVar
 
 import pyarrow as pa
 
+from lancejit.core.cores import idle_core, off_loop_if_idle
 from lancejit.core.errors import CorruptFileError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding.v21.repdef import CanonicalLevels
@@ -111,7 +112,7 @@ class ColumnContext:
             nbytes = 0
             for b in bufs:
                 nbytes += len(b)
-            if nbytes < INLINE_DECODE_BYTES:
+            if nbytes < INLINE_DECODE_BYTES or not idle_core():
                 try:
                     req = gen.send(bufs)
                 except StopIteration as stop:
@@ -130,7 +131,7 @@ class ColumnContext:
         """Run ``fn(*args)`` off the event loop when the input is large (``nbytes``)."""
         if nbytes < INLINE_DECODE_BYTES:
             return fn(*args)
-        return await asyncio.to_thread(fn, *args)
+        return await off_loop_if_idle(fn, *args)
 
     async def cached(self, key: Any, loader: Callable[[], Any], nbytes: Callable[[Any], int]) -> Any:
         """The value cached under ``key`` in the file's metadata cache, loading it once with

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.cores import off_loop_if_idle
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedError, RowIndexError
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding import arrow_build as ab
@@ -273,7 +274,7 @@ class StructuralFieldDecoder(FieldDecoderBase):
                 parts = await asyncio.gather(*(lc.read(ranges) for lc in self.leaves))
             nbytes = sum(p.values.nbytes for p in parts)
             if nbytes > (1 << 20):
-                return await asyncio.to_thread(self._assemble, list(parts), nrows)
+                return await off_loop_if_idle(self._assemble, list(parts), nrows)
             return self._assemble(list(parts), nrows)
         except LanceJitError:
             raise

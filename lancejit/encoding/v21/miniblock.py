@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.cores import off_loop_if_idle
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.encoding.arrow_build import index_array
 from lancejit.encoding.pages import PageInfo
@@ -346,7 +347,7 @@ class MiniBlockPage(LayoutPage):
                 np.zeros(1, dtype=np.int64),
                 [],
             )
-            jobs.append(asyncio.to_thread(self._decode_all, t, plan, [sub]))
+            jobs.append(off_loop_if_idle(self._decode_all, t, plan, [sub]))
         pieces = await asyncio.gather(*jobs)
         return concat_rows(list(pieces), self.ctx.value_type)
 

@@ -12,7 +12,8 @@ One attempt:
    atomic create-if-absent (local: link of a complete temp file; S3: ``If-None-Match: *``;
    GCS: ``ifGenerationMatch=0``; ``s3+ddb://``: staged, claimed in the external manifest store,
    finalized -- :mod:`..meta.external_store`);
-5. on success write ``_versions/latest_version_hint.json`` (best effort: readers only use it as a hint).
+5. on success, on local and memory stores (as the reference), write
+   ``_versions/latest_version_hint.json`` (best effort: readers only use it as a hint).
 
 When step 4 finds the manifest already there (another writer won), sleep a jittered, growing
 backoff and start again, at most ``max_attempts`` times, then raise
@@ -40,6 +41,7 @@ from lancejit.core.errors import (
     RetryableCommitError,
 )
 from lancejit.io.store import ObjectStore, join_path
+from lancejit.io.sync import runs_inline
 from lancejit.pb import table_pb2
 from lancejit.core.config import settings
 
@@ -74,6 +76,8 @@ class CommitResult:
     path: str
     transaction: Transaction
     attempts: int
+    #: The manifest file's bytes as written (open the new version from them: no read).
+    data: bytes = b""
 
 
 @dataclass
@@ -185,13 +189,17 @@ async def commit_transaction(
     max_attempts: int | None = None,
     backoff_base_s: float = 0.02,
     backoff_cap_s: float = 1.0,
-    write_hint: bool = True,
+    write_hint: bool | None = None,
+    known: Mapping[str, LoadedManifest] | None = None,
 ) -> CommitResult:
     """Commit ``txn`` to the dataset at ``root`` of ``store`` (see the module docstring).
 
     ``affected_rows``: for Delete/Update, the local row offsets this transaction newly deleted per
     fragment id; with it, deletions racing on the same fragments are merged instead of retried.
     ``create_only``: fail with :class:`AlreadyExistsError` if the dataset already has a version.
+    ``known``: manifests the caller already holds, by store path (not read again).
+    ``write_hint``: write ``_versions/latest_version_hint.json`` (default: on local and memory
+    stores only, as the reference does; readers never trust it).
     Raises :class:`CommitConflictError` (incompatible, or out of attempts) or
     :class:`RetryableCommitError` (the caller must re-read and redo its work).
     """
@@ -201,7 +209,9 @@ async def commit_transaction(
         raise InvalidInputError("max_attempts must be >= 1")
     if txn.read_version < 0:
         raise InvalidInputError("read_version must be >= 0")
-    reader = _Reader(store, root)
+    reader = _Reader(store, root, dict(known or {}))
+    if write_hint is None:
+        write_hint = runs_inline(store)
     where = store.uri(root)
     ext = external_store_of(store)
     if ext is None and not store.conditional_put:
@@ -295,7 +305,7 @@ async def commit_transaction(
                                 json.dumps({"version": manifest.version}, separators=(",", ":")).encode())
             except Exception:  # noqa: BLE001 - the hint is optional; the commit already happened
                 pass
-        return CommitResult(manifest.version, manifest, path, current, attempt + 1)
+        return CommitResult(manifest.version, manifest, path, current, attempt + 1, data)
     raise CommitConflictError(
         f"could not commit {original.operation.name} to {where} after {max_attempts} attempts "
         "(other writers kept winning)"

@@ -11,6 +11,7 @@ A new file always holds the whole set (previous deletions included) and replaces
 
 from __future__ import annotations
 
+import array
 import secrets
 
 import numpy as np
@@ -51,11 +52,25 @@ def encode_arrow_deletions(offsets: np.ndarray) -> bytes:
 
 def encode_bitmap_deletions(offsets: np.ndarray) -> bytes:
     """The bytes of a ``.bin`` deletion file (portable Roaring serialization)."""
-    return BitMap(np.asarray(offsets, dtype=np.uint32)).serialize()
+    values = array.array("I")
+    values.frombytes(np.ascontiguousarray(offsets, dtype=np.uint32).tobytes())
+    return BitMap(values).serialize()
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``values`` sorted without duplicates (returned as is when they already are)."""
+    v = np.asarray(values)
+    if len(v) < 2 or bool((v[1:] > v[:-1]).all()):
+        return v
+    v = np.sort(v)
+    keep = np.empty(len(v), dtype=bool)
+    keep[0] = True
+    np.not_equal(v[1:], v[:-1], out=keep[1:])
+    return v[keep]
 
 
 def _check_offsets(offsets: np.ndarray, physical_rows: int | None) -> np.ndarray:
-    o = np.unique(np.asarray(offsets))
+    o = sorted_unique(offsets)
     if len(o) and (int(o[0]) < 0 or int(o[-1]) > 0xFFFFFFFF):
         raise InvalidInputError("deleted row offsets must be in [0, 2**32)")
     if physical_rows is not None and len(o) and int(o[-1]) >= physical_rows:
@@ -111,13 +126,21 @@ async def delete_rows(
     fragment: table_pb2.DataFragment,
     read_version: int,
     offsets: np.ndarray,
+    existing: np.ndarray | None = None,
 ) -> table_pb2.DataFragment | None:
     """``fragment`` with ``offsets`` (local row offsets) also deleted: a new cumulative deletion file
     is written.  Returns None when every row of the fragment is now deleted (drop the fragment:
-    list its id in ``Delete.deleted_fragment_ids``)."""
-    existing = await read_deleted_offsets(store, root, fragment)
+    list its id in ``Delete.deleted_fragment_ids``).  ``existing``: the fragment's deleted
+    offsets (sorted unique) when the caller holds them (else its deletion file is read)."""
+    if existing is None:
+        existing = await read_deleted_offsets(store, root, fragment)
     new = _check_offsets(offsets, fragment.physical_rows)
-    merged = np.union1d(existing, new).astype(np.uint32)
+    if len(existing) == 0:
+        merged = new
+    elif len(new) == 0:
+        merged = np.asarray(existing, dtype=np.uint32)
+    else:
+        merged = sorted_unique(np.concatenate([np.asarray(existing, dtype=np.uint32), new]))
     out = table_pb2.DataFragment()
     out.CopyFrom(fragment)
     if len(merged) == len(existing):
@@ -140,5 +163,6 @@ __all__ = [
     "encode_arrow_deletions",
     "encode_bitmap_deletions",
     "read_deleted_offsets",
+    "sorted_unique",
     "write_deletion_file",
 ]

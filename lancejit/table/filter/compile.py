@@ -311,11 +311,11 @@ class _Compiler:
             value = literal_array(lit)[0]
             return Side(compiled, value.type, lit.value if lit.kind == UTF8 else value)
         try:  # a computed operand: its type from an empty evaluation
-            from .evaluate import _project
+            from .evaluate import project
 
             # (built from names, not the schema: pyarrow checks a schema's pandas metadata)
             empty = pa.Table.from_arrays([pa.nulls(0, f.type) for f in self.schema], names=self.schema.names)
-            return Side(compiled, _project(empty, [compiled])[0].type)
+            return Side(compiled, project(empty, [compiled])[0].type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError, TypeError):
             return Side(compiled, None)
 

@@ -114,7 +114,8 @@ def _leaves(root: BoolNode) -> list[pc.Expression]:
     return out
 
 
-def _project(table: pa.Table, exprs: list[pc.Expression]) -> list[pa.ChunkedArray]:
+def project(table: pa.Table, exprs: list[pc.Expression]) -> list[pa.ChunkedArray]:
+    """``exprs`` evaluated over ``table`` (at least one column) in the calling thread."""
     import pyarrow.acero as ac
 
     names = [f"e{i}" for i in range(len(exprs))]
@@ -141,13 +142,13 @@ def _mask(node: Node, values: dict[int, pa.ChunkedArray], table: pa.Table) -> pa
 def evaluate_tree(root: BoolNode, table: pa.Table) -> np.ndarray:
     """Positions (int64) of the rows of ``table`` (at least one column) where ``root`` is TRUE."""
     leaves = _leaves(root)
-    arrays = _project(table, leaves) if leaves else []
+    arrays = project(table, leaves) if leaves else []
     return _positions(_mask(root, {id(e): a for e, a in zip(leaves, arrays)}, table))
 
 
 def evaluate_expression(expr: pc.Expression, table: pa.Table) -> np.ndarray:
     """Positions (int64) of the rows of ``table`` (at least one column) where ``expr`` is TRUE."""
-    return _positions(_project(table, [expr])[0])
+    return _positions(project(table, [expr])[0])
 
 
 def _positions(mask) -> np.ndarray:

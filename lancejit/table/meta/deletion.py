@@ -19,12 +19,15 @@ from lancejit.core.errors import CorruptFileError
 
 from .manifest import ARROW_ARRAY, BITMAP, DeletionFile
 
+_READ_OPTIONS = ipc.IpcReadOptions(use_threads=False)
+
 
 def decode_arrow_deletions(data: bytes | memoryview, path: str, physical_rows: int | None = None) -> np.ndarray:
     """Deleted offsets (sorted unique uint32) from an Arrow IPC deletion file; with
     ``physical_rows``, more entries than the fragment's rows are refused before decoding."""
     try:
-        reader = ipc.open_file(pa.py_buffer(bytes(data)))
+        # in the calling thread: pyarrow's pool would decompress a few hundred bytes per file
+        reader = ipc.open_file(pa.py_buffer(bytes(data)), options=_READ_OPTIONS)
         if reader.num_record_batches != 1:
             raise CorruptFileError(
                 f"deletion file has {reader.num_record_batches} batches, expected 1", path=path)
@@ -42,7 +45,10 @@ def decode_arrow_deletions(data: bytes | memoryview, path: str, physical_rows: i
         raise CorruptFileError("deletion file contains nulls", path=path)
     if physical_rows is not None:
         claim(len(col), physical_rows, "deleted rows of the Arrow deletion file", path)
-    return np.unique(col.to_numpy(zero_copy_only=False).astype(np.uint32, copy=False))
+    values = col.to_numpy(zero_copy_only=False).astype(np.uint32, copy=False)
+    if len(values) > 1 and not bool((values[1:] > values[:-1]).all()):
+        values = np.unique(values)
+    return values
 
 
 def decode_bitmap_deletions(data: bytes | memoryview, path: str, physical_rows: int | None = None) -> np.ndarray:
@@ -58,7 +64,7 @@ def decode_bitmap_deletions(data: bytes | memoryview, path: str, physical_rows: 
         if bm.max() >= physical_rows:
             raise CorruptFileError(
                 f"deletion file deletes offset {bm.max()} of a fragment with {physical_rows} rows", path=path)
-    return np.fromiter(bm, dtype=np.uint32, count=len(bm))
+    return np.frombuffer(bm.to_array(), dtype=np.uint32).copy()
 
 
 def decode_deletion_file(

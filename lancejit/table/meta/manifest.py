@@ -162,6 +162,9 @@ class Manifest:
     #: The manifest's schema fields as stored (bytes; None when not known): equal keys give
     #: equal schemas (see :func:`.open.make_context`).
     schema_key: bytes | None = field(default=None, compare=False)
+    #: The whole manifest file (bytes) when it was read or written whole, else None: a commit
+    #: on this version rebuilds from it instead of reading the file again.
+    file_bytes: bytes | memoryview | None = field(default=None, compare=False, repr=False)
 
     def fragment(self, fragment_id: int) -> Fragment | None:
         for frag in self.fragments:
@@ -254,7 +257,7 @@ def _fragment_of(path: str, pb: Any, stats_trusted: bool = True) -> Fragment:
 
 
 def manifest_from_pb(pb: Any, file_size: int = 0, scanned: ScannedManifest | None = None,
-                     path: str | None = None) -> Manifest:
+                     path: str | None = None, file_bytes: bytes | memoryview | None = None) -> Manifest:
     """Convert a decoded ``lance.table.Manifest`` message (with ``scanned``: the message
     without its fragments, which ``scanned`` holds; ``path``: the manifest file, named by the
     errors of fragments converted later)."""
@@ -295,6 +298,7 @@ def manifest_from_pb(pb: Any, file_size: int = 0, scanned: ScannedManifest | Non
         branch=pb.branch if has("branch") else None,
         file_size=file_size,
         schema_key=None if scanned is None else scanned.schema,
+        file_bytes=file_bytes,
     )
 
 
@@ -315,9 +319,11 @@ def manifest_position(tail: bytes | memoryview, file_size: int, path: str) -> in
     return pos
 
 
-def decode_manifest(section: bytes | memoryview, file_size: int, path: str) -> Manifest:
+def decode_manifest(section: bytes | memoryview, file_size: int, path: str,
+                    file_bytes: bytes | memoryview | None = None) -> Manifest:
     """Decode a manifest from ``section`` = the file's bytes from the manifest position to EOF
-    (length prefix, protobuf, 16-byte footer)."""
+    (length prefix, protobuf, 16-byte footer); ``file_bytes``: the whole file when known (kept
+    on the manifest, see :attr:`Manifest.file_bytes`)."""
     section = memoryview(section)
     if len(section) < 4 + FOOTER_LEN:
         raise CorruptFileError("manifest section is truncated", path=path)
@@ -340,7 +346,7 @@ def decode_manifest(section: bytes | memoryview, file_size: int, path: str) -> M
     except (DecodeError, ValueError) as exc:
         raise CorruptFileError(f"manifest protobuf does not decode: {exc}", path=path) from None
     try:
-        return manifest_from_pb(pb, file_size, scanned, path)
+        return manifest_from_pb(pb, file_size, scanned, path, file_bytes)
     except CorruptFileError as exc:
         if exc.path is None:
             raise CorruptFileError(str(exc), path=path) from None
@@ -350,7 +356,7 @@ def decode_manifest(section: bytes | memoryview, file_size: int, path: str) -> M
 def decode_manifest_file(data: bytes | memoryview, path: str) -> Manifest:
     """Decode a whole manifest file held in memory."""
     pos = manifest_position(data, len(data), path)
-    return decode_manifest(memoryview(data)[pos:], len(data), path)
+    return decode_manifest(memoryview(data)[pos:], len(data), path, data)
 
 
 def _section(data: bytes | memoryview, pos: int, path: str, what: str) -> bytes:

@@ -186,12 +186,13 @@ async def read_manifest_at(
     uri = store.uri(path)
     pos = manifest_position(tail, size, uri)
     tail_start = size - len(tail)
+    whole = tail if tail_start == 0 else None
     if pos >= tail_start:
         section = tail[pos - tail_start :]
     else:
         (head,) = await reader.read_ranges([(pos, tail_start)])
         section = memoryview(bytes(head) + bytes(tail))
-    return decode_manifest(section, size, uri), tail, size
+    return decode_manifest(section, size, uri, whole), tail, size
 
 
 async def read_version(

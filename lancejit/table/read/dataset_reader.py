@@ -42,6 +42,11 @@ class Scanner:
         self._spec = spec
 
     @property
+    def spec(self) -> _scan.ScanSpec:
+        """What this scan reads (a value: ``Scanner(ctx, replace(spec, ...))`` derives another)."""
+        return self._spec
+
+    @property
     def schema(self) -> pa.Schema:
         return output_schema(self._ctx, self._spec)
 

@@ -56,6 +56,10 @@ class _Group:
     types: tuple[pa.DataType, ...]
 
 
+#: Bytes of a deletion file read by the first request.
+DELETION_READ_BYTES = 64 * 1024
+
+
 class FragmentReader:
     """Reads one fragment of one dataset version."""
 
@@ -100,7 +104,13 @@ class FragmentReader:
         async def load() -> np.ndarray:
             with self.ctx.errors(path, store):
                 try:
-                    _, data = await self.ctx.reader(store, path).read_tail(1 << 62)
+                    reader = self.ctx.reader(store, path)
+                    # deletion files are small: one read of their last 64 KiB (inline on local
+                    # stores), a second one for the rest of a bigger file
+                    size, data = await reader.read_tail(DELETION_READ_BYTES)
+                    if size > len(data):
+                        (head,) = await reader.read_ranges([(0, size - len(data))])
+                        data = bytes(head) + bytes(data)
                 except NotFoundError:
                     raise NotFoundError("deletion file is missing") from None
                 return decode_deletion_file(data, d, self.physical_rows, store.uri(path))

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.config import settings
+from lancejit.core.cores import off_loop_if_idle
 
 from ..meta.context import DatasetContext
 from ..meta.fields import TopField
@@ -87,7 +88,7 @@ async def _read_at(
 
 async def _select_async(arrays: list, positions: np.ndarray, n: int) -> list:
     if len(positions) < n and len(positions) >= OFFLOAD_SELECT_ROWS:
-        return await asyncio.to_thread(_select, arrays, positions, n)
+        return await off_loop_if_idle(_select, arrays, positions, n)
     return _select(arrays, positions, n)
 
 

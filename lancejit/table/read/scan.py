@@ -208,6 +208,8 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tup
     knobs = settings()
     filtered_late = spec.filter is not None and knobs.late_materialization
     max_rows = knobs.scan_unit_rows * (FILTERED_UNIT_FACTOR if filtered_late else 1)
+    if spec.unit_rows is not None:
+        max_rows = spec.unit_rows
     plan = plan_units(ctx, index, scanned, spec.batch_size, knobs.scan_unit_bytes, max_rows, pruner)
     if indexed is not None:
         if count and indexed.matches() is not None:

@@ -53,6 +53,9 @@ class ScanSpec:
     readahead: int = field(default_factory=lambda: settings().scan_readahead)
     fragment_ids: tuple[int, ...] | None = None
     outputs: tuple[OutColumn, ...] | None = None
+    #: Most rows per unit (None: the scan's own bound); a scan reading whole fragments for a
+    #: rewrite raises it, so each fragment's columns are read together.
+    unit_rows: int | None = None
 
 
 def output_columns(spec: ScanSpec) -> tuple[OutColumn, ...]:

@@ -10,42 +10,58 @@ fragments covered by the same set of indices; BTREE, BITMAP and LABEL_LIST indic
 rewritten fragments are remapped to the rows' new addresses (:mod:`.index_remap`), fragments
 covered by indices lancejit cannot remap (vector indices, zone maps...) are left alone.
 
-Each task's live rows are read in order and written to new fragments of at most
-``target_rows_per_fragment`` rows.  As the reference does, fragment ids are reserved first by a
+Each task's live rows are read in order and written to new fragments.  As the reference does,
+fragment ids are reserved first by a
 ``ReserveFragments`` commit, then one ``Rewrite`` commit (read version = the planned version)
 replaces each group's old fragments in place.  With stable row ids the rows keep their ids and
 created-at / last-updated-at versions (the sequences of the live rows move with them), so
 ``take_rows`` of ids taken before returns the same rows after.  A concurrent commit touching
 the same fragments makes the commit retryable: compaction re-plans on the latest version
 (``max_retries`` times), so rows deleted meanwhile never come back.
+
+As in the reference, a task's live rows are written to ``max(1, rows // target_rows_per_fragment)``
+files of equal size (the first ones one row longer): 40 fragments of 100 rows with deletions
+compacted to a target of 1,000 make 3 fragments (1,029 / 1,028 / 1,372 rows), not files cut
+at the target.  ``max_bytes_per_file`` starts a new file once that many bytes are written.
+
+The work is split as the reference splits it (``Compaction.plan`` / ``CompactionTask.execute`` /
+``Compaction.commit``): :func:`plan_compaction_async` returns plain values (tasks of protobuf
+fragments), :func:`execute_compaction_task_async` rewrites one task anywhere the dataset can be
+opened (another process or machine) and returns a :class:`RewriteResult`, and
+:func:`commit_compaction_async` commits the results once.  A task's fragments are read by one
+scan (small fragments opened in batches) streamed through the file writer.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.config import settings
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
+from lancejit.io.store import join_path
 from lancejit.pb import table_pb2
-from lancejit.core.config import settings
 
-from ..commit import ReserveFragments, Transaction, commit, commit_transaction, load_manifest, read_deleted_offsets
+from ..commit import ReserveFragments, Transaction, commit_transaction, parse_manifest_file, read_deleted_offsets
 from ..commit.operations import Rewrite, RewriteGroup
 from ..commit.rowid_writer import decode_version_runs, encode_row_id_sequence, encode_version_runs
+from ..read.dataset_reader import Scanner
 from ..read.fragment import ROWADDR, ROWID
-from .data_files import DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
-from .index_remap import delete_rewritten, plan_index_sets, remap_indices
+from .data_files import DATA_DIR, DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
+from .index_remap import Remappable, plan_index_sets, remap_indices
+from .index_remap import delete_rewritten as delete_remapped
+from .on_version import loaded_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-#: Rows gathered from the scan before each write (the writer's per-call cost dominates otherwise).
-WRITE_CHUNK_ROWS = 64 * 1024
+#: Most rows per scan unit while rewriting (see ``execute_compaction_task_async``).
+REWRITE_UNIT_ROWS = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,45 +188,131 @@ def _version_runs(frag: table_pb2.DataFragment, created: bool) -> np.ndarray:
 
 
 @dataclass(frozen=True, slots=True)
-class _TaskResult:
+class CompactionTask:
+    """One rewrite: adjacent ``fragments`` of version ``read_version`` (as they were there, in
+    dataset order) rewritten into new fragments holding their ``live_rows`` rows.  A plain value
+    (protobuf fragments): it can be shipped to another process and executed there
+    (:func:`execute_compaction_task_async`)."""
+
+    read_version: int
+    fragments: tuple[table_pb2.DataFragment, ...]
+    #: Live rows of the fragments (None: unknown, counted while rewriting).
+    live_rows: int | None = None
+
+    def __reduce__(self) -> tuple:
+        return (_task_from_bytes, (self.read_version, _frag_bytes(self.fragments), self.live_rows))
+
+
+def _frag_bytes(frags: Sequence[table_pb2.DataFragment]) -> tuple[bytes, ...]:
+    return tuple(f.SerializeToString() for f in frags)
+
+
+def _frags_from(raw: Sequence[bytes]) -> tuple[table_pb2.DataFragment, ...]:
+    return tuple(table_pb2.DataFragment.FromString(b) for b in raw)
+
+
+def _task_from_bytes(read_version: int, raw: tuple[bytes, ...], live_rows: int | None = None) -> "CompactionTask":
+    return CompactionTask(read_version, _frags_from(raw), live_rows)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """What a compaction of version ``read_version`` rewrites: ``tasks`` (none: nothing to do).
+    Tasks, plans and results pickle (fragments as their protobuf bytes)."""
+
+    read_version: int
+    tasks: tuple[CompactionTask, ...]
+    options: CompactionOptions
+
+    def num_tasks(self) -> int:
+        return len(self.tasks)
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteResult:
+    """A task's outcome: its old fragments, the new fragments holding their live rows (id 0:
+    numbered at commit), the metrics, and the written data files (names under ``data/``)."""
+
     group: RewriteGroup
     metrics: CompactionMetrics
-    writer: FragmentFileWriter
-    #: The addresses of the rows rewritten, in their new order (for remapping indices).
+    files: tuple[str, ...]
+    #: The old addresses of the rows rewritten, in their new order (for remapping indices).
     addresses: np.ndarray
 
+    def __reduce__(self) -> tuple:
+        return (_result_from_bytes, (_frag_bytes(self.group.old_fragments), _frag_bytes(self.group.new_fragments),
+                                     self.metrics, self.files, self.addresses))
 
-async def _rewrite_task(ds: "DatasetReader", lschema: LanceSchema, storage: str, frags: list[table_pb2.DataFragment],
-                        options: CompactionOptions) -> _TaskResult:
+
+def _result_from_bytes(old: tuple[bytes, ...], new: tuple[bytes, ...], metrics: CompactionMetrics,
+                       files: tuple[str, ...], addresses: np.ndarray) -> RewriteResult:
+    return RewriteResult(RewriteGroup(_frags_from(old), _frags_from(new)), metrics, files, addresses)
+
+
+def file_rows(live_rows: int, target: int) -> list[int]:
+    """Rows of each file a task of ``live_rows`` rows is written to, as the reference splits
+    it: ``max(1, live_rows // target)`` files of equal size, the first ones one row longer."""
+    n = max(1, live_rows // target)
+    base, extra = divmod(live_rows, n)
+    return [base + 1] * extra + [base] * (n - extra)
+
+
+async def plan_compaction_async(ds: "DatasetReader", options: CompactionOptions) -> CompactionPlan:
+    """The tasks compacting ``ds`` (its checked-out version) with ``options``."""
+    options = options.validated()
+    lm = await loaded_manifest(ds)
+    frags = list(lm.manifest.fragments)
+    if not frags:
+        return CompactionPlan(ds.version, (), options)
+    ids = np.fromiter((f.id for f in frags), dtype=np.int64, count=len(frags))
+    phys = np.fromiter((f.physical_rows for f in frags), dtype=np.int64, count=len(frags))
+    excluded = np.isin(ids, np.array(options.excluded_fragment_ids, dtype=np.int64))
+    keys, _ = await plan_index_sets(ds.context, lm.index_section, ids, ds.has_stable_row_ids)
+    keys = np.where(excluded, -1, keys)
+    deleted = await _deleted_counts(ds, frags)
+    live = phys - deleted
+    bins = plan_bins(phys, deleted, keys, options)
+    known = phys > 0  # legacy fragments may not record their rows: counted while rewriting
+    tasks = tuple(CompactionTask(ds.version, tuple(frags[lo:hi]), int(live[lo:hi].sum()) if known[lo:hi].all() else None)
+                  for lo, hi in bins)
+    return CompactionPlan(ds.version, tasks, options)
+
+
+async def execute_compaction_task_async(ds: "DatasetReader", task: CompactionTask, options: CompactionOptions,
+                                        *, name_prefix: str = "") -> RewriteResult:
+    """Rewrite ``task``'s fragments (``ds`` must be at ``task.read_version``): their live rows
+    are read by one scan and streamed through the file writer; the new data files are named
+    with ``name_prefix`` first.  A failure deletes what it wrote."""
+    if ds.version != task.read_version:
+        raise InvalidInputError(f"compaction task of version {task.read_version} executed on version {ds.version}")
     c = ds.context
+    lschema = c.lance_schema or LanceSchema.from_pb(c.manifest.fields, dict(c.manifest.schema_metadata))
+    storage = normalize_storage_version(c.manifest.data_storage_version or "2.0")
+    frags = list(task.fragments)
+    quotas = file_rows(task.live_rows, options.target_rows_per_fragment) if task.live_rows is not None else None
     writer = FragmentFileWriter(
         c.store, c.root, lschema.fields, dict(lschema.metadata), storage,
-        max_rows_per_file=options.target_rows_per_fragment,
+        max_rows_per_file=options.target_rows_per_fragment if quotas is None else max(quotas),
         max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-        storage_options=c.storage_options,
+        storage_options=c.storage_options, name_prefix=name_prefix, file_rows=quotas,
     )
     file_schema = writer.file_schema
     stable = ds.has_stable_row_ids
     ids, addrs = [], []
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
     try:
         scanner = ds.scanner(columns=file_schema.names, with_row_id=stable, with_row_address=True,
                              fragment_ids=[f.id for f in frags], batch_size=options.batch_size)
+        # whole fragments: each one's columns read together (one request per fragment on object
+        # stores, as the reference), the scan's byte bound still cutting very big fragments
+        scanner = Scanner(c, replace(scanner.spec, unit_rows=REWRITE_UNIT_ROWS))
         async for batch in scanner.batches_async():
             if batch.num_rows == 0:
                 continue
             if stable:
                 ids.append(batch.column(ROWID).to_numpy())
             addrs.append(batch.column(ROWADDR).to_numpy())
-            pending.append(pa.RecordBatch.from_arrays([batch.column(n) for n in file_schema.names],
-                                                      schema=file_schema))
-            pending_rows += batch.num_rows
-            if pending_rows >= WRITE_CHUNK_ROWS:  # small fragments give small batches: write in bulk
-                await writer.write(pa.concat_batches(pending))
-                pending, pending_rows = [], 0
-        if pending:
-            await writer.write(pa.concat_batches(pending))
+            batch = pa.RecordBatch.from_arrays([batch.column(n) for n in file_schema.names], schema=file_schema)
+            await writer.write(batch)
         files = await writer.finish()
     except BaseException:
         await writer.cleanup()
@@ -224,7 +326,8 @@ async def _rewrite_task(ds: "DatasetReader", lschema: LanceSchema, storage: str,
         files_removed=sum(len(f.files) + int(f.HasField("deletion_file")) for f in frags),
         files_added=sum(len(f.files) for f in new_frags),
     )
-    return _TaskResult(RewriteGroup(tuple(frags), tuple(new_frags)), metrics, writer, moved)
+    return RewriteResult(RewriteGroup(tuple(frags), tuple(new_frags)), metrics, tuple(wf.name for wf in files),
+                         moved)
 
 
 def _carry_row_meta(old: list[table_pb2.DataFragment], new: list[table_pb2.DataFragment],
@@ -249,71 +352,86 @@ def _carry_row_meta(old: list[table_pb2.DataFragment], new: list[table_pb2.DataF
         start = end
 
 
-async def _reserve_ids(ds: "DatasetReader", groups: list[RewriteGroup]) -> list[RewriteGroup]:
-    """Reserve fragment ids with a ``ReserveFragments`` commit and number the new fragments."""
-    c = ds.context
-    count = sum(len(g.new_fragments) for g in groups)
-    res = await commit_transaction(c.store, c.root, Transaction(ds.version, ReserveFragments(count)))
-    next_id = res.manifest.max_fragment_id + 1 - count
-    out = []
+def _numbered(groups: Sequence[RewriteGroup], first_id: int) -> list[RewriteGroup]:
+    """``groups`` with their new fragments numbered from ``first_id`` (copies: the results
+    given stay as they were)."""
+    out, next_id = [], first_id
     for g in groups:
+        new = []
         for f in g.new_fragments:
-            f.id = next_id
+            n = table_pb2.DataFragment()
+            n.CopyFrom(f)
+            n.id = next_id
             next_id += 1
-        out.append(g)
+            new.append(n)
+        out.append(RewriteGroup(g.old_fragments, tuple(new)))
     return out
 
 
-async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tuple[CompactionMetrics, int | None]:
+async def commit_compaction_async(ds: "DatasetReader", results: Sequence[RewriteResult],
+                                  carry: dict[str, Remappable] | None = None) -> CompactionMetrics:
+    """Commit the tasks' ``results`` as one ``Rewrite`` of ``ds``'s version (the plan's read
+    version), fragment ids reserved first by a ``ReserveFragments`` commit; the scalar indices
+    covering rewritten fragments (``carry``: found again on ``ds`` when None) are remapped to
+    the rows' new addresses in the same commit.
+    :class:`RetryableCommitError` when a concurrent commit touched the same fragments (plan again
+    on the latest version); the results' files are not deleted here on failure (see
+    :func:`delete_rewritten`)."""
+    total = CompactionMetrics()
+    if not results:
+        return total
     c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
-    m = lm.manifest
-    frags = list(m.fragments)
-    if not frags:
-        return CompactionMetrics(), None
-    ids = np.fromiter((f.id for f in frags), dtype=np.int64, count=len(frags))
-    phys = np.fromiter((f.physical_rows for f in frags), dtype=np.int64, count=len(frags))
-    excluded = np.isin(ids, np.array(options.excluded_fragment_ids, dtype=np.int64))
-    keys, carry = await plan_index_sets(c, lm.index_section, ids, ds.has_stable_row_ids)
-    keys = np.where(excluded, -1, keys)
-    bins = plan_bins(phys, await _deleted_counts(ds, frags), keys, options)
-    if not bins:
-        return CompactionMetrics(), None
-    lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
-    storage = normalize_storage_version(m.data_format.version or "2.0")
+    lm = await loaded_manifest(ds)
+    if carry is None:
+        ids = np.fromiter((f.id for f in lm.manifest.fragments), dtype=np.int64, count=len(lm.manifest.fragments))
+        _, carry = await plan_index_sets(c, lm.index_section, ids, ds.has_stable_row_ids)
+    known = {c.manifest_path: lm}
+    count = sum(len(r.group.new_fragments) for r in results)
+    reserved = await commit_transaction(c.store, c.root, Transaction(ds.version, ReserveFragments(count)), known=known)
+    known[reserved.path] = parse_manifest_file(reserved.data, c.store.uri(reserved.path))
+    groups = _numbered([r.group for r in results], reserved.manifest.max_fragment_id + 1 - count)
+    rewritten = await remap_indices(c, carry, groups, [r.addresses for r in results])
+    try:
+        await commit_transaction(c.store, c.root, Transaction(ds.version, Rewrite(tuple(groups), rewritten)),
+                                 known=known)
+    except BaseException:
+        await delete_remapped(c, rewritten)
+        raise
+    for r in results:
+        total = total + r.metrics
+    return total
+
+
+async def delete_rewritten(ds: "DatasetReader", results: Sequence[RewriteResult]) -> None:
+    """Delete the data files of ``results`` (best effort: unreferenced files are harmless)."""
+    c = ds.context
+    paths = [join_path(c.root, DATA_DIR, name) for r in results for name in r.files]
+    try:
+        await c.store.delete_many(paths)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> CompactionMetrics:
+    plan = await plan_compaction_async(ds, options)
+    if not plan.tasks:
+        return CompactionMetrics()
     limit = asyncio.Semaphore(options.num_threads or 2)
 
-    async def run(lo: int, hi: int) -> _TaskResult:
+    async def run(task: CompactionTask) -> RewriteResult:
         async with limit:
-            return await _rewrite_task(ds, lschema, storage, frags[lo:hi], options)
+            return await execute_compaction_task_async(ds, task, plan.options)
 
-    results = await asyncio.gather(*(run(lo, hi) for lo, hi in bins), return_exceptions=True)
+    results = await asyncio.gather(*(run(t) for t in plan.tasks), return_exceptions=True)
     failed = [r for r in results if isinstance(r, BaseException)]
     done = [r for r in results if not isinstance(r, BaseException)]
-    rewritten: tuple = ()
     try:
         if failed:
             raise failed[0]
-        groups = await _reserve_ids(ds, [r.group for r in done])
-        rewritten = await remap_indices(c, carry, groups, [r.addresses for r in done])
-        await commit(c.store, c.root, Rewrite(tuple(groups), rewritten), ds.version)
+        return await commit_compaction_async(ds, done)
     except BaseException:
-        for r in done:
-            await _delete_written(r.writer)
-        await delete_rewritten(c, rewritten)
+        await delete_rewritten(ds, done)
         raise
-    total = CompactionMetrics()
-    for r in done:
-        total = total + r.metrics
-    return total, ds.version
-
-
-async def _delete_written(writer: FragmentFileWriter) -> None:
-    paths = [writer.path_of(f.name) for f in writer.files]
-    try:
-        await writer.store.delete_many(paths)
-    except Exception:  # noqa: BLE001 - best effort: unreferenced files are harmless
-        pass
 
 
 async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
@@ -326,8 +444,7 @@ async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
         max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         try:
-            metrics, _ = await _compact_once(current, options)
-            return metrics
+            return await _compact_once(current, options)
         except RetryableCommitError:
             if attempt >= max_retries:
                 raise
@@ -381,20 +498,9 @@ class DatasetOptimizer:
             num_threads, batch_size,
             tuple(int(i) for i in excluded_fragment_ids) if excluded_fragment_ids is not None else (),
         )
-        return run_sync(compact_files_async(self._ds, opts, max_retries))
-
-    async def optimize_indices_async(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
-        """Extend the scalar indices (all, or ``index_names``) over fragments they do not cover
-        (see :func:`..write.scalar_index.optimize_indices_async`); returns the new version."""
-        from .scalar_index import optimize_indices_async
-
-        return await optimize_indices_async(self._ds, index_names, **kwargs)
-
-    def optimize_indices(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
-        """Synchronous :meth:`optimize_indices_async`."""
-        from lancejit.io.sync import run_sync
-
-        return run_sync(self.optimize_indices_async(index_names=index_names, **kwargs), store=self._ds.store)
+        return run_sync(compact_files_async(self._ds, opts, max_retries), store=self._ds.context.store)
 
 
-__all__ = ["CompactionMetrics", "CompactionOptions", "DatasetOptimizer", "compact_files_async", "plan_bins"]
+__all__ = ["CompactionMetrics", "CompactionOptions", "CompactionPlan", "CompactionTask", "DatasetOptimizer",
+           "RewriteResult", "commit_compaction_async", "compact_files_async", "delete_rewritten",
+           "execute_compaction_task_async", "file_rows", "plan_bins", "plan_compaction_async"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -27,6 +27,10 @@ DATA_DIR = "data"
 #: The reference's default ``max_bytes_per_file`` (90 GiB).
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+#: Small batches are gathered until they hold this many rows ...
+COALESCE_ROWS = 64 * 1024
+#: ... or this many bytes before they reach the file writer.
+COALESCE_BYTES = 8 * 1024 * 1024
 
 _STORAGE_VERSIONS = {"2.0": "2.0", "0.3": "2.0", "2.1": "2.1", "2.2": "2.2", "stable": "2.2"}
 _FILE_NUMBERS = {"2.0": (2, 0), "2.1": (2, 1), "2.2": (2, 2)}
@@ -118,7 +122,8 @@ class FragmentFileWriter:
     file every ``max_rows_per_file`` rows or ``max_bytes_per_file`` bytes.
 
     Call :meth:`write` per batch, :meth:`finish` for the files, :meth:`cleanup` on failure
-    (aborts the open file and deletes the finished ones).
+    (aborts the open file and deletes the finished ones).  ``file_rows`` gives each file its own
+    row count instead (compaction's even split).
     """
 
     store: ObjectStore
@@ -131,10 +136,18 @@ class FragmentFileWriter:
     storage_options: dict[str, Any] | None = None
     max_page_bytes: int | None = None
     on_file: Callable[[WrittenFile], None] | None = None
+    #: Put before every data file's name (lets a job find the files it wrote).
+    name_prefix: str = ""
+    #: Rows of each file, in order (None: ``max_rows_per_file`` each); files past the list
+    #: hold ``max_rows_per_file`` rows.
+    file_rows: Sequence[int] | None = None
     files: list[WrittenFile] = field(default_factory=list)
     _writer: Any = None
     _name: str | None = None
     _rows: int = 0
+    _pending: list = field(default_factory=list)
+    _pending_rows: int = 0
+    _pending_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.max_rows_per_file <= 0 or self.max_bytes_per_file <= 0:
@@ -150,7 +163,7 @@ class FragmentFileWriter:
     async def _open(self) -> None:
         from lancejit.file.writer import AsyncLanceFileWriter
 
-        self._name = random_file_name() + ".lance"
+        self._name = self.name_prefix + random_file_name() + ".lance"
         w = AsyncLanceFileWriter(
             self.store.uri(self.path_of(self._name)), self.file_schema, version=self.storage_version,
             storage_options=self.storage_options, max_page_bytes=self.max_page_bytes,
@@ -164,6 +177,7 @@ class FragmentFileWriter:
             return
         w, name = self._writer, self._name
         self._writer = None
+        self._rows = 0
         rows = await w.close()
         ncols = w.num_columns or len(self.field_ids)
         if ncols != len(self.field_ids):
@@ -180,20 +194,52 @@ class FragmentFileWriter:
             self.on_file(wf)
 
     async def write(self, batch: pa.RecordBatch) -> None:
-        """Append ``batch`` (already conformed to :attr:`file_schema`)."""
+        """Append ``batch`` (already conformed to :attr:`file_schema`).  Small batches are
+        gathered and handed to the file writer together (:data:`COALESCE_ROWS` rows or
+        :data:`COALESCE_BYTES` bytes at a time, or as soon as they complete a file: each
+        hand-off encodes every column)."""
+        n = batch.num_rows
+        if not self._pending and (n >= COALESCE_ROWS or batch.nbytes >= COALESCE_BYTES):
+            await self._write_now(batch)
+            return
+        self._pending.append(batch)
+        self._pending_rows += n
+        self._pending_bytes += batch.nbytes
+        if (self._pending_rows >= COALESCE_ROWS or self._pending_bytes >= COALESCE_BYTES
+                or self._rows + self._pending_rows >= self._file_limit()):  # a file is complete
+            await self._flush_pending()
+
+    def _file_limit(self) -> int:
+        """Rows of the file being written (or the next one)."""
+        quotas = self.file_rows
+        k = len(self.files)
+        if quotas is not None and k < len(quotas) and quotas[k] > 0:
+            return quotas[k]
+        return self.max_rows_per_file
+
+    async def _flush_pending(self) -> None:
+        if not self._pending:
+            return
+        pending = self._pending
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        await self._write_now(pending[0] if len(pending) == 1 else pa.concat_batches(pending))
+
+    async def _write_now(self, batch: pa.RecordBatch) -> None:
         start = 0
         n = batch.num_rows
         while start < n:
             if self._writer is None:
                 await self._open()
-            take = min(n - start, self.max_rows_per_file - self._rows)
+            limit = self._file_limit()
+            take = min(n - start, limit - self._rows)
             await self._writer.write_batch(batch.slice(start, take))
             self._rows += take
             start += take
-            if self._rows >= self.max_rows_per_file or self._writer.bytes_written >= self.max_bytes_per_file:
+            if self._rows >= limit or self._writer.bytes_written >= self.max_bytes_per_file:
                 await self._close_current()
 
     async def finish(self) -> list[WrittenFile]:
+        await self._flush_pending()
         await self._close_current()
         return list(self.files)
 
@@ -206,6 +252,7 @@ class FragmentFileWriter:
 
     async def cleanup(self) -> None:
         """Abort the open file and delete every finished one (best effort)."""
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         if self._writer is not None:
             try:
                 await self._writer.abort()

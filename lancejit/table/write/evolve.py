@@ -15,23 +15,47 @@ field ids continue after the largest id the schema or any data file uses.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError
 from lancejit.core.schema import LanceField, LanceSchema, parse_field_path
 from lancejit.pb import table_pb2
 
-from ..commit import Merge, Project, commit, load_manifest
+from ..commit import Merge, Project
 from ..filter.compile import compile_filter
+from ..filter.evaluate import project
 from ..read.fragment import ROWADDR
 from .data_files import FragmentFileWriter, normalize_storage_version
+from .mutate import WRITE_BATCH_ROWS
+from .on_version import commit_on, loaded_manifest, open_data_files_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
+
+#: Fragments (or groups of small ones) computed and written at once.
+CONCURRENT_FRAGMENTS = 4
+#: Consecutive fragments of fewer rows than this together are read and evaluated together.
+GROUP_ROWS = 1 << 16
+
+
+def _groups(frags: list[table_pb2.DataFragment], rows: int) -> list[list[table_pb2.DataFragment]]:
+    """Consecutive ``frags`` in runs of at most ``rows`` physical rows (a bigger one alone)."""
+    out: list[list[table_pb2.DataFragment]] = []
+    cur: list[table_pb2.DataFragment] = []
+    n = 0
+    for f in frags:
+        if cur and n + f.physical_rows > rows:
+            out.append(cur)
+            cur, n = [], 0
+        cur.append(f)
+        n += f.physical_rows
+    if cur:
+        out.append(cur)
+    return out
 
 
 def _next_field_id(manifest: table_pb2.Manifest) -> int:
@@ -101,13 +125,14 @@ async def add_columns_async(
 ) -> "DatasetReader":
     """Add columns to every fragment (see the module docstring); returns the new version."""
     c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
+    lm = await loaded_manifest(ds)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
     ds_schema = ds.schema
 
     compute: Callable[[pa.Table], pa.Table] | None = None
     source: _AlignedSource | None = None
+    grouped = False
     if isinstance(transforms, pa.Field):
         transforms = [transforms]
     if isinstance(transforms, pa.Schema):
@@ -127,12 +152,14 @@ async def add_columns_async(
             def compute(t: pa.Table) -> pa.Table:
                 base = t if t.num_columns else pa.table({"__n": pa.nulls(t.num_rows)})
                 try:
-                    return pads.dataset(base).to_table(columns={k: e.expression for k, e in exprs.items()})
+                    cols = project(base, [e.expression for e in exprs.values()])
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
                     raise InvalidInputError(f"add_columns expressions cannot be evaluated: {exc}") from None
+                return pa.table(cols, names=list(exprs))
 
             probe = compute(ds.schema.empty_table().select(needed))
             new_schema = probe.schema
+            grouped = True
         elif callable(transforms):
             fn = transforms
             cols = list(read_columns) if read_columns is not None else list(ds_schema.names)
@@ -150,71 +177,127 @@ async def add_columns_async(
         else:
             raise InvalidInputError(f"unsupported add_columns transforms {type(transforms).__name__}")
 
-    # Fragment by fragment: compute the new columns, write them, keep only the description.
-    # The function form learns its output schema from the first fragment.
+    # Fragment by fragment: compute the new columns, write them, keep only the description
+    # (fragments concurrently, each with its writer).  The function form learns its output
+    # schema from the first fragment.
     storage = normalize_storage_version(m.data_format.version or "2.0")
-    writer: FragmentFileWriter | None = None
     new_fields: tuple[LanceField, ...] = ()
-    fragments: list[table_pb2.DataFragment] = []
-    written = []
+    writers: list[FragmentFileWriter] = []
 
-    def start(schema: pa.Schema) -> FragmentFileWriter:
+    def start(schema: pa.Schema) -> None:
         nonlocal new_fields
         clash = [f.name for f in schema if f.name in ds_schema.names]
         if clash:
             raise InvalidInputError(f"dataset {ds.uri} already has columns {clash}")
         counter = [_next_field_id(m)]
         new_fields = tuple(LanceField.from_arrow(f, next_id=counter) for f in schema)
-        return FragmentFileWriter(c.store, c.root, new_fields, {}, storage, max_rows_per_file=1 << 62,
-                                  storage_options=c.storage_options)
+
+    def new_writer() -> FragmentFileWriter:
+        w = FragmentFileWriter(c.store, c.root, new_fields, {}, storage, max_rows_per_file=1 << 62,
+                               storage_options=c.storage_options)
+        writers.append(w)
+        return w
+
+    async def live_offsets(frag: table_pb2.DataFragment) -> np.ndarray | None:
+        """Physical offsets of the fragment's live rows (None: every row is live)."""
+        if not frag.HasField("deletion_file"):
+            return None
+        t = await ds.to_table_async(columns=[], fragment_ids=[frag.id], with_row_address=True)
+        return (t.column(ROWADDR).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+    async def computed(frag: table_pb2.DataFragment) -> tuple[pa.Table, np.ndarray | None]:
+        """The new columns of the fragment's live rows, and their offsets (None: all rows)."""
+        deleted = frag.HasField("deletion_file")
+        t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[frag.id],
+                                    with_row_address=deleted, batch_size=WRITE_BATCH_ROWS)
+        if not deleted:
+            return compute(t), None
+        live = (t.column(ROWADDR).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        return compute(t.drop_columns([ROWADDR])), live
+
+    async def write(frag: table_pb2.DataFragment, out: pa.Table, live: np.ndarray | None) -> table_pb2.DataFragment:
+        writer = new_writer()
+        table = out if live is None else _scatter(out, live, frag.physical_rows)
+        table = table.select(new_schema.names).cast(writer.file_schema).combine_chunks()
+        for b in table.to_batches():
+            await writer.write(b)
+        files = await writer.finish()
+        nf = table_pb2.DataFragment()
+        nf.CopyFrom(frag)
+        if files:
+            nf.files.append(writer.data_file(files[0]))
+        return nf
+
+    async def computed_group(group: list[table_pb2.DataFragment]) -> list[tuple[pa.Table, np.ndarray | None]]:
+        """:func:`computed` of several (small) fragments by one scan and one evaluation."""
+        t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[f.id for f in group],
+                                    with_row_address=True, batch_size=WRITE_BATCH_ROWS)
+        addrs = t.column(ROWADDR).to_numpy()
+        out = compute(t.drop_columns([ROWADDR]))
+        frag_of = addrs >> np.uint64(32)
+        bounds = np.searchsorted(frag_of, np.array([f.id for f in group], dtype=np.uint64))
+        ends = np.append(bounds[1:], len(addrs))
+        if not (np.diff(frag_of.astype(np.int64)) >= 0).all() or not (np.diff(bounds) >= 0).all():
+            return [await computed(f) for f in group]  # not in id order: one fragment at a time
+        parts = []
+        for f, a, b in zip(group, bounds.tolist(), ends.tolist()):
+            live = None
+            if f.HasField("deletion_file"):
+                live = (addrs[a:b] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            parts.append((out.slice(a, b - a), live))
+        return parts
+
+    limit = asyncio.Semaphore(CONCURRENT_FRAGMENTS)
+
+    async def one(frag: table_pb2.DataFragment) -> table_pb2.DataFragment:
+        async with limit:
+            out, live = await computed(frag)
+            return await write(frag, out, live)
+
+    async def one_group(group: list[table_pb2.DataFragment]) -> list[table_pb2.DataFragment]:
+        async with limit:
+            parts = await computed_group(group) if len(group) > 1 else [await computed(group[0])]
+            return [await write(f, out, live) for f, (out, live) in zip(group, parts)]
 
     try:
         if new_schema is not None:
-            writer = start(new_schema)
+            start(new_schema)
+        if not null_only:
+            await open_data_files_of(ds)
+        frags = list(m.fragments)
         if null_only:
-            fragments = list(m.fragments)
+            fragments = frags
+        elif source is not None:  # the source's rows go to the fragments in order
+            fragments = []
+            for frag in frags:
+                live = await live_offsets(frag)
+                out = source.take(frag.physical_rows if live is None else len(live))
+                fragments.append(await write(frag, out, live))
+            source.check_exhausted()
         else:
-            for frag in m.fragments:
-                if source is not None:
-                    live_t = await ds.to_table_async(columns=[], fragment_ids=[frag.id], with_row_address=True)
-                    addrs = live_t.column(ROWADDR).to_numpy()
-                    out = source.take(len(addrs))
-                else:
-                    t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[frag.id],
-                                                with_row_address=True)
-                    addrs = t.column(ROWADDR).to_numpy()
-                    out = compute(t.drop_columns([ROWADDR]))
-                if writer is None:
-                    new_schema = out.schema
-                    writer = start(new_schema)
-                live = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
-                table = _scatter(out, live, frag.physical_rows)
-                table = table.select(new_schema.names).cast(writer.file_schema)
-                for b in table.to_batches():
-                    await writer.write(b)
-                files = await writer.finish()
-                writer.files.clear()
-                written.extend(files)
-                nf = table_pb2.DataFragment()
-                nf.CopyFrom(frag)
-                if files:
-                    nf.files.append(writer.data_file(files[0]))
-                fragments.append(nf)
-            if source is not None:
-                source.check_exhausted()
-            if writer is None:  # a dataset without fragments: ask the function for its schema
+            fragments = []
+            if new_schema is None and frags:  # the function's output schema, from the first fragment
+                out, live = await computed(frags[0])
+                new_schema = out.schema
+                start(new_schema)
+                fragments.append(await write(frags[0], out, live))
+                frags = frags[1:]
+            if grouped:  # small fragments are read and evaluated together (SQL expressions)
+                for part in await asyncio.gather(*(one_group(g) for g in _groups(frags, GROUP_ROWS))):
+                    fragments += part
+            else:
+                fragments += await asyncio.gather(*(one(f) for f in frags))
+            if new_schema is None:  # a dataset without fragments: ask the function for its schema
                 new_schema = compute(ds_schema.empty_table().select(read_columns or [])).schema
-                writer = start(new_schema)
+                start(new_schema)
         schema_pb = tuple(lschema.to_pb()) + tuple(p for f in new_fields for p in LanceSchema((f,)).to_pb())
         op = Merge(tuple(fragments), schema_pb, dict(m.schema_metadata),
                    preserves_nullability=all(f.nullable for f in new_schema))
-        version = await commit(c.store, c.root, op, ds.version)
+        return await commit_on(ds, op, loaded=lm)
     except BaseException:
-        if writer is not None:
-            writer.files.extend(written)
-            await writer.cleanup()
+        for w in writers:
+            await w.cleanup()
         raise
-    return await ds.checkout_version_async(version)
 
 
 def _drop_paths(lschema: LanceSchema, paths: list[list[str]]) -> LanceSchema:
@@ -245,15 +328,13 @@ async def drop_columns_async(ds: "DatasetReader", columns: Sequence[str]) -> "Da
     """Remove columns (top-level names or dotted nested paths); data files are kept as is."""
     if isinstance(columns, str):
         columns = [columns]
-    c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
+    lm = await loaded_manifest(ds)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
     new = _drop_paths(lschema, [parse_field_path(x) for x in columns])
     if not new.fields:
         raise InvalidInputError("cannot drop every column of a dataset")
-    version = await commit(c.store, c.root, Project(tuple(new.to_pb())), ds.version)
-    return await ds.checkout_version_async(version)
+    return await commit_on(ds, Project(tuple(new.to_pb())), loaded=lm)
 
 
 async def alter_columns_async(ds: "DatasetReader", *alterations: Mapping[str, Any]) -> "DatasetReader":
@@ -261,8 +342,7 @@ async def alter_columns_async(ds: "DatasetReader", *alterations: Mapping[str, An
     "name": new name, "nullable": True}`` (type changes are not supported)."""
     from dataclasses import replace
 
-    c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
+    lm = await loaded_manifest(ds)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
     changes: dict[int, dict[str, Any]] = {}
@@ -300,9 +380,7 @@ async def alter_columns_async(ds: "DatasetReader", *alterations: Mapping[str, An
         names = [f.name for f in parent]
         if len(set(names)) != len(names):
             raise InvalidInputError(f"alter_columns would give duplicate names {names}")
-    version = await commit(c.store, c.root, Project(tuple(new.to_pb()), preserves_nullability=not tightens),
-                           ds.version)
-    return await ds.checkout_version_async(version)
+    return await commit_on(ds, Project(tuple(new.to_pb()), preserves_nullability=not tightens), loaded=lm)
 
 
 def _quoted(path: str) -> str:

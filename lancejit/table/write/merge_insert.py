@@ -35,16 +35,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancejit.core.config import settings
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
-from lancejit.core.config import settings
+from lancejit.encoding.kernels import hash_join
 
-from ..commit import REWRITE_ROWS, Update, commit, load_manifest, new_fragment
+from ..commit import REWRITE_ROWS, Update, new_fragment
 from ..commit.rowid_writer import encode_row_id_sequence
 from ..filter.compile import compile_filter, evaluate_filter
 from ..read.fragment import ROWADDR, ROWID
 from .mutate import _delete_offsets, _group_addresses
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
+from .on_version import commit_result, loaded_manifest, open_data_files_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -178,40 +180,29 @@ def _full_rows(src: pa.Table, rows: np.ndarray, base: pa.Table | None, schema: p
     return pa.table(cols, schema=schema)
 
 
-def _ints(col: Any) -> np.ndarray:
-    """An integer column's values (nulls as 0: the caller masks them) without a float detour."""
+def _int64_keys(col: Any) -> np.ndarray:
+    """An integer key column as int64 (nulls as 0: the caller masks them; uint64 viewed, so
+    equal keys stay equal), without a float detour."""
     col = col.fill_null(0) if col.null_count else col
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return col.to_numpy(zero_copy_only=False)
+    values = col.to_numpy(zero_copy_only=False)
+    if values.dtype == np.uint64:
+        return values.view(np.int64)
+    return values.astype(np.int64, copy=False)
 
 
 def _join_integers(skey: Any, sv: np.ndarray, tkey: Any, tv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_join` for one integer key: source keys sorted once, every target key located by
-    binary search (all pairs, duplicates included), ordered by (target, source) row."""
-    s_rows = np.flatnonzero(sv)
-    s_keys = _ints(skey)[s_rows]
-    order = np.argsort(s_keys, kind="stable")
-    s_sorted, s_rows = s_keys[order], s_rows[order]
-    t_keys = _ints(tkey)
-    if len(s_sorted) == 0 or len(t_keys) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    lo = np.searchsorted(s_sorted, t_keys, side="left")
-    if not (s_sorted[1:] == s_sorted[:-1]).any():  # unique source keys: at most one match each
-        hit = s_sorted[np.minimum(lo, len(s_sorted) - 1)] == t_keys
-        if not tv.all():
-            hit &= tv
-        t_out = np.flatnonzero(hit)
-        return s_rows[lo[t_out]].astype(np.int64), t_out.astype(np.int64)
-    hi = np.searchsorted(s_sorted, t_keys, side="right")
-    counts = np.where(tv, hi - lo, 0)
-    hit = counts > 0
-    t_out = np.repeat(np.flatnonzero(hit), counts[hit])
-    # positions lo .. hi-1 for each hit, flattened
-    starts = np.repeat(lo[hit] - np.concatenate([[0], np.cumsum(counts[hit])[:-1]]), counts[hit])
-    s_out = s_rows[starts + np.arange(len(t_out))]
-    order = np.lexsort((s_out, t_out))
-    return s_out[order].astype(np.int64), t_out[order].astype(np.int64)
+    """:func:`_join` for one integer key: a hash table of the source keys
+    (:mod:`lancejit.encoding.kernels.hash_join`) probed with every target key; all pairs
+    (duplicates included), ordered by (target, source) row."""
+    return hash_join.join(_int64_keys(skey), sv, _int64_keys(tkey), tv)
+
+
+def _row_ids(tgt: pa.Table) -> np.ndarray:
+    """The target rows' ids: ``_rowid`` when scanned (stable row ids), else their addresses
+    (which are their ids)."""
+    return tgt.column(ROWID if ROWID in tgt.column_names else ROWADDR).to_numpy()
 
 
 def _ambiguous(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbiguousError:
@@ -291,14 +282,14 @@ class MergeInsertBuilder:
         """Run the merge insert on ``data``; returns the inserted / updated / deleted row counts."""
         from lancejit.io.sync import run_sync
 
-        return run_sync(self.execute_async(data))
+        return run_sync(self.execute_async(data), store=self._ds.context.store)
 
     # ------------------------------------------------------------------------------ the work
     async def _matched_updates(self, ds: "DatasetReader", src: pa.Table, tgt: pa.Table,
                                s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The (source row, target row) pairs to update: condition applied, ambiguity checked."""
         if self._condition is not None and len(s):
-            target_rows = await ds.take_rows_async(tgt.column(ROWID).to_numpy()[t], columns=ds.schema.names)
+            target_rows = await ds.take_rows_async(_row_ids(tgt)[t], columns=ds.schema.names)
             both = pa.table({
                 "source": pa.StructArray.from_arrays([src.column(n).take(pa.array(s)).combine_chunks()
                                                       for n in src.column_names], names=src.column_names),
@@ -327,12 +318,15 @@ class MergeInsertBuilder:
 
     async def _execute_once(self, ds: "DatasetReader", src: pa.Table) -> dict[str, int]:
         c = ds.context
-        lm = await load_manifest(c.store, c.root, ds.version)
+        lm = await loaded_manifest(ds)
         m = lm.manifest
         lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
         file_schema = lschema.to_arrow(dataset=False)
         flt = None if self._delete else await _key_filter(ds, src, self._keys)
-        tgt = await ds.to_table_async(columns=self._keys, filter=flt, with_row_id=True, with_row_address=True)
+        await open_data_files_of(ds)
+        tgt = await ds.to_table_async(
+            columns=self._keys, filter=flt, with_row_id=ds.has_stable_row_ids, with_row_address=True
+        )
         s, t = _join(src, tgt, self._keys)
         upd_s = upd_t = np.empty(0, np.int64)
         if self._update:
@@ -344,7 +338,7 @@ class MergeInsertBuilder:
             ins = np.flatnonzero(~matched)
         dels = await self._by_source_deletes(ds, tgt, np.unique(t)) if self._delete else np.empty(0, np.uint64)
 
-        kept_ids = tgt.column(ROWID).to_numpy()[upd_t] if ds.has_stable_row_ids else None
+        kept_ids = _row_ids(tgt)[upd_t] if ds.has_stable_row_ids else None
         removed_addrs = np.concatenate([tgt.column(ROWADDR).to_numpy()[upd_t], dels]).astype(np.uint64)
         storage = normalize_storage_version(m.data_format.version or "2.0")
         writer = FragmentFileWriter(c.store, c.root, lschema.fields, dict(lschema.metadata), storage,
@@ -355,7 +349,7 @@ class MergeInsertBuilder:
             if len(upd_s):
                 base = None
                 if src.num_columns < len(file_schema):
-                    base = await ds.take_rows_async(tgt.column(ROWID).to_numpy()[upd_t], columns=file_schema.names)
+                    base = await ds.take_rows_async(_row_ids(tgt)[upd_t], columns=file_schema.names)
                 out.append(_full_rows(src, upd_s, base, file_schema))
             if len(ins):
                 out.append(_full_rows(src, ins, None, file_schema))
@@ -377,7 +371,7 @@ class MergeInsertBuilder:
                 fields_modified=(), update_mode=REWRITE_ROWS,
                 fields_for_preserving_frag_bitmap=tuple(f.id for f in lschema.fields),
             )
-            await commit(c.store, c.root, op, ds.version, affected_rows=groups)
+            await commit_result(ds, op, loaded=lm, affected_rows=groups)
         except BaseException:
             await writer.cleanup()
             raise

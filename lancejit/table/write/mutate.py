@@ -18,26 +18,31 @@ version (at most ``max_retries`` times).
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
+from lancejit.core.config import settings
 from lancejit.core.errors import InvalidInputError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
-from lancejit.core.config import settings
 
-from ..commit import REWRITE_ROWS, Delete, Update, commit, delete_rows, load_manifest, new_fragment
+from ..commit import REWRITE_ROWS, Delete, Update, delete_rows, new_fragment
+from ..commit.deletion_writer import sorted_unique
 from ..commit.rowid_writer import encode_row_id_sequence
 from ..filter.compile import compile_filter
-from ..read.fragment import ROWADDR, ROWID
+from ..filter.evaluate import project
+from ..read.fragment import ROWADDR, ROWID, FragmentReader
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, normalize_storage_version
+from .on_version import commit_on, loaded_manifest, open_data_files_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
+#: Rows per batch of the scans feeding a writer (each batch costs a writer call per column).
+WRITE_BATCH_ROWS = 1 << 17
 
 
 def _predicate_text(predicate: Any) -> str:
@@ -45,56 +50,70 @@ def _predicate_text(predicate: Any) -> str:
 
 
 def _group_addresses(addrs: np.ndarray) -> dict[int, np.ndarray]:
-    """Row addresses -> ``{fragment id: sorted local offsets}``."""
+    """Row addresses -> ``{fragment id: sorted local offsets (uint32)}``; addresses in scan
+    order (ascending) are split without sorting."""
     addrs = np.asarray(addrs, dtype=np.uint64)
     if len(addrs) == 0:
         return {}
-    frag = (addrs >> np.uint64(32)).astype(np.int64)
-    local = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    out: dict[int, np.ndarray] = {}
-    for fid in np.unique(frag).tolist():
-        out[int(fid)] = np.sort(local[frag == fid])
-    return out
+    if len(addrs) > 1 and not bool((addrs[1:] > addrs[:-1]).all()):
+        addrs = sorted_unique(addrs)
+    frag = addrs >> np.uint64(32)
+    local = (addrs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    cuts = (np.flatnonzero(frag[1:] != frag[:-1]) + 1).tolist()
+    starts = [0] + cuts
+    ends = cuts + [len(addrs)]
+    return {int(frag[a]): local[a:b] for a, b in zip(starts, ends)}
 
 
 async def _delete_offsets(ds: "DatasetReader", lm_manifest: Any, groups: Mapping[int, np.ndarray]):
-    """``(updated fragments, removed fragment ids)`` with ``groups`` deleted (deletion files written)."""
+    """``(updated fragments, removed fragment ids)`` with ``groups`` deleted (the deletion files
+    written concurrently; a fragment's previous deletions come from the reader's cache)."""
     c = ds.context
-    updated, removed = [], []
-    for frag in lm_manifest.fragments:
-        offs = groups.get(frag.id)
-        if offs is None or len(offs) == 0:
-            continue
-        new = await delete_rows(c.store, c.root, frag, lm_manifest.version, offs)
-        if new is None:
-            removed.append(frag.id)
-        else:
-            updated.append(new)
-    return tuple(updated), tuple(removed)
+    if not groups:
+        return (), ()
+    frags = c.manifest.fragments
+    ids = frags.counts()[0] if hasattr(frags, "counts") else np.array([f.id for f in frags], dtype=np.int64)
+    by_id = {int(i): k for k, i in enumerate(ids.tolist())}
+    pb_by_id = {f.id: f for f in lm_manifest.fragments if f.id in groups}
+
+    async def one(fid: int) -> Any:
+        pb = pb_by_id[fid]
+        existing = None
+        k = by_id.get(fid)
+        if k is not None and frags[k].physical_rows == pb.physical_rows:
+            existing = await FragmentReader(c, frags[k]).deleted()
+            if existing is None:
+                existing = np.empty(0, dtype=np.uint32)
+        return await delete_rows(c.store, c.root, pb, lm_manifest.version, groups[fid], existing)
+
+    order = [f.id for f in lm_manifest.fragments if f.id in groups and len(groups[f.id])]
+    results = await asyncio.gather(*(one(fid) for fid in order))
+    updated = tuple(r for r in results if r is not None)
+    removed = tuple(fid for fid, r in zip(order, results) if r is None)
+    return updated, removed
 
 
 async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
                        max_retries: int | None = None) -> "DatasetReader":
-    """Delete the rows of ``ds`` matching ``predicate``; returns the new version."""
+    """Delete the rows of ``ds`` matching ``predicate``; returns the new version: one filter
+    scan (row addresses only), one deletion file per fragment touched, one commit."""
     compile_filter(predicate, ds.schema)  # bad predicates fail before any write
     current = ds
     if max_retries is None:
         max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
-        c = current.context
-        lm = await load_manifest(c.store, c.root, current.version)
+        lm = await loaded_manifest(current)
+        await open_data_files_of(current)
         t = await current.to_table_async(columns=[], filter=predicate, with_row_address=True)
         groups = _group_addresses(t.column(ROWADDR).to_numpy())
         updated, removed = await _delete_offsets(current, lm.manifest, groups)
         op = Delete(updated, removed, _predicate_text(predicate))
         try:
-            version = await commit(c.store, c.root, op, current.version, affected_rows=groups)
+            return await commit_on(current, op, loaded=lm, affected_rows=groups)
         except RetryableCommitError:
             if attempt >= max_retries:
                 raise
             current = await current.latest_async()
-            continue
-        return await current.checkout_version_async(version)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -112,12 +131,12 @@ def _value_expression(column: str, value: Any, schema: pa.Schema) -> pc.Expressi
 def _apply_updates(batch: pa.RecordBatch, exprs: Mapping[str, pc.Expression], out_schema: pa.Schema) -> pa.RecordBatch:
     table = pa.Table.from_batches([batch])
     try:
-        computed = pads.dataset(table).to_table(columns=dict(exprs))
+        computed = dict(zip(exprs, project(table, list(exprs.values()))))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"update values cannot be evaluated: {exc}") from None
     cols = []
     for f in out_schema:
-        col = computed.column(f.name) if f.name in exprs else table.column(f.name)
+        col = computed[f.name] if f.name in exprs else table.column(f.name)
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         if not col.type.equals(f.type):
             col = col.cast(f.type)
@@ -157,7 +176,7 @@ async def update_async(
 
 async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: Any, max_rows_per_file: int) -> "DatasetReader":
     c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
+    lm = await loaded_manifest(ds)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
     file_schema = lschema.to_arrow(dataset=False)
@@ -169,15 +188,18 @@ async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: An
     writer = FragmentFileWriter(c.store, c.root, lschema.fields, dict(lschema.metadata), storage,
                                 max_rows_per_file=max_rows_per_file, storage_options=c.storage_options)
     stable = ds.has_stable_row_ids
+    await open_data_files_of(ds)
     addr_parts: list[np.ndarray] = []
     id_parts: list[np.ndarray] = []
     try:
-        scanner = ds.scanner(columns=file_schema.names, filter=where, with_row_id=True, with_row_address=True)
+        scanner = ds.scanner(columns=file_schema.names, filter=where, with_row_id=stable, with_row_address=True,
+                             batch_size=WRITE_BATCH_ROWS)
         async for batch in scanner.batches_async():
             if batch.num_rows == 0:
                 continue
             addr_parts.append(batch.column(ROWADDR).to_numpy())
-            id_parts.append(batch.column(ROWID).to_numpy())
+            if stable:
+                id_parts.append(batch.column(ROWID).to_numpy())
             data = pa.RecordBatch.from_arrays([batch.column(n) for n in file_schema.names], schema=file_schema)
             await writer.write(_apply_updates(data, exprs, file_schema))
         files = await writer.finish()
@@ -197,11 +219,10 @@ async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: An
             fields_modified=(), update_mode=REWRITE_ROWS,
             fields_for_preserving_frag_bitmap=tuple(top_ids[n] for n in values),
         )
-        version = await commit(c.store, c.root, op, ds.version, affected_rows=groups)
+        return await commit_on(ds, op, loaded=lm, affected_rows=groups)
     except BaseException:
         await writer.cleanup()
         raise
-    return await ds.checkout_version_async(version)
 
 
 __all__ = ["delete_async", "update_async"]

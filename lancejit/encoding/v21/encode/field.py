@@ -43,6 +43,8 @@ class _LeafColumn:
         self.params = FieldParams.from_metadata(md)
         self.empty_struct = pa.types.is_struct(leaf.leaf_field.type) and leaf.leaf_field.type.num_fields == 0
         self.pending: list[LeafSlots] = []
+        #: ``pending[:compacted]`` hold no slice of a bigger buffer (see :func:`compact`).
+        self.compacted = 0
         self.pending_bytes = 0
         self.pending_rows = 0
         self.rows_flushed = 0
@@ -77,6 +79,7 @@ class _LeafColumn:
                 out.append((page, self.rows_flushed))
                 self.rows_flushed += page.num_rows
         self.pending = []
+        self.compacted = 0
         self.pending_bytes = 0
         self.pending_rows = 0
         return out
@@ -177,9 +180,10 @@ class FieldEncoder:
                 if leaf.pending_bytes >= self.page_bytes:
                     for page, first_row in leaf.flush(self.version):
                         out.append((leaf.column_index, page, first_row))
-        for leaf in self.leaves:
-            for sl in leaf.pending:
+        for leaf in self.leaves:  # what this call left pending (earlier slots are compact already)
+            for sl in leaf.pending[leaf.compacted:]:
                 sl.values = compact(sl.values)
+            leaf.compacted = len(leaf.pending)
         return out
 
     def finish(self) -> list[tuple[int, EncodedPage, int]]:

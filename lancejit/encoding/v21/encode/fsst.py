@@ -17,8 +17,9 @@ import struct
 
 import numpy as np
 
-from lancejit.encoding.kernels.enc_fsst import (build_lookup, compress_bulk, compress_count,
-                                                gather_candidates, merge_candidates)
+from lancejit.encoding.kernels.enc_fsst import (LONG_SLOTS, build_long_table, build_lookup, compress_bulk,
+                                                compress_count, gather_candidates, merge_candidates,
+                                                padded_words)
 
 from .data import VarBlock
 
@@ -57,6 +58,18 @@ class SymbolTable:
     def lookups(self):
         return (self.vals, self.lens, self.byte_code, self.short_code, self.bucket_start,
                 self.bucket_syms)
+
+    def bulk_lookups(self):
+        """The lookup structures :func:`compress_bulk` takes (built on first use)."""
+        got = getattr(self, "_bulk", None)
+        if got is None:
+            lens_mask = np.zeros(1024, dtype=np.uint8)
+            slot_val = np.zeros(LONG_SLOTS, dtype=np.uint64)
+            slot_len = np.zeros(LONG_SLOTS, dtype=np.int64)
+            slot_code = np.zeros(LONG_SLOTS, dtype=np.int64)
+            build_long_table(self.vals, self.lens, len(self.vals), lens_mask, slot_val, slot_len, slot_code)
+            got = self._bulk = (self.byte_code, self.short_code, lens_mask, slot_val, slot_len, slot_code)
+        return got
 
     def export(self, switch: bool = True) -> bytes:
         n = len(self.vals)
@@ -159,6 +172,6 @@ def fsst_compress(block: VarBlock) -> tuple[VarBlock, bytes]:
     st = train(data, offs)
     out = np.empty(2 * data.size + 8, dtype=np.uint8)
     out_offs = np.empty(offs.shape[0], dtype=np.int64)
-    nbytes = compress_bulk(data, offs, *st.lookups(), out, out_offs)
+    nbytes = compress_bulk(padded_words(data), offs, *st.bulk_lookups(), out, out_offs)
     res = VarBlock(out_offs.astype(block.offsets.dtype), out[:nbytes].copy(), block.num_values)
     return res, st.export()

@@ -11,6 +11,7 @@ import struct
 import numpy as np
 
 from lancejit.core.errors import InvalidInputError
+from lancejit.encoding.kernels import enc_chunks, readonly
 from lancejit.pb import encodings_v2_1_pb2 as pb21
 
 from . import blocks
@@ -75,6 +76,9 @@ def encode_miniblock(
     """Serialise value chunks plus their sliced rep/def levels into a mini-block page."""
     large = version >= (2, 2)
     counts = values.counts
+    if values.packed is not None and levels.rep is None and levels.deff is None:
+        data, meta_buf = _assemble_packed(values, large)
+        return _page(values, levels, dictionary, data, meta_buf, None, None, None, large)
     bounds = _level_bounds(levels, counts)
     rep_comp = def_comp = None
     rep_chunks: list[bytes] | None = None
@@ -124,7 +128,29 @@ def encode_miniblock(
         log = 0 if i == total_chunks - 1 else int(counts[i]).bit_length() - 1
         meta.append(((nbytes // 8 - 1) << 4) | log)
     meta_buf = np.array(meta, dtype=np.uint32 if large else np.uint16).tobytes()
+    return _page(values, levels, dictionary, bytes(data), meta_buf, rep_comp, def_comp, rep_index, large)
 
+
+def _assemble_packed(values: MiniChunks, large: bool) -> tuple[bytes, bytes]:
+    """``(data buffer, metadata words)`` of packed one-buffer chunks without levels, in one
+    kernel call (:func:`lancejit.encoding.kernels.enc_chunks.assemble_miniblock`)."""
+    body, sizes = values.packed
+    n = len(sizes)
+    out = np.empty(len(body) + 16 * n, dtype=np.uint8)
+    meta = np.empty(n, dtype=np.int64)
+    got = enc_chunks.assemble_miniblock(readonly(body, np.uint8), readonly(sizes, np.int64),
+                                        readonly(np.asarray(values.counts, dtype=np.int64)), large, out, meta)
+    if got == enc_chunks.TOO_BIG_BUFFER:
+        raise InvalidInputError("a mini-block chunk buffer exceeds the 16-bit size field")
+    if got == enc_chunks.TOO_BIG_CHUNK:
+        raise InvalidInputError("mini-block chunk larger than 32 KiB in a 2.1 file")
+    return out[:got].tobytes(), meta.astype(np.uint32 if large else np.uint16).tobytes()
+
+
+def _page(values: MiniChunks, levels: Levels, dictionary: tuple[bytes, pb21.CompressiveEncoding, int] | None,
+          data: bytes, meta_buf: bytes, rep_comp, def_comp, rep_index: np.ndarray | None,
+          large: bool) -> EncodedPage:
+    counts = values.counts
     layout = pb21.PageLayout()
     mb = layout.mini_block_layout
     if rep_comp is not None:
@@ -132,7 +158,7 @@ def encode_miniblock(
     if def_comp is not None:
         mb.def_compression.CopyFrom(def_comp.encoding)
     mb.value_compression.CopyFrom(values.encoding)
-    buffers = [meta_buf, bytes(data)]
+    buffers = [meta_buf, data]
     if dictionary is not None:
         dict_bytes, dict_enc, n_items = dictionary
         mb.dictionary.CopyFrom(dict_enc)

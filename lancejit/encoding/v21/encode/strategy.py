@@ -114,7 +114,7 @@ def _bss_auto(block: FixedBlock) -> bool:
 
 
 def _chunks_size(c: V.MiniChunks) -> int:
-    return sum(len(b) for chunk in c.buffers for b in chunk)
+    return c.total_bytes()
 
 
 def _fixed_value_chunks(block: FixedBlock, params: FieldParams, is_float: bool,

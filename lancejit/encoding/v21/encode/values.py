@@ -8,11 +8,9 @@ bit-packing uses 1024 values, RLE <= 4096, variable doubles while offsets+bytes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from lancejit.encoding.kernels.bitpack import pack_blocks
+from lancejit.encoding.kernels import enc_chunks, readonly
 from lancejit.encoding.kernels.enc_rle import rle_encode_chunks
 
 from . import general
@@ -23,20 +21,44 @@ from .stats import bit_widths
 MAX_MINIBLOCK_BYTES = 8 * 1024 - 6
 MAX_MINIBLOCK_VALUES = 4096
 VARIABLE_CHUNK_BYTES = 4 * 1024
-PAD_VARIABLE = 0x48
 
 
-@dataclass
 class MiniChunks:
-    """Value chunks of one page: ``buffers[i]`` are chunk i's buffers, ``counts[i]`` its values."""
+    """Value chunks of one page: ``buffers[i]`` are chunk i's buffers, ``counts[i]`` its values.
 
-    buffers: list[list[bytes]]
-    counts: list[int]
-    encoding: pbutil.CE
+    Chunks of one buffer each may be given packed instead: ``packed = (body, sizes)``, chunk i's
+    buffer being ``body[sum(sizes[:i]) : sum(sizes[:i + 1])]`` (uint8 body, int64 sizes); the
+    list form is then built only when asked for (:attr:`buffers`)."""
+
+    __slots__ = ("_buffers", "counts", "encoding", "packed")
+
+    def __init__(self, buffers: list[list[bytes]] | None, counts: list[int], encoding: pbutil.CE,
+                 packed: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        self._buffers = buffers
+        self.counts = counts
+        self.encoding = encoding
+        self.packed = packed
+
+    @property
+    def buffers(self) -> list[list[bytes]]:
+        if self._buffers is None:
+            body, sizes = self.packed
+            ends = np.cumsum(sizes).tolist()
+            starts = [0] + ends[:-1]
+            self._buffers = [[body[a:b].tobytes()] for a, b in zip(starts, ends)]
+        return self._buffers
 
     @property
     def num_buffers(self) -> int:
-        return len(self.buffers[0]) if self.buffers else 0
+        if self._buffers is None:
+            return 1 if len(self.counts) else 0
+        return len(self._buffers[0]) if self._buffers else 0
+
+    def total_bytes(self) -> int:
+        """Bytes of all the chunks' buffers."""
+        if self._buffers is None:
+            return int(self.packed[1].sum())
+        return sum(len(b) for chunk in self._buffers for b in chunk)
 
 
 def _log_vals_per_chunk(bytes_per_word: int, values_per_word: int) -> int:
@@ -62,6 +84,12 @@ def flat_chunks(block: FixedBlock) -> MiniChunks:
     raw = _fixed_bytes(block)
     n = block.num_values
     total_bytes = (n * bits + 7) // 8
+    if bits % 8 == 0 and n:  # whole bytes: the chunks are the values' bytes, cut every `per`
+        k = bits // 8
+        full, rest = divmod(n, per)
+        counts = [per] * full + ([rest] if rest else [])
+        sizes = np.array(counts, dtype=np.int64) * k
+        return MiniChunks(None, counts, pbutil.flat(bits), (raw[: n * k], sizes))
     bufs, counts = [], []
     pos = 0
     while pos < n:
@@ -130,17 +158,14 @@ def inline_bitpack_chunks(block: FixedBlock, widths: np.ndarray | None = None) -
     nblocks = (n + 1023) // 1024
     padded = np.zeros(nblocks * 1024, dtype=dt)
     padded[:n] = words
-    bufs, counts = [], []
     lanes = 1024 // bits
-    for i in range(nblocks):
-        w = int(widths[i])
-        out = np.zeros(lanes * w + 1, dtype=dt)
-        out[0] = w
-        if w:
-            pack_blocks(padded[i * 1024 : (i + 1) * 1024], w, 1, out[1:])
-        bufs.append([out.tobytes()])
-        counts.append(min(1024, n - i * 1024))
-    return MiniChunks(bufs, counts, pbutil.inline_bitpacking(bits))
+    widths = np.ascontiguousarray(widths[:nblocks], dtype=np.int64)
+    out = np.empty(nblocks * (1 + lanes * int(widths.max(initial=0))), dtype=dt)
+    sizes = np.empty(nblocks, dtype=np.int64)
+    used = enc_chunks.inline_bitpack_all(readonly(padded), readonly(widths), out, sizes)
+    counts = [1024] * (nblocks - 1) + [n - (nblocks - 1) * 1024] if nblocks else []
+    return MiniChunks(None, counts, pbutil.inline_bitpacking(bits),
+                      (out[:used].view(np.uint8), sizes * dt().itemsize))
 
 
 def rle_chunks(block: FixedBlock) -> MiniChunks:
@@ -181,55 +206,21 @@ def bss_chunks(block: FixedBlock) -> MiniChunks:
     return MiniChunks(bufs, counts, pbutil.bss(bits))
 
 
-def _next_variable_chunk(offsets: np.ndarray, start: int, width: int) -> int:
-    """End index (in offsets) of the chunk starting at ``start`` (the reference's doubling search)."""
-    n_off = offsets.shape[0]
-    num = 1
-    new = 2
-    while True:
-        if start + new >= n_off:
-            existing = int(offsets[-1] - offsets[start])
-            size = existing + (n_off - start) * width
-            if size <= VARIABLE_CHUNK_BYTES:
-                return n_off - 1
-            return start + num
-        existing = int(offsets[start + new] - offsets[start])
-        size = existing + (new + 1) * width
-        if size <= VARIABLE_CHUNK_BYTES:
-            num = new
-            new *= 2
-        else:
-            break
-    return start + new
-
-
 def variable_chunks(block: VarBlock) -> MiniChunks:
-    """Variable-width values: per chunk (n+1) offsets (positions inside the chunk) then bytes."""
+    """Variable-width values: per chunk (n+1) offsets (positions inside the chunk) then bytes
+    (:func:`lancejit.encoding.kernels.enc_chunks.variable_chunks`)."""
     offs = block.offsets
     width = offs.dtype.itemsize
-    data = block.data
-    bufs, counts = [], []
-    start = 0
     last = offs.shape[0] - 1
-    if last == 0:
+    if last <= 0:
         return MiniChunks([], [], pbutil.variable(width * 8))
-    while True:
-        end = _next_variable_chunk(offs, start, width)
-        if end > last:
-            end = last
-        m = end - start
-        hdr = (m + 1) * width
-        local = (offs[start : end + 1] - offs[start] + hdr).astype(offs.dtype)
-        body = data[int(offs[start]) : int(offs[end])].tobytes()
-        chunk = local.tobytes() + body
-        pad = (-len(chunk)) % width
-        chunk += bytes([PAD_VARIABLE]) * pad
-        bufs.append([chunk])
-        counts.append(m)
-        if end == last:
-            break
-        start = end
-    return MiniChunks(bufs, counts, pbutil.variable(width * 8))
+    offsets = readonly(offs[: last + 1], np.int64)
+    data = readonly(block.data, np.uint8)
+    body = np.empty(int(offsets[-1] - offsets[0]) + 3 * (last + 1) * width + 16, dtype=np.uint8)
+    sizes = np.empty(last, dtype=np.int64)
+    counts = np.empty(last, dtype=np.int64)
+    k, used = enc_chunks.variable_chunks(offsets, data, width, VARIABLE_CHUNK_BYTES, body, sizes, counts)
+    return MiniChunks(None, counts[:k].tolist(), pbutil.variable(width * 8), (body[:used], sizes[:k].copy()))
 
 
 MIN_BUFFER_SIZE_FOR_GENERAL = 4 * 1024
@@ -237,7 +228,7 @@ MIN_BUFFER_SIZE_FOR_GENERAL = 4 * 1024
 
 def wrap_general(chunks: MiniChunks, scheme: str, level: int | None) -> MiniChunks:
     """Compress buffer 0 of every chunk; kept only if the total shrinks (as the reference)."""
-    if not chunks.buffers:
+    if not chunks.counts:
         return chunks
     total = sum(len(c[0]) for c in chunks.buffers)
     if total < MIN_BUFFER_SIZE_FOR_GENERAL:
