@@ -500,6 +500,19 @@ class DatasetOptimizer:
         )
         return run_sync(compact_files_async(self._ds, opts, max_retries), store=self._ds.context.store)
 
+    async def optimize_indices_async(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
+        """Extend the scalar indices (all, or ``index_names``) over fragments they do not cover
+        (see :func:`..write.scalar_index.optimize_indices_async`); returns the new version."""
+        from .scalar_index import optimize_indices_async
+
+        return await optimize_indices_async(self._ds, index_names, **kwargs)
+
+    def optimize_indices(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
+        """Synchronous :meth:`optimize_indices_async`."""
+        from lancejit.io.sync import run_sync
+
+        return run_sync(self.optimize_indices_async(index_names=index_names, **kwargs), store=self._ds.store)
+
 
 __all__ = ["CompactionMetrics", "CompactionOptions", "CompactionPlan", "CompactionTask", "DatasetOptimizer",
            "RewriteResult", "commit_compaction_async", "compact_files_async", "delete_rewritten",
