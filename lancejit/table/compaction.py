@@ -17,6 +17,12 @@ created-at / last-updated-at versions (the sequences of the live rows move with 
 ``take_rows`` of ids taken before returns the same rows after.  A concurrent commit touching
 the same fragments makes the commit retryable: compaction re-plans on the latest version
 (``max_retries`` times), so rows deleted meanwhile never come back.
+
+The work is split as the reference splits it (``Compaction.plan`` / ``CompactionTask.execute`` /
+``Compaction.commit``): :func:`plan_compaction_async` returns plain values (tasks of protobuf
+fragments), :func:`execute_compaction_task_async` rewrites one task anywhere the dataset can be
+opened (another process or machine) and returns a :class:`RewriteResult`, and
+:func:`commit_compaction_async` commits the results once.
 """
 
 from __future__ import annotations
@@ -31,13 +37,14 @@ from pyroaring import BitMap
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
+from lancejit.io.store import join_path
 from lancejit.pb import table_pb2
 
 from .commit import ReserveFragments, Transaction, commit, commit_transaction, load_manifest, read_deleted_offsets
 from .commit.operations import Rewrite, RewriteGroup
 from .commit.rowid_writer import decode_version_runs, encode_row_id_sequence, encode_version_runs
 from .fragment import ROWADDR, ROWID
-from .write_files import DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
+from .write_files import DATA_DIR, DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dataset import Dataset
@@ -190,20 +197,98 @@ def _version_runs(frag: table_pb2.DataFragment, created: bool) -> np.ndarray:
 
 
 @dataclass(frozen=True, slots=True)
-class _TaskResult:
+class CompactionTask:
+    """One rewrite: adjacent ``fragments`` of version ``read_version`` (as they were there, in
+    dataset order) rewritten into new fragments of at most ``target_rows_per_fragment`` rows.
+    A plain value (protobuf fragments): it can be shipped to another process and executed
+    there (:func:`execute_compaction_task_async`)."""
+
+    read_version: int
+    fragments: tuple[table_pb2.DataFragment, ...]
+
+    def __reduce__(self) -> tuple:
+        return (_task_from_bytes, (self.read_version, _frag_bytes(self.fragments)))
+
+
+def _frag_bytes(frags: Sequence[table_pb2.DataFragment]) -> tuple[bytes, ...]:
+    return tuple(f.SerializeToString() for f in frags)
+
+
+def _frags_from(raw: Sequence[bytes]) -> tuple[table_pb2.DataFragment, ...]:
+    return tuple(table_pb2.DataFragment.FromString(b) for b in raw)
+
+
+def _task_from_bytes(read_version: int, raw: tuple[bytes, ...]) -> "CompactionTask":
+    return CompactionTask(read_version, _frags_from(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """What a compaction of version ``read_version`` rewrites: ``tasks`` (none: nothing to do).
+    Tasks, plans and results pickle (fragments as their protobuf bytes)."""
+
+    read_version: int
+    tasks: tuple[CompactionTask, ...]
+    options: CompactionOptions
+
+    def num_tasks(self) -> int:
+        return len(self.tasks)
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteResult:
+    """A task's outcome: its old fragments, the new fragments holding their live rows (id 0:
+    numbered at commit), the metrics, and the written data files (names under ``data/``)."""
+
     group: RewriteGroup
     metrics: CompactionMetrics
-    writer: FragmentFileWriter
+    files: tuple[str, ...]
+
+    def __reduce__(self) -> tuple:
+        return (_result_from_bytes, (_frag_bytes(self.group.old_fragments), _frag_bytes(self.group.new_fragments),
+                                     self.metrics, self.files))
 
 
-async def _rewrite_task(ds: "Dataset", lschema: LanceSchema, storage: str, frags: list[table_pb2.DataFragment],
-                        options: CompactionOptions) -> _TaskResult:
+def _result_from_bytes(old: tuple[bytes, ...], new: tuple[bytes, ...], metrics: CompactionMetrics,
+                       files: tuple[str, ...]) -> RewriteResult:
+    return RewriteResult(RewriteGroup(_frags_from(old), _frags_from(new)), metrics, files)
+
+
+async def plan_compaction_async(ds: "Dataset", options: CompactionOptions) -> CompactionPlan:
+    """The tasks compacting ``ds`` (its checked-out version) with ``options``."""
+    options = options.validated()
     c = ds.context
+    lm = await load_manifest(c.store, c.root, ds.version)
+    m = lm.manifest
+    frags = list(m.fragments)
+    if not frags:
+        return CompactionPlan(ds.version, (), options)
+    ids = np.fromiter((f.id for f in frags), dtype=np.int64, count=len(frags))
+    phys = np.fromiter((f.physical_rows for f in frags), dtype=np.int64, count=len(frags))
+    excluded = np.isin(ids, np.array(options.excluded_fragment_ids, dtype=np.int64))
+    pinned = pinned_by_indices(lm.index_section, ids) | excluded
+    keys = np.where(pinned, -1, 0)
+    bins = plan_bins(phys, await _deleted_counts(ds, frags), keys, options)
+    return CompactionPlan(ds.version, tuple(CompactionTask(ds.version, tuple(frags[lo:hi])) for lo, hi in bins),
+                          options)
+
+
+async def execute_compaction_task_async(ds: "Dataset", task: CompactionTask, options: CompactionOptions,
+                                        *, name_prefix: str = "") -> RewriteResult:
+    """Rewrite ``task``'s fragments (``ds`` must be at ``task.read_version``); the new data files
+    are named with ``name_prefix`` first.  A failure deletes what it wrote."""
+    if ds.version != task.read_version:
+        raise InvalidInputError(f"compaction task of version {task.read_version} executed on version {ds.version}")
+    c = ds.context
+    m = (await load_manifest(c.store, c.root, ds.version)).manifest
+    lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
+    storage = normalize_storage_version(m.data_format.version or "2.0")
+    frags = list(task.fragments)
     writer = FragmentFileWriter(
         c.store, c.root, lschema.fields, dict(lschema.metadata), storage,
         max_rows_per_file=options.target_rows_per_fragment,
         max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-        storage_options=c.storage_options,
+        storage_options=c.storage_options, name_prefix=name_prefix,
     )
     file_schema = writer.file_schema
     stable = ds.has_stable_row_ids
@@ -240,7 +325,7 @@ async def _rewrite_task(ds: "Dataset", lschema: LanceSchema, storage: str, frags
         files_removed=sum(len(f.files) + int(f.HasField("deletion_file")) for f in frags),
         files_added=sum(len(f.files) for f in new_frags),
     )
-    return _TaskResult(RewriteGroup(tuple(frags), tuple(new_frags)), metrics, writer)
+    return RewriteResult(RewriteGroup(tuple(frags), tuple(new_frags)), metrics, tuple(wf.name for wf in files))
 
 
 def _carry_row_meta(old: list[table_pb2.DataFragment], new: list[table_pb2.DataFragment],
@@ -266,67 +351,71 @@ def _carry_row_meta(old: list[table_pb2.DataFragment], new: list[table_pb2.DataF
 
 
 async def _reserve_ids(ds: "Dataset", groups: list[RewriteGroup]) -> list[RewriteGroup]:
-    """Reserve fragment ids with a ``ReserveFragments`` commit and number the new fragments."""
+    """Reserve fragment ids with a ``ReserveFragments`` commit and number the new fragments
+    (copies: the results given stay as they were)."""
     c = ds.context
     count = sum(len(g.new_fragments) for g in groups)
     res = await commit_transaction(c.store, c.root, Transaction(ds.version, ReserveFragments(count)))
     next_id = res.manifest.max_fragment_id + 1 - count
     out = []
     for g in groups:
+        new = []
         for f in g.new_fragments:
-            f.id = next_id
+            n = table_pb2.DataFragment()
+            n.CopyFrom(f)
+            n.id = next_id
             next_id += 1
-        out.append(g)
+            new.append(n)
+        out.append(RewriteGroup(g.old_fragments, tuple(new)))
     return out
 
 
-async def _compact_once(ds: "Dataset", options: CompactionOptions) -> tuple[CompactionMetrics, int | None]:
+async def commit_compaction_async(ds: "Dataset", results: Sequence[RewriteResult]) -> CompactionMetrics:
+    """Commit the tasks' ``results`` as one ``Rewrite`` of ``ds``'s version (the plan's read
+    version), fragment ids reserved first.  :class:`RetryableCommitError` when a concurrent
+    commit touched the same fragments (plan again on the latest version); the results' files
+    are not deleted here on failure (see :func:`delete_rewritten`)."""
+    total = CompactionMetrics()
+    if not results:
+        return total
     c = ds.context
-    lm = await load_manifest(c.store, c.root, ds.version)
-    m = lm.manifest
-    frags = list(m.fragments)
-    if not frags:
-        return CompactionMetrics(), None
-    ids = np.fromiter((f.id for f in frags), dtype=np.int64, count=len(frags))
-    phys = np.fromiter((f.physical_rows for f in frags), dtype=np.int64, count=len(frags))
-    excluded = np.isin(ids, np.array(options.excluded_fragment_ids, dtype=np.int64))
-    pinned = pinned_by_indices(lm.index_section, ids) | excluded
-    keys = np.where(pinned, -1, 0)
-    bins = plan_bins(phys, await _deleted_counts(ds, frags), keys, options)
-    if not bins:
-        return CompactionMetrics(), None
-    lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
-    storage = normalize_storage_version(m.data_format.version or "2.0")
+    groups = await _reserve_ids(ds, [r.group for r in results])
+    await commit(c.store, c.root, Rewrite(tuple(groups)), ds.version)
+    for r in results:
+        total = total + r.metrics
+    return total
+
+
+async def delete_rewritten(ds: "Dataset", results: Sequence[RewriteResult]) -> None:
+    """Delete the data files of ``results`` (best effort: unreferenced files are harmless)."""
+    c = ds.context
+    paths = [join_path(c.root, DATA_DIR, name) for r in results for name in r.files]
+    try:
+        await c.store.delete_many(paths)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+async def _compact_once(ds: "Dataset", options: CompactionOptions) -> CompactionMetrics:
+    plan = await plan_compaction_async(ds, options)
+    if not plan.tasks:
+        return CompactionMetrics()
     limit = asyncio.Semaphore(options.num_threads or 2)
 
-    async def run(lo: int, hi: int) -> _TaskResult:
+    async def run(task: CompactionTask) -> RewriteResult:
         async with limit:
-            return await _rewrite_task(ds, lschema, storage, frags[lo:hi], options)
+            return await execute_compaction_task_async(ds, task, plan.options)
 
-    results = await asyncio.gather(*(run(lo, hi) for lo, hi in bins), return_exceptions=True)
+    results = await asyncio.gather(*(run(t) for t in plan.tasks), return_exceptions=True)
     failed = [r for r in results if isinstance(r, BaseException)]
     done = [r for r in results if not isinstance(r, BaseException)]
     try:
         if failed:
             raise failed[0]
-        groups = await _reserve_ids(ds, [r.group for r in done])
-        await commit(c.store, c.root, Rewrite(tuple(groups)), ds.version)
+        return await commit_compaction_async(ds, done)
     except BaseException:
-        for r in done:
-            await _delete_written(r.writer)
+        await delete_rewritten(ds, done)
         raise
-    total = CompactionMetrics()
-    for r in done:
-        total = total + r.metrics
-    return total, ds.version
-
-
-async def _delete_written(writer: FragmentFileWriter) -> None:
-    paths = [writer.path_of(f.name) for f in writer.files]
-    try:
-        await writer.store.delete_many(paths)
-    except Exception:  # noqa: BLE001 - best effort: unreferenced files are harmless
-        pass
 
 
 async def compact_files_async(ds: "Dataset", options: CompactionOptions,
@@ -337,8 +426,7 @@ async def compact_files_async(ds: "Dataset", options: CompactionOptions,
     current = ds
     for attempt in range(max_retries + 1):
         try:
-            metrics, _ = await _compact_once(current, options)
-            return metrics
+            return await _compact_once(current, options)
         except RetryableCommitError:
             if attempt >= max_retries:
                 raise
@@ -395,4 +483,6 @@ class DatasetOptimizer:
         return run_sync(compact_files_async(self._ds, opts, max_retries))
 
 
-__all__ = ["CompactionMetrics", "CompactionOptions", "DatasetOptimizer", "compact_files_async", "plan_bins"]
+__all__ = ["CompactionMetrics", "CompactionOptions", "CompactionPlan", "CompactionTask", "DatasetOptimizer",
+           "RewriteResult", "commit_compaction_async", "compact_files_async", "delete_rewritten",
+           "execute_compaction_task_async", "plan_bins", "plan_compaction_async"]

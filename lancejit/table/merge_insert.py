@@ -132,7 +132,7 @@ def _same_family(a: pa.DataType, b: pa.DataType) -> bool:
     return any(all(any(f(t) for f in fam) for t in (a, b)) for fam in (strings, binaries))
 
 
-def _full_rows(src: pa.Table, rows: np.ndarray, base: pa.Table | None, schema: pa.Schema) -> pa.Table:
+def full_rows(src: pa.Table, rows: np.ndarray, base: pa.Table | None, schema: pa.Schema) -> pa.Table:
     """Source ``rows`` with every column of ``schema``: columns the source lacks come from
     ``base`` (the target rows being replaced) or are null (inserts)."""
     cols = []
@@ -182,12 +182,31 @@ def _join_integers(skey: Any, sv: np.ndarray, tkey: Any, tv: np.ndarray) -> tupl
     return s_out[order].astype(np.int64), t_out[order].astype(np.int64)
 
 
-def _ambiguous(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbiguousError:
+def ambiguous_error(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbiguousError:
     shown = ", ".join(f"{k} = {src.column(k)[row].as_py()!r}" for k in keys)
     return MergeInsertAmbiguousError(
         f"Ambiguous merge inserts are prohibited: multiple source rows match the same target row on "
         f"({shown}); ensure each target row is matched by at most one source row"
     )
+
+
+async def commit_upsert_async(ds: "Dataset", manifest: Any, new_fragments: Sequence[Any],
+                              removed_addrs: np.ndarray) -> int:
+    """Commit a merge insert of ``ds`` (its version's ``manifest``): rows at ``removed_addrs``
+    (updated or deleted; uint64 row addresses) deleted (deletion files written here), the
+    ``new_fragments`` (updated rows, then inserted ones) added -- ONE ``Update`` (``REWRITE_ROWS``),
+    the reference's transaction.  Concurrent deletions in the same fragments are merged by the
+    committer; :class:`RetryableCommitError` when the operation must be redone."""
+    c = ds.context
+    lschema = LanceSchema.from_pb(manifest.fields, dict(manifest.schema_metadata))
+    groups = _group_addresses(np.asarray(removed_addrs, dtype=np.uint64))
+    updated, removed = await _delete_offsets(ds, manifest, groups)
+    op = Update(
+        removed_fragment_ids=removed, updated_fragments=updated, new_fragments=tuple(new_fragments),
+        fields_modified=(), update_mode=REWRITE_ROWS,
+        fields_for_preserving_frag_bitmap=tuple(f.id for f in lschema.fields),
+    )
+    return await commit(c.store, c.root, op, ds.version, affected_rows=groups)
 
 
 class MergeInsertBuilder:
@@ -280,7 +299,7 @@ class MergeInsertBuilder:
         if len(t) > 1:
             dup = np.flatnonzero(t[1:] == t[:-1])
             if len(dup):
-                raise _ambiguous(src, int(s[dup[0] + 1]), self._keys)
+                raise ambiguous_error(src, int(s[dup[0] + 1]), self._keys)
         return s, t
 
     async def _by_source_deletes(self, ds: "Dataset", tgt: pa.Table, matched_t: np.ndarray) -> np.ndarray:
@@ -323,9 +342,9 @@ class MergeInsertBuilder:
                 base = None
                 if src.num_columns < len(file_schema):
                     base = await ds.take_rows_async(tgt.column(ROWID).to_numpy()[upd_t], columns=file_schema.names)
-                out.append(_full_rows(src, upd_s, base, file_schema))
+                out.append(full_rows(src, upd_s, base, file_schema))
             if len(ins):
-                out.append(_full_rows(src, ins, None, file_schema))
+                out.append(full_rows(src, ins, None, file_schema))
             for part in out:
                 for batch in part.cast(file_schema).to_batches():
                     if batch.num_rows:
@@ -337,14 +356,7 @@ class MergeInsertBuilder:
                 row_ids = encode_row_id_sequence(ids) if ids is not None and len(ids) else None
                 new_frags.append(new_fragment([writer.data_file(wf)], wf.rows, row_ids=row_ids))
                 start += wf.rows
-            groups = _group_addresses(removed_addrs)
-            updated, removed = await _delete_offsets(ds, m, groups)
-            op = Update(
-                removed_fragment_ids=removed, updated_fragments=updated, new_fragments=tuple(new_frags),
-                fields_modified=(), update_mode=REWRITE_ROWS,
-                fields_for_preserving_frag_bitmap=tuple(f.id for f in lschema.fields),
-            )
-            await commit(c.store, c.root, op, ds.version, affected_rows=groups)
+            await commit_upsert_async(ds, m, new_frags, removed_addrs)
         except BaseException:
             await writer.cleanup()
             raise
@@ -352,4 +364,4 @@ class MergeInsertBuilder:
                 "num_deleted_rows": int(len(dels))}
 
 
-__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "source_table"]
+__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "ambiguous_error", "commit_upsert_async", "full_rows", "source_table"]

@@ -98,6 +98,10 @@ class ScanSpec:
     readahead: int = DEFAULT_READAHEAD
     fragment_ids: tuple[int, ...] | None = None
     outputs: tuple[OutColumn, ...] | None = None
+    #: Physical row ranges to read instead of whole fragments, in scan order: ``(fragment id,
+    #: lo, hi)``, half-open, clipped to the fragment (ids not in the version are skipped);
+    #: ``fragment_ids`` is ignored when set.
+    fragment_ranges: tuple[tuple[int, int, int], ...] | None = None
 
 
 def output_columns(spec: ScanSpec) -> tuple[OutColumn, ...]:
@@ -331,13 +335,30 @@ def _positions(index: "DatasetIndex", fragment_ids: tuple[int, ...] | None) -> n
     return pos[found]
 
 
+def _range_positions(index: "DatasetIndex", ranges: tuple[tuple[int, int, int], ...]
+                     ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Index positions and clipped physical row bounds ``(lo, hi)`` of ``(fragment id, lo, hi)``
+    ranges, in the given order (ranges of fragments not in the version dropped)."""
+    arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 3)
+    pos, found = index.positions_of(arr[:, 0])
+    arr, pos = arr[found], pos[found]
+    rows = index.physical_rows[pos].astype(np.int64, copy=False)
+    lo = np.clip(arr[:, 1], 0, rows)
+    hi = np.clip(arr[:, 2], lo, rows)
+    return pos, (lo, hi)
+
+
 async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", ScanPlan, int]:
     """The version index, the units to read and the rows still to skip for the offset (whole
     fragments inside the offset are dropped from the plan when there is no filter)."""
     index = await dataset_index(ctx)
-    positions = _positions(index, spec.fragment_ids)
+    bounds = None
+    if spec.fragment_ranges is not None:
+        positions, bounds = _range_positions(index, spec.fragment_ranges)
+    else:
+        positions = _positions(index, spec.fragment_ids)
     to_skip = spec.offset
-    if spec.filter is None and to_skip > 0 and len(positions):
+    if spec.filter is None and to_skip > 0 and len(positions) and bounds is None:
         ends = np.cumsum(index.live_rows[positions])
         k = int(np.searchsorted(ends, to_skip, side="right"))
         if k:
@@ -348,7 +369,7 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
 
         await prepare(ctx, spec.filter)
     max_rows = MAX_UNIT_ROWS * (FILTERED_UNIT_FACTOR if spec.filter is not None and LATE_MATERIALIZATION else 1)
-    plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, max_rows, spec.filter)
+    plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, max_rows, spec.filter, bounds)
     return index, plan, to_skip
 
 

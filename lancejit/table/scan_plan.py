@@ -64,7 +64,7 @@ def prune_ranges(ctx: "DatasetContext", fragment_id: int, lo: int, hi: int,
 _FILE_BYTES: dict[str, np.ndarray] = {}  # per version (dataset uri | manifest path)
 
 
-def _file_bytes(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
+def fragment_bytes(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
     """Encoded bytes of each fragment's data files (manifest sizes; cached per version)."""
     key = f"{ctx.uri}|{ctx.manifest_path}"
     got = _FILE_BYTES.get(key)
@@ -80,31 +80,40 @@ def _file_bytes(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
 
 
 def plan_units(ctx: "DatasetContext", index: "DatasetIndex", positions: np.ndarray, batch_size: int,
-               target_bytes: int, max_rows: int, compiled: "CompiledFilter | None" = None) -> ScanPlan:
+               target_bytes: int, max_rows: int, compiled: "CompiledFilter | None" = None,
+               bounds: tuple[np.ndarray, np.ndarray] | None = None) -> ScanPlan:
     """Units of the fragments at index ``positions`` (in that order), vectorized: one unit per
-    fragment unless a fragment holds more than ``target_bytes`` or ``max_rows`` rows."""
-    rows = index.physical_rows[positions]
-    fbytes = _file_bytes(ctx, index)[positions]
-    bpr = np.where(rows > 0, fbytes / np.maximum(rows, 1), 0.0)
+    fragment unless a fragment holds more than ``target_bytes`` or ``max_rows`` rows.
+    ``bounds``: per position, the physical rows ``[lo, hi)`` to read (default: all)."""
+    phys = index.physical_rows[positions]
+    if bounds is None:
+        base = np.zeros(len(positions), dtype=np.int64)
+        rows = phys
+    else:
+        base = np.asarray(bounds[0], dtype=np.int64)
+        rows = np.asarray(bounds[1], dtype=np.int64) - base
+    fbytes = fragment_bytes(ctx, index)[positions]
+    bpr = np.where(phys > 0, fbytes / np.maximum(phys, 1), 0.0)
     by_bytes = np.where(bpr > 0, target_bytes / np.maximum(bpr, 1e-9), max_rows)
     step = np.clip(np.maximum(batch_size, by_bytes), 1, max_rows).astype(np.int64)
     if compiled is not None and _pruner is not None:
-        return _plan_pruned(ctx, index, positions, rows, step, bpr, compiled)
+        return _plan_pruned(ctx, index, positions, base, rows, step, bpr, compiled)
     count = np.where(rows > 0, -(-rows // step), 0)
     pos = np.repeat(positions.astype(np.int64), count)
     starts = np.repeat(np.cumsum(count) - count, count)
     k = np.arange(len(pos), dtype=np.int64) - starts
     st = np.repeat(step, count)
-    lo = k * st
-    hi = np.minimum(lo + st, np.repeat(rows, count))
+    first = np.repeat(base, count)
+    lo = first + k * st
+    hi = np.minimum(lo + st, first + np.repeat(rows, count))
     est = ((hi - lo) * np.repeat(bpr, count)).astype(np.int64)
     return ScanPlan(pos, lo, hi, est)
 
 
-def _plan_pruned(ctx, index, positions, rows, step, bpr, compiled) -> ScanPlan:
+def _plan_pruned(ctx, index, positions, base, rows, step, bpr, compiled) -> ScanPlan:
     out: list[tuple[int, int, int, int]] = []
-    for p, n, s, b in zip(positions.tolist(), rows.tolist(), step.tolist(), bpr.tolist()):
-        for a, z in prune_ranges(ctx, int(index.fragment_ids[p]), 0, n, compiled):
+    for p, b0, n, s, b in zip(positions.tolist(), base.tolist(), rows.tolist(), step.tolist(), bpr.tolist()):
+        for a, z in prune_ranges(ctx, int(index.fragment_ids[p]), b0, b0 + n, compiled):
             for lo in range(a, z, s):
                 hi = min(z, lo + s)
                 out.append((p, lo, hi, int((hi - lo) * b)))

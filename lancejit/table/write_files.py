@@ -131,6 +131,8 @@ class FragmentFileWriter:
     storage_options: dict[str, Any] | None = None
     max_page_bytes: int | None = None
     on_file: Callable[[WrittenFile], None] | None = None
+    #: Put before every data file's name (lets a job find the files it wrote).
+    name_prefix: str = ""
     files: list[WrittenFile] = field(default_factory=list)
     _writer: Any = None
     _name: str | None = None
@@ -150,7 +152,7 @@ class FragmentFileWriter:
     async def _open(self) -> None:
         from lancejit.file.writer import AsyncLanceFileWriter
 
-        self._name = random_file_name() + ".lance"
+        self._name = self.name_prefix + random_file_name() + ".lance"
         w = AsyncLanceFileWriter(
             self.store.uri(self.path_of(self._name)), self.file_schema, version=self.storage_version,
             storage_options=self.storage_options, max_page_bytes=self.max_page_bytes,
