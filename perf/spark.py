@@ -185,6 +185,7 @@ def run_dataset(spark, name: str, repeat: int) -> list[dict]:
 
 WORKER_PROBE = r"""
 import pickle, sys, time
+import pyarrow, pyspark.sql.datasource  # a Spark Python worker has these before a task starts
 t0 = time.perf_counter()
 from lancejit.spark.reader import LancePartition  # what unpickling the task's function imports
 reader, part = pickle.loads(sys.stdin.buffer.read())
@@ -229,15 +230,14 @@ def cold(name: str) -> dict:
                worker_rest_ms=round(rest, 1))
     got = subprocess.run([sys.executable, "-X", "importtime", "-c", WORKER_PROBE], input=payload,
                          capture_output=True, env=env, check=True)
-    tops = []
+    heavy: dict[str, float] = {}
     for line in got.stderr.decode().splitlines():
         parts = line.split("|")
         if len(parts) == 3 and parts[0].startswith("import time:") and parts[1].strip().isdigit():
-            name_ = parts[2].strip()
-            if name_.split(".")[0] in ("numba", "sqlglot", "llvmlite", "pandas", "aiohttp", "botocore", "fsspec"):
-                if not parts[2].startswith("  "):
-                    tops.append((int(parts[1]), name_.strip()))
-    out["worker_heavy_imports"] = sorted({n for _, n in tops if "." not in n})
+            mod = parts[2].strip()
+            if mod in ("numba", "sqlglot", "pandas", "llvmlite", "aiohttp", "botocore", "fsspec"):
+                heavy[mod] = round(int(parts[1]) / 1e3, 1)  # cumulative ms
+    out["worker_heavy_imports_ms"] = heavy
 
     spark = session("lancejit-perf-cold")
     try:

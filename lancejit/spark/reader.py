@@ -111,8 +111,15 @@ class LanceReader(DataSourceReader):
         self._dataset_schema = ds.schema
 
     def __getstate__(self) -> dict:
+        """What tasks receive: the options and, compiled here, the scan spec (a task then
+        neither parses SQL nor resolves columns: no sqlglot parse, no pandas import)."""
+        import pickle
+
         state = dict(self.__dict__)
         state.pop("_dataset_schema", None)
+        o = self.opts
+        ds = open_dataset(o.uri, o.version, o.storage_options)
+        state["_spec_blob"] = (self._spec_key(ds), pickle.dumps(self._spec(ds)))
         return state
 
     # ------------------------------------------------------------------ planning
@@ -127,11 +134,20 @@ class LanceReader(DataSourceReader):
     def effective_filter(self) -> str | None:
         return combine(([self.opts.filter] if self.opts.filter else []) + list(self.pushed))
 
-    def _spec(self, ds: Any) -> Any:
-        """The scan spec of this read (cached per worker process: compiled once per query)."""
-        flt = self.effective_filter()
+    def _spec_key(self, ds: Any) -> tuple:
         o = self.opts
-        key = ("spec", o.uri, ds.version, tuple(self.columns), flt, o.batch_size)
+        return ("spec", o.uri, ds.version, tuple(self.columns), self.effective_filter(), o.batch_size)
+
+    def _spec(self, ds: Any) -> Any:
+        """The scan spec of this read: the one compiled at planning when shipped with the task,
+        else compiled here; cached per worker process."""
+        key = self._spec_key(ds)
+        blob = getattr(self, "_spec_blob", None)
+        if blob is not None and blob[0] == key:
+            import pickle
+
+            return _cached(key, lambda: pickle.loads(blob[1]))
+        flt, o = self.effective_filter(), self.opts
         return _cached(key, lambda: ds._spec(columns=self.columns, filter=flt, batch_size=o.batch_size))
 
     def read(self, partition: LancePartition) -> Iterator[pa.RecordBatch]:

@@ -36,7 +36,12 @@ def decode_arrow_deletions(data: bytes | memoryview, path: str) -> np.ndarray:
     col = batch.column(0)
     if col.null_count:
         raise CorruptFileError("deletion file contains nulls", path=path)
-    return np.unique(col.to_numpy(zero_copy_only=False).astype(np.uint32, copy=False))
+    # from the values buffer: Array.to_numpy() makes pyarrow import pandas
+    buf = col.buffers()[1]
+    if buf is None or len(col) == 0:
+        return np.empty(0, dtype=np.uint32)
+    values = np.frombuffer(buf, dtype=np.uint32)[col.offset:col.offset + len(col)]
+    return np.unique(values)
 
 
 def decode_bitmap_deletions(data: bytes | memoryview, path: str) -> np.ndarray:

@@ -40,7 +40,8 @@ GROUP_EQUALITIES = 8
 #: Filters with a kernel plan are evaluated by :mod:`.filter_fast` (False: always by Arrow,
 #: for measurements and tests).
 USE_KERNELS = True
-_NULL_BOOL = pa.scalar(None, pa.bool_())
+#: (made from an array: pa.scalar() of a Python value makes pyarrow import pandas)
+_NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 _I64_MAX = (1 << 63) - 1
 _U64_MAX = (1 << 64) - 1
 _COMPARE = {

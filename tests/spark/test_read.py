@@ -246,3 +246,42 @@ def test_explain_says_what_lancejit_reads(spark, many):
     plain = lancejit.spark.explain(spark.read.format("lancejit").load(many))
     assert "every column" in plain
     assert lancejit.spark.explain(spark.range(3)) == "(no lancejit scan)"
+
+
+COLD_TASK = """
+import pickle, sys, json
+import pyarrow, pyspark.sql.datasource  # what a Spark Python worker has loaded before a task
+import lancejit.table.filter as f
+def refuse(*a, **k):
+    raise AssertionError("a task compiled a filter")
+f.compile_filter = refuse
+reader, part = pickle.loads(sys.stdin.buffer.read())
+rows = sum(b.num_rows for b in reader.read(part))
+print(json.dumps({"rows": rows, "pandas": "pandas" in sys.modules}))
+"""
+
+
+def test_cold_task_needs_no_sql_parse_nor_pandas(many):
+    """A task gets its scan compiled at planning: a fresh worker process reads its partition
+    without compiling the filter and without importing pandas."""
+    import json
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    from lancejit.spark.options import ReadOptions
+    from lancejit.spark.reader import make_reader, open_dataset
+    from lancejit.spark.source import read_arrow_schema
+    from lancejit.spark.types import arrow_to_spark_schema
+
+    opts = ReadOptions.parse({"path": many, "columns": "id,s", "filter": "id % 3 = 1 AND s IS NOT NULL"})
+    reader = make_reader(opts, arrow_to_spark_schema(read_arrow_schema(opts, open_dataset(many, None, None))))
+    parts = reader.partitions()
+    want = sum(b.num_rows for p in parts for b in reader.read(p))
+    got = [json.loads(subprocess.run([sys.executable, "-c", COLD_TASK], input=pickle.dumps((reader, p)),
+                                     capture_output=True, env=dict(os.environ), check=True).stdout)
+           for p in parts[:2]]
+    assert not any(g["pandas"] for g in got)
+    if len(parts) <= 2:
+        assert sum(g["rows"] for g in got) == want
