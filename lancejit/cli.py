@@ -21,21 +21,10 @@ import sys
 from typing import Sequence
 
 from lancejit.core.errors import InvalidInputError, LanceJitError
+from lancejit.io.registry import parse_storage_options
 
 #: Pages listed per column in text output unless ``--all-pages``.
 TEXT_PAGES_PER_COLUMN = 8
-
-
-def _parse_storage_options(items: Sequence[str] | None) -> dict[str, str] | None:
-    if not items:
-        return None
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidInputError(f"--storage-option expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value
-    return out
 
 
 def _human_bytes(n: int) -> str:
@@ -120,7 +109,8 @@ def _describe_dataset(uri: str, version: str | None, options: dict[str, str] | N
     from lancejit.core.errors import NotFoundError
 
     try:
-        from lancejit.table import dataset, describe
+        from lancejit.table import dataset
+        from lancejit.table.describe import describe
     except ImportError:  # datasets not in this build
         return None
     parsed: int | str | None = version
@@ -138,7 +128,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from lancejit.core.errors import NotFoundError
     from lancejit.file.reader import LanceFileReader
 
-    options = _parse_storage_options(args.storage_option)
+    options = parse_storage_options(args.storage_option)
     info = None
     if args.dataset_version is not None:
         info = _describe_dataset(args.uri, args.dataset_version, options)
@@ -168,12 +158,15 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     """``lancejit warmup``: see :mod:`lancejit.warm`."""
     from lancejit.warm import warmup
 
-    rep = warmup(byte_compile=not args.no_byte_compile)
-    print(f"lancejit warmup: {rep.kernels - len(rep.not_exercised)} of {rep.kernels} kernels ready "
-          f"({rep.loaded} entry points), {rep.compiled} compiled now, "
-          f"{rep.seconds:.1f} s")
-    if rep.not_exercised:
-        print("not exercised (compiled on first use): " + ", ".join(rep.not_exercised))
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, flush=True)
+
+    rep = warmup(byte_compile=not args.no_byte_compile, jobs=args.jobs, progress=progress)
+    print(f"lancejit warmup: {rep.kernels} kernels, {rep.specializations} specializations ready, "
+          f"{rep.compiled} compiled now, {rep.seconds:.1f} s")
+    if rep.undeclared:
+        print("declaring no specialization (compiled on first use): " + ", ".join(rep.undeclared))
     return 0
 
 
@@ -200,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_inspect)
     p = sub.add_parser("warmup", help="byte-compile lancejit and compile every kernel (run once after installing)")
     p.add_argument("--no-byte-compile", action="store_true", help="only compile the Numba kernels")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="worker processes compiling kernels (default: one per core; 0: this process)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no line per kernel")
     p.set_defaults(func=cmd_warmup)
     from lancejit.bench.cli import add_bench_commands
 

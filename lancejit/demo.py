@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{st.read_iops} read requests, {st.read_bytes:,} bytes")
     print(got.slice(0, 3).to_pandas() if _has_pandas() else got.slice(0, 3))
 
-    from lancejit.table.demo_dataset import run_dataset_demo
+    from lancejit.demo_dataset import run_dataset_demo
 
     run_dataset_demo(args.dir, table, take=args.take, version=args.version)
 

@@ -4,228 +4,210 @@ Run it once after installing (and after upgrading) lancejit:
 
 1. byte-compiles lancejit's modules (``compileall``; editable installs and environments with
    ``PYTHONDONTWRITEBYTECODE`` otherwise compile ~100 modules from source in every process);
-2. compiles every Numba kernel into Numba's on-disk cache by writing small generated tables of
-   every type family with lancejit's writer (file versions 2.0, 2.1 and 2.2; dictionary, FSST,
-   bit-packing, RLE, general compression, packed structs, blobs, lists, structs, nulls) to an
-   in-memory store and reading them back (full reads, ranges, sorted and unsorted takes), so each
-   kernel is compiled for the argument types reading and writing actually use.
+2. compiles every Numba kernel, for every specialization it declares, into Numba's on-disk cache.
+
+The kernels are found in the code (:func:`discover`: every module under ``lancejit/`` that
+imports the project's lazy ``njit``), and each declares next to its definition the argument
+types it is called with (``specs=``, see :mod:`lancejit.encoding.kernels.specs`): nothing here
+lists kernels or types by hand.  The kernels are compiled by worker processes, one per core
+(the modules split between them by their code size), each printing a line per kernel.
 
 Later processes load the compiled kernels from the cache on first use instead of compiling
 (check with ``lancejit.encoding.kernels.jit.cache_misses()``: all zeros).  Nothing is written
 outside lancejit's own directories (the cache lives in the package's ``__pycache__``).
+
+``python -m lancejit.warm --worker I N`` is one worker: it compiles the I-th of N shares and
+prints one JSON line per kernel; ``python -m lancejit.warm --background`` is the background
+compile process of :mod:`lancejit.encoding.kernels.background`.
 """
 
 from __future__ import annotations
 
 import compileall
+import importlib
+import json
 import os
-import tempfile
+import re
+import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Callable, TextIO
 
-import numpy as np
-import pyarrow as pa
-
-if TYPE_CHECKING:  # pragma: no cover
-    from lancejit.file.reader import LanceFileReader
-
-#: File versions warmed (the legacy 0.1 format has no kernels of its own).
-VERSIONS = ("2.0", "2.1", "2.2")
+#: A module defining kernels imports the lazy decorator like this.
+_DEFINES_KERNELS = re.compile(r"^\s*from\s+(lancejit\.encoding\.kernels\.jit|\.jit|\.)\s+import\s+[^\n]*\bnjit\b",
+                              re.M)
 
 
 @dataclass(frozen=True, slots=True)
 class WarmupReport:
-    """What :func:`warmup` did: ``kernels`` defined, ``loaded`` of them used at least once,
-    ``compiled`` compilations (cache misses) it caused (0 when the cache was already warm),
-    ``not_exercised`` kernels no warm-up read or write called, ``seconds`` wall time."""
+    """What :func:`warmup` did: ``kernels`` found, ``specializations`` declared (and compiled
+    or loaded), ``compiled`` compilations it caused (0 when the cache was already warm),
+    ``undeclared`` kernels declaring no specialization that no other kernel calls (they would
+    compile on first use), ``slowest`` the ``(kernel, seconds)`` that took longest, ``seconds``
+    wall time."""
 
     kernels: int
-    loaded: int
+    specializations: int
     compiled: int
-    not_exercised: tuple[str, ...]
+    undeclared: tuple[str, ...]
+    slowest: tuple[tuple[str, float], ...]
     seconds: float
 
 
-def _tables(rows: int, seed: int) -> list[tuple[pa.Table, dict[str, dict[str, str]]]]:
-    """Generated tables (and per-column encoding metadata) covering the encoders' choices."""
-    rng = np.random.default_rng(seed)
-    n = rows
-    mask = rng.random(n) < 0.1
-    ints = rng.integers(-1000, 1000, n)
-    words = np.array([f"word-{i:04d}-{'x' * (i % 23)}" for i in range(400)])
-    high = [f"row {i} {'abcdefgh'[i % 8] * (i % 31)} {i * 7919 % 100003}" for i in range(n)]
-    vec = rng.standard_normal((n, 8)).astype(np.float32)
-    base = {
-        "i8": pa.array(ints.astype(np.int8), mask=mask),
-        "i16": pa.array(ints.astype(np.int16)),
-        "i32": pa.array(ints.astype(np.int32), mask=mask),
-        "i64": pa.array(np.arange(n, dtype=np.int64) * 3),
-        "u8": pa.array((ints % 200).astype(np.uint8)),
-        "u16": pa.array(np.abs(ints).astype(np.uint16), mask=mask),
-        "u32": pa.array(np.abs(ints).astype(np.uint32)),
-        "u64": pa.array(rng.integers(0, 2**62, n).astype(np.uint64)),
-        "f32": pa.array(rng.standard_normal(n).astype(np.float32), mask=mask),
-        "f64": pa.array(rng.standard_normal(n)),
-        "runs": pa.array(np.repeat(np.arange(n // 50 + 1, dtype=np.int64), 50)[:n]),
-        "const": pa.array(np.full(n, 7, dtype=np.int32)),
-        "flag": pa.array(rng.random(n) < 0.5, mask=mask),
-        "date": pa.array(ints.astype(np.int32), pa.int32()).cast(pa.date32()),
-        "ts": pa.array(np.arange(n, dtype=np.int64) * 1_000_000, pa.timestamp("us")),
-        "cat": pa.array(words[rng.integers(0, 20, n)], mask=mask),
-        "s": pa.array(high),
-        "ls": pa.array(words[rng.integers(0, len(words), n)], pa.large_string()),
-        "bin": pa.array([w.encode() for w in words[rng.integers(0, len(words), n)]], pa.binary()),
-        "fsb": pa.array([bytes([i % 256]) * 4 for i in range(n)], pa.binary(4)),
-        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), 8),
-        "l": pa.array([list(range(i % 5)) if i % 9 else None for i in range(n)], pa.list_(pa.int32())),
-        "ll": pa.array([[words[i % 40]] * (i % 3) for i in range(n)], pa.large_list(pa.string())),
-        "st": pa.StructArray.from_arrays([pa.array(ints.astype(np.int32)), pa.array(words[np.arange(n) % 40])],
-                                         names=["x", "y"]),
-        "nul": pa.nulls(n, pa.int64()),
-    }
-    t = pa.table(base)
-    meta = {
-        "zstd": {"lance-encoding:compression": "zstd"},
-        "lz4": {"lance-encoding:compression": "lz4"},
-        "packed": {"lance-encoding:packed": "true"},
-        "blob": {"lance-encoding:blob": "true"},
-    }
-    variants = pa.table({
-        "zi": base["i64"], "zs": base["s"], "lf": base["f64"],
-        "pk": pa.StructArray.from_arrays([pa.array(ints.astype(np.int32)), pa.array(rng.standard_normal(n))],
-                                         names=["a", "b"]),
-        "bl": pa.array([bytes(rng.integers(0, 256, i % 64, dtype=np.uint8)) for i in range(n)], pa.large_binary()),
-        "pkv": pa.StructArray.from_arrays([pa.array(ints.astype(np.int32)), pa.array(words[np.arange(n) % 40])],
-                                          names=["a", "w"]),
-        "bf": base["f32"], "bd": base["f64"],
-        "fzs": base["s"], "fzi": base["i32"], "fzl": base["l"],
-        "long": pa.array([w * 12 for w in words[rng.integers(0, len(words), n)]]),
-        "v64": pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * 64).astype(np.float32)), 64),
-    })
-    bss = {"lance-encoding:bss": "on"}
-    fullzip = {"lance-encoding:structural-encoding": "fullzip"}
-    field_meta = {"zi": meta["zstd"], "zs": meta["zstd"], "lf": meta["lz4"], "pk": meta["packed"], "bl": meta["blob"],
-                  "pkv": meta["packed"], "bf": bss, "bd": bss, "fzs": fullzip, "fzi": fullzip, "fzl": fullzip}
-    return [(t, {}), (variants, field_meta)]
+def kernel_modules() -> list[str]:
+    """Names of the modules under ``lancejit/`` that define kernels with the lazy ``njit``."""
+    import lancejit
 
-
-def _with_metadata(table: pa.Table, field_meta: dict[str, dict[str, str]]) -> pa.Table:
-    fields = [f.with_metadata(field_meta[f.name]) if f.name in field_meta else f for f in table.schema]
-    return table.cast(pa.schema(fields))
-
-
-def _exercise(rows: int, seed: int) -> None:
-    from lancejit.io.memory import clear_memory_objects
-
-    prefix = f"lancejit-warmup/{os.getpid()}/"
-    try:
-        # memory (and object stores) hand kernels read-only buffers, local disk writable ones:
-        # Numba compiles one specialization for each, so both are exercised
-        _exercise_versions(rows, seed, f"memory://{prefix}")
-    finally:
-        clear_memory_objects(prefix)
-    with tempfile.TemporaryDirectory(prefix="lancejit-warmup-") as tmp:
-        _exercise_versions(rows, seed, tmp + "/")
-    _exercise_manifest_scan()
-    _exercise_multi_file_take()
-
-
-def _exercise_multi_file_take() -> None:
-    """The multi-file take's planning kernel (datasets only; its decode kernels are the file
-    take's), with the argument types :mod:`lancejit.table.take_files` passes."""
-    from lancejit.encoding.kernels.take import plan_take_files
-
-    segs = np.zeros((7, 4), dtype=np.int64)
-    segs[3] = 8
-    slots = np.zeros((3, 2), dtype=np.int64)
-    slots[1] = 1
-    work = np.empty(7, dtype=np.int64)
-    plan_take_files(segs[0], segs[1], segs[2], segs[3], slots[0], slots[1], slots[2], np.zeros(1, np.int64),
-                    np.zeros(1, np.int64), 1, 4096, work[:1], work[1:2], work[2:3], work[3:].reshape(1, 4))
-
-
-def _exercise_manifest_scan() -> None:
-    """The manifest wire-format and fragment-index kernels (opening a dataset in a process that
-    loaded Numba)."""
-    from lancejit.encoding.kernels.frag_index import index_arrays
-    from lancejit.pb import table_pb2
-    from lancejit.table.manifest_scan import scan_manifest
-
-    m = table_pb2.Manifest(version=1)
-    frag = m.fragments.add(id=0, physical_rows=10)
-    frag.files.add(path="a.lance", fields=[0], column_indices=[0])
-    frag.deletion_file.num_deleted_rows = 1
-    a = scan_manifest(m.SerializeToString(), force=True).arrays
-    index_arrays(a.ids, a.physical_rows, a.num_deleted, a.has_deletion, a.num_files, True, 1 << 32,
-                 np.empty((4, 1), dtype=np.int64), np.empty(2, dtype=np.int64))
-
-
-def _exercise_versions(rows: int, seed: int, root: str) -> None:
-    from lancejit.core.errors import LanceJitError
-    from lancejit.file.reader import LanceFileReader
-
-    rng = np.random.default_rng(seed)
-    for version in VERSIONS:
-        for k, (table, field_meta) in enumerate(_tables(rows, seed)):
-            uri = f"{root}{version}-{k}.lance"
-            cols = table.column_names
-            if version == "2.0":  # 2.0 has no packed structs / blobs
-                cols = [c for c in cols if c not in ("pk", "pkv", "bl")]
-            t = _with_metadata(table.select(cols), field_meta)
-            try:
-                _write(uri, t, version, rows)
-            except LanceJitError:  # a column this version does not support: the others one by one
-                for j, c in enumerate(cols):
-                    try:
-                        _write(f"{uri}.{j}", t.select([c]), version, rows)
-                        _read(LanceFileReader(f"{uri}.{j}"), rows, rng)
-                    except LanceJitError:
-                        pass
+    root = os.path.dirname(os.path.abspath(lancejit.__file__))
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("__", ".")))
+        for name in sorted(filenames):
+            if not name.endswith(".py"):
                 continue
-            _read(LanceFileReader(uri), rows, rng)
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            if not _DEFINES_KERNELS.search(text):
+                continue
+            rel = os.path.relpath(path, os.path.dirname(root))[:-3].replace(os.sep, ".")
+            out.append(rel[: -len(".__init__")] if rel.endswith(".__init__") else rel)
+    return out
 
 
-def _write(uri: str, t: pa.Table, version: str, rows: int) -> None:
-    from lancejit.file.writer import LanceFileWriter
+def discover() -> list[Any]:
+    """Every kernel of lancejit (the :class:`~lancejit.encoding.kernels.jit.LazyKernel` of each
+    ``njit`` under ``lancejit/``), its module imported."""
+    from lancejit.encoding.kernels import jit
 
-    with LanceFileWriter(uri, t.schema, version=version) as w:
-        w.write_batch(t.slice(0, rows // 2))
-        w.write_batch(t.slice(rows // 2))
+    for name in kernel_modules():
+        importlib.import_module(name)
+    return jit.kernels()
 
 
-def _read(r: "LanceFileReader", rows: int, rng: np.random.Generator) -> None:
-    r.read_all()
-    r.read_range(rows // 3, rows // 4)
-    idx = rng.integers(0, rows, 64)
-    r.take_rows(np.sort(np.unique(idx)))
-    r.take_rows(idx)
-    r.take_rows([int(idx[0])])
-    # the array take path serves a projection only when it covers every column: one by one too
-    for name in r.schema.names:
-        r.take_rows(idx[:16], columns=[name])
-    for _ in r.to_batches(batch_size=rows // 3 + 1):
+def _name(k: Any) -> str:
+    return f"{k.__module__}.{k.__qualname__}"
+
+
+def undeclared(kernels: list[Any]) -> list[str]:
+    """Kernels that declare no specialization although no kernel calls them (entry points)."""
+    from lancejit.encoding.kernels.tier0 import _names
+
+    called = set()
+    for k in kernels:
+        g = k.__wrapped__.__globals__
+        for name in _names(k.__wrapped__.__code__):
+            called.add(id(g.get(name)))
+    return [_name(k) for k in kernels
+            if not k.specs and id(k) not in called and not (k.materialized and id(k.dispatcher()) in called)]
+
+
+def _weight(k: Any) -> int:
+    """Relative compile cost of a kernel's declared specializations (bytecode size x count)."""
+    from lancejit.encoding.kernels import specs
+
+    n = sum(len(specs.expand(s)) for s in k.specs)
+    return n * (200 + len(k.__wrapped__.__code__.co_code))
+
+
+def shares(kernels: list[Any], n: int) -> list[list[Any]]:
+    """``kernels`` split into ``n`` lists of about equal compile cost, a module's kernels in one
+    list (they share helpers, compiled once per process)."""
+    by_module: dict[str, list[Any]] = {}
+    for k in kernels:
+        if k.specs:
+            by_module.setdefault(k.__module__, []).append(k)
+    groups = sorted(by_module.values(), key=lambda ks: -sum(_weight(k) for k in ks))
+    out: list[list[Any]] = [[] for _ in range(max(1, n))]
+    load = [0] * len(out)
+    for ks in groups:
+        i = load.index(min(load))
+        out[i].extend(ks)
+        load[i] += sum(_weight(k) for k in ks)
+    return [s for s in out if s]
+
+
+def compile_kernel(k: Any) -> int:
+    """Load or compile every declared specialization of kernel ``k``; returns compilations."""
+    from lancejit.encoding.kernels import specs
+
+    disp = k.dispatcher()
+    before = sum(disp.stats.cache_misses.values())
+    for spec in k.specs:
+        for one in specs.expand(spec):
+            disp.compile(specs.parse(one))
+    return sum(disp.stats.cache_misses.values()) - before
+
+
+def _worker(index: int, count: int, out: TextIO) -> None:
+    """Compile share ``index`` of ``count`` (see :func:`shares`), one JSON line per kernel."""
+    from lancejit.encoding.kernels import jit
+
+    jit.numba()
+    kernels = discover()
+    for k in shares(kernels, count)[index] if index < len(shares(kernels, count)) else []:
+        t0 = time.perf_counter()
+        compiled = compile_kernel(k)
+        out.write(json.dumps({"kernel": _name(k), "seconds": time.perf_counter() - t0, "compiled": compiled}) + "\n")
+        out.flush()
+
+
+def lock_path() -> str:
+    """The file locked by the background compile process (one per installation at a time)."""
+    from lancejit.encoding.kernels import jit
+
+    cache_dir = os.path.join(os.path.dirname(os.path.abspath(jit.__file__)), "__pycache__")
+    if os.access(cache_dir, os.W_OK) or (not os.path.exists(cache_dir) and os.access(os.path.dirname(cache_dir), os.W_OK)):
+        os.makedirs(cache_dir, exist_ok=True)
+        return os.path.join(cache_dir, "lancejit-background.lock")
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(cache_dir.encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"lancejit-background-{tag}.lock")
+
+
+def _background(requests: TextIO) -> None:
+    """The background compile process (:mod:`lancejit.encoding.kernels.background`): kernels
+    named on ``requests`` (one per line) first, then every other declared specialization."""
+    import fcntl
+    from collections import deque
+
+    from lancejit.encoding.kernels import jit
+
+    try:
+        os.nice(10)
+    except OSError:  # pragma: no cover - not allowed: run at the same priority
         pass
-    _scan_files(r, rows)
+    wanted: deque[str] = deque()
+    closed = threading.Event()
 
+    def read() -> None:
+        for line in requests:
+            wanted.append(line.strip())
+        closed.set()
 
-def _scan_files(r: "LanceFileReader", rows: int) -> None:
-    """The multi-file scan kernels (:mod:`lancejit.file.multi_decode`, what dataset scans of
-    small fragments use): each column alone and all of them, whole ranges and selected rows."""
-    from lancejit.file.multi_decode import file_scan, read_scans
-    from lancejit.io.sync import run_sync
-
-    inner = r.async_reader
-
-    async def scan() -> None:
-        names = list(r.schema.names)
-        for cols in [(n,) for n in names] + [tuple(names)]:
-            s = await file_scan(inner, cols)
-            if s is not None:
-                picked = np.arange(rows // 3, rows, 3, dtype=np.int64)
-                await read_scans([s, s], [0, rows // 3], [rows // 4, rows], [None, picked])
-
-    run_sync(scan(), store=inner.store)
+    threading.Thread(target=read, daemon=True).start()
+    with open(lock_path(), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        jit.numba()
+        kernels = [k for k in discover() if k.specs]
+        by_name = {_name(k): k for k in kernels}
+        done: set[str] = set()
+        order = [k for s in shares(kernels, 1) for k in s]
+        while len(done) < len(order):
+            k = None
+            while wanted:
+                k = by_name.get(wanted.popleft())
+                if k is not None and _name(k) not in done:
+                    break
+                k = None
+            if k is None:
+                k = next(x for x in order if _name(x) not in done)
+            done.add(_name(k))
+            compile_kernel(k)
 
 
 def _byte_compile() -> None:
@@ -238,41 +220,84 @@ def _byte_compile() -> None:
         pass
 
 
-def warmup(*, byte_compile: bool = True, rows: int = 5000, seed: int = 0) -> WarmupReport:
-    """Byte-compile lancejit and compile every kernel into Numba's cache (see the module docstring).
+def default_jobs() -> int:
+    """Worker processes: one per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - platforms without affinity
+        return max(1, os.cpu_count() or 1)
 
-    ``rows``: rows of each generated table (several mini-block chunks and pages).  Takes a few
-    seconds with a warm cache, up to a few minutes on a fresh installation."""
-    import importlib
-    import pkgutil
 
-    from lancejit.encoding import kernels as kpkg
+def warmup(*, byte_compile: bool = True, jobs: int | None = None,
+           progress: Callable[[str], None] | None = None) -> WarmupReport:
+    """Byte-compile lancejit and compile every kernel's declared specializations into Numba's
+    cache (see the module docstring).  ``jobs``: worker processes (default: one per core; 0
+    compiles in this process); ``progress(line)`` is called once per kernel compiled.
+    A few seconds with a warm cache."""
+    t0 = time.perf_counter()
     from lancejit.encoding.kernels import jit
 
-    t0 = time.perf_counter()
-    if byte_compile:
-        _byte_compile()
-    from lancejit.encoding.kernels import tier0
+    kernels = discover()
+    total = sum(1 for k in kernels if k.specs)
+    nspecs = 0
+    from lancejit.encoding.kernels import specs as _specs
 
-    jit.numba()  # every call compiled from here on: no tier-0 (interpreted) kernel calls
-    tier0.ALWAYS = False
-    for m in pkgutil.iter_modules(kpkg.__path__):
-        importlib.import_module(f"{kpkg.__name__}.{m.name}")
-    importlib.import_module("lancejit.encoding.v21.repdef_kernels")
-    before = sum(jit.cache_misses().values())
-    _exercise(rows, seed)
-    from lancejit.table.filter_fast import warm as warm_filters
+    for k in kernels:
+        nspecs += sum(len(_specs.expand(s)) for s in k.specs)
+    jobs = default_jobs() if jobs is None else jobs
+    done: list[dict[str, Any]] = []
+    lock = threading.Lock()
 
-    warm_filters()  # the filter kernels (lancejit.encoding.kernels.filter)
-    all_k = jit.kernels()
-    loaded = [k for k in all_k if k.materialized and k.signatures]
-    called = set()  # kernels only called from other kernels: compiled into their callers
-    for k in all_k:
-        g = k.__wrapped__.__globals__
-        for name in jit._names(k.__wrapped__.__code__):
-            called.add(id(g.get(name)))
-    unused = tuple(f"{k.__module__}.{k.__qualname__}" for k in all_k
-                   if not (k.materialized and k.signatures) and id(k) not in called
-                   and id(k._disp) not in called)
-    compiled = sum(jit.cache_misses().values()) - before
-    return WarmupReport(len(all_k), len(loaded), compiled, unused, time.perf_counter() - t0)
+    def record(item: dict[str, Any]) -> None:
+        with lock:
+            done.append(item)
+            if progress is not None:
+                progress(f"[{len(done):3d}/{total}] {item['kernel']}: {item['seconds']:.1f} s"
+                         + (f", {item['compiled']} compiled" if item["compiled"] else ", cached"))
+
+    if jobs <= 0:
+        if byte_compile:
+            _byte_compile()
+        jit.numba()
+        for k in kernels:
+            if k.specs:
+                t = time.perf_counter()
+                c = compile_kernel(k)
+                record({"kernel": _name(k), "seconds": time.perf_counter() - t, "compiled": c})
+    else:
+        n = min(jobs, max(1, len(shares(kernels, jobs))))
+        env = dict(os.environ)
+        env.pop("NUMBA_DISABLE_JIT", None)
+        procs = [subprocess.Popen([sys.executable, "-m", "lancejit.warm", "--worker", str(i), str(n)],
+                                  stdout=subprocess.PIPE, text=True, env=env) for i in range(n)]
+
+        def read(p: subprocess.Popen) -> None:
+            assert p.stdout is not None
+            for line in p.stdout:
+                line = line.strip()
+                if line.startswith("{"):
+                    record(json.loads(line))
+
+        readers = [threading.Thread(target=read, args=(p,), daemon=True) for p in procs]
+        for r in readers:
+            r.start()
+        if byte_compile:
+            _byte_compile()
+        for p, r in zip(procs, readers):
+            p.wait()
+            r.join()
+        failed = [p.returncode for p in procs if p.returncode]
+        if failed:
+            raise RuntimeError(f"lancejit warmup: a worker failed (exit status {failed[0]})")
+    slowest = tuple((d["kernel"], round(d["seconds"], 2)) for d in sorted(done, key=lambda d: -d["seconds"])[:5])
+    return WarmupReport(len(kernels), nspecs, sum(d["compiled"] for d in done), tuple(undeclared(kernels)),
+                        slowest, time.perf_counter() - t0)
+
+
+if __name__ == "__main__":  # pragma: no cover - worker processes of warmup()
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        _worker(int(sys.argv[2]), int(sys.argv[3]), sys.stdout)
+    elif sys.argv[1:] == ["--background"]:
+        _background(sys.stdin)
+    else:
+        sys.exit("usage: python -m lancejit.warm --worker INDEX COUNT | --background")

@@ -141,7 +141,7 @@ def bench_one(root: str, version: str, repeat: int) -> list[dict]:
 def bench_late_materialization(root: str, version: str) -> list[dict]:
     """Bytes read by lancejit for filtered scans with and without late materialization."""
     import lancejit.table as lt
-    import lancejit.table.scan as scan_module
+    import lancejit.table.read.scan as scan_module
 
     path = os.path.join(root, "one")
     out = []

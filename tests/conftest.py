@@ -18,6 +18,10 @@ import pytest
 
 # Keep gcsfs on its plain HTTP client (see /work/shared/notes/stores.md) whoever imports it first.
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+# Kernel tests call kernels with types no caller uses: compile them here, as before, rather than
+# interpreting them while a background process compiles (tests/api/test_background_compile.py
+# turns it on in its own processes).
+os.environ.setdefault("LANCEJIT_BACKGROUND_COMPILE", "0")
 
 
 def _load_emulators():
@@ -35,6 +39,20 @@ def _load_emulators():
 
 
 emulators = _load_emulators()
+
+
+def _load_hostile():
+    # the hostile-size harness (tests/hostile.py), importable as ``tests_hostile``
+    name = "tests_hostile"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("hostile.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+_load_hostile()
 StoreRoot = emulators.StoreRoot
 Endpoint = emulators.Endpoint
 

@@ -24,9 +24,9 @@ from lancejit.core.errors import InvalidInputError
 
 
 def _options(args: argparse.Namespace) -> dict[str, str] | None:
-    from lancejit.cli import _parse_storage_options
+    from lancejit.io.registry import parse_storage_options
 
-    return _parse_storage_options(args.storage_option)
+    return parse_storage_options(args.storage_option)
 
 
 def _check_extras(args: argparse.Namespace) -> None:

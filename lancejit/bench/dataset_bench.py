@@ -174,7 +174,7 @@ def _scan_steps(ds: Any, columns: Sequence[str] | None, max_request: int) -> lis
     requests of at most ``max_request`` bytes (8 MiB windows)."""
     from lancejit.bench.explain import _field_columns
     from lancejit.io.sync import run_sync
-    from lancejit.table.datafile import open_data_file
+    from lancejit.table.read.datafile import open_data_file
 
     sizes: list[int] = []
     names = set(columns) if columns else None

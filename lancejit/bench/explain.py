@@ -407,8 +407,8 @@ async def plan_take(target: TakeTarget, rows: Any, columns: Sequence[str] | None
 
 async def _plan_dataset(ds: Any, offsets: np.ndarray, columns: Sequence[str] | None) -> list[FilePlan]:
     """File plans of a dataset take: offsets -> (fragment, physical offset) -> data files."""
-    from lancejit.table.datafile import open_data_file
-    from lancejit.table.fragment import FragmentReader
+    from lancejit.table.read.datafile import open_data_file
+    from lancejit.table.read.fragment import FragmentReader
 
     ctx = ds.context
     spec = ds._spec(columns, None, None, None, False, False, nested_as_struct=True)

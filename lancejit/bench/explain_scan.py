@@ -1,6 +1,6 @@
 """``lancejit explain scan URI --filter F``: what page statistics let a filtered scan skip.
 
-The plan lists the filter's conditions that statistics can decide (:mod:`lancejit.table.pruning`)
+The plan lists the filter's conditions that statistics can decide (:mod:`lancejit.table.read.pruning`)
 and, per fragment, the physical rows, the row ranges kept and the batches ("pages": one page per
 column of a legacy batch) skipped.  With ``run`` the scan runs twice, with pruning and without,
 and the dataset's ``io_stats()`` of both runs are reported (requests, bytes, ``pages_pruned``,
@@ -79,9 +79,9 @@ async def plan_scan(ds: Any, filter: str, columns: Sequence[str] | None = None, 
                     repeats: int = 3) -> ScanPlan:
     """Plan (and with ``run``, measure: ``repeats`` scans each way, alternating) the filtered
     scan of dataset ``ds`` (a ``Dataset``)."""
-    from lancejit.table import pruning
-    from lancejit.table.filter import compile_filter
-    from lancejit.table.fragment import FragmentReader
+    from lancejit.table.read import pruning
+    from lancejit.table.filter.compile import compile_filter
+    from lancejit.table.read.fragment import FragmentReader
 
     ctx = ds.context
     compiled = compile_filter(filter, ctx.schema)
@@ -102,7 +102,7 @@ async def plan_scan(ds: Any, filter: str, columns: Sequence[str] | None = None, 
 async def _measure(ds: Any, filter: str, columns: Sequence[str] | None, repeats: int) -> dict[str, dict[str, Any]]:
     """Counters of one scan with and without pruning and the median seconds of ``repeats``
     alternating runs each (the first run of each way warms caches and is not timed)."""
-    from lancejit.table import pruning
+    from lancejit.table.read import pruning
 
     out: dict[str, dict[str, Any]] = {}
     times: dict[str, list[float]] = {"pruned": [], "not pruned": []}

@@ -44,6 +44,11 @@ class InvalidInputError(LanceJitError, ValueError):
     """An argument is malformed: bad URI, bad filter, mismatched schema, bad option."""
 
 
+class InvalidTypeError(LanceJitError, TypeError):
+    """An argument or column has the wrong type for the operation (e.g. a vector search on a
+    column that holds no vectors)."""
+
+
 class SchemaMismatchError(InvalidInputError):
     """Data written does not match the schema of the file or dataset."""
 
@@ -65,6 +70,7 @@ __all__ = [
     "CommitConflictError",
     "CorruptFileError",
     "InvalidInputError",
+    "InvalidTypeError",
     "LanceJitError",
     "NotFoundError",
     "NotSupportedError",

@@ -47,7 +47,7 @@ def _parts() -> tuple:
 
         assert (_FIELDS, _SIZES) == (PAGE_FIELDS, PAGE_FIELDS + MAX_PAGE_BUFFERS)
 
-        from .container import _COLUMN_ENCODINGS, _LAYOUTS, PAGE_LAYOUT_URL_V21
+        from .encodings import _COLUMN_ENCODINGS, _LAYOUTS, PAGE_LAYOUT_URL_V21
 
         _PARTS = (column_pages, PAGE_ROW, _LAYOUTS[PAGE_LAYOUT_URL_V21], _COLUMN_ENCODINGS)
     return _PARTS
@@ -62,6 +62,8 @@ def decode_columns(data: bytes, base: int, spans: Sequence[tuple[int, int]], ind
     if version == "2.0" or not indexes or getattr(_jit, "_NUMBA", None) is None:
         return None
     column_pages, width, known, column_encodings = _PARTS or _parts()
+    if not _jit.ready(column_pages):  # (not cached yet: protobuf meanwhile)
+        return None
     n = len(indexes)
     rel = []
     total = 0

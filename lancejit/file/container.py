@@ -33,11 +33,20 @@ from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedEr
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding.pages import ColumnInfo, PageInfo
 from lancejit.file.region import MetadataRegion
+from lancejit.file.encodings import (
+    _COLUMN_ENCODINGS,
+    _LAYOUTS,
+    _LAYOUTS_MAX,
+    COLUMN_ENCODING_URL,
+    PAGE_ENCODING_URL_V20,
+    PAGE_LAYOUT_URL_V21,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
     from lancejit.file.cache import FileCache
+
 
 MAGIC = b"LANC"
 #: Length of the v2 footer in bytes.
@@ -47,10 +56,6 @@ LEGACY_FOOTER_LEN = 16
 _FOOTER = struct.Struct("<QQQIIHH4s")
 _U64_PAIRS_DTYPE = "<u8"
 
-#: Any type URLs of the encodings found in v2 files (bare leading slash, no domain).
-COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
-PAGE_ENCODING_URL_V20 = "/lance.encodings.ArrayEncoding"
-PAGE_LAYOUT_URL_V21 = "/lance.encodings21.PageLayout"
 
 #: Metadata regions at least this large (bytes) are decoded on a worker thread.
 PARSE_IN_THREAD_BYTES = 512 * 1024
@@ -657,14 +662,6 @@ def unwrap_encoding(
     return msg
 
 
-#: Decoded page encodings by encoding type URL, then by the bytes of their ``Any`` envelope.
-#: The messages are shared by every page with those bytes (readers never modify them).
-_LAYOUTS: dict[str, dict[bytes, Message]] = {PAGE_ENCODING_URL_V20: {}, PAGE_LAYOUT_URL_V21: {}}
-_LAYOUTS_MAX = 4096
-
-
-#: Decoded column-level encodings (``ColumnEncoding``) by the bytes of their ``Any`` envelope.
-_COLUMN_ENCODINGS: dict[bytes, Message] = {}
 #: Per file version: ``(page encoding URL, its message class, the URL without its slash)``.
 _PAGE_CLASSES: dict[str, tuple[str, type[Message], str]] = {}
 

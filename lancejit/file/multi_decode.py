@@ -7,7 +7,7 @@ built once per file and projection, kept by the reader) are concatenated (once p
 files, cached), one kernel (:func:`lancejit.encoding.kernels.scan.plan_runs`) maps the selected
 rows of every file to *runs* of consecutive rows of one segment with a merge walk (rows are
 ascending: no search, no sort), files held whole in memory (small data files, see
-:mod:`lancejit.table.datafile`) are used as they are and the others read with one
+:mod:`lancejit.table.read.datafile`) are used as they are and the others read with one
 ``read_ranges`` call each (adjacent segments merged into one range), and each column is decoded
 for all files by ONE kernel call (one copy per run) into ONE Arrow array.
 
@@ -52,7 +52,7 @@ class FileScan:
     """What scanning some columns of one opened file needs, made once per file and projection
     (:func:`file_scan`): the reader, the columns' take table, the encodings the file's columns
     share with other files decoded together (``sig``), the file's bytes when its range reader
-    holds them all (small data files, see :mod:`lancejit.table.datafile`): ``whole`` when the
+    holds them all (small data files, see :mod:`lancejit.table.read.datafile`): ``whole`` when the
     columns are most of the file (the buffer is used as it is), else ``mem`` (the columns'
     ranges are sliced from it), and its rows."""
 

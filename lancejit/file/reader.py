@@ -614,6 +614,8 @@ class AsyncLanceFileReader:
             for s in range(start, end, batch_size):
                 yield _empty_projection_batch(min(batch_size, end - s))
             return
+        from lancejit.io._tasks import gather_all
+
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
         streams = {t: Slicer(windows(decoders[t], start, end, self._window_rows(decoders[t], batch_size))) for t in tops}
@@ -621,7 +623,9 @@ class AsyncLanceFileReader:
             for s in range(start, end, batch_size):
                 n = min(batch_size, end - s)
                 # all columns at once: their first windows (and read-ahead) are in flight together
-                parts = dict(zip(tops, await asyncio.gather(*(streams[t].take(n) for t in tops))))
+                # (on a failure the other columns' takes are cancelled and awaited before the
+                # streams close: a stream cannot close while its take is running)
+                parts = dict(zip(tops, await gather_all([streams[t].take(n) for t in tops])))
                 cols = [self._extract(parts[top], path) for top, path, _ in resolved]
                 yield pa.RecordBatch.from_arrays(cols, schema=schema)
         finally:

@@ -145,6 +145,7 @@ class FsspecStore(ObjectStore):
 
     serial_batches = False
     decode_off_loop = True
+    closes_with_loop = True
 
     def __init__(self, bucket: str, config: IOConfig = OBJECT_STORE_IO, stats: IOStats | None = None,
                  *, part_size: int = 8 * MiB, timeout: float | None = None,
@@ -200,9 +201,19 @@ class FsspecStore(ObjectStore):
             raise InvalidInputError(f"{self.uri(path)}: object key has a '.' or '..' segment")
         return key
 
-    async def _handle(self) -> _FsHandle:
+    def _reads_need_fs(self) -> bool:
+        """Whether reads (GET, HEAD, listings) go through the filesystem: True unless the
+        backend reads with its own requests and needs nothing of the filesystem to sign them
+        (then the filesystem, and its client libraries, are made only for writes)."""
+        return True
+
+    async def _handle(self, need_fs: bool = True) -> _FsHandle:
         loop = asyncio.get_running_loop()
-        handle: _FsHandle = self.loop_local("fs", lambda: _FsHandle(self._new_fs(loop), self.config.io_parallelism))
+        handle: _FsHandle = self.loop_local("fs", lambda: _FsHandle(None, self.config.io_parallelism))
+        if not need_fs:
+            return handle
+        if handle.fs is None:
+            handle.fs = self._new_fs(loop)
         if handle.ready is None:
             handle.ready = asyncio.ensure_future(self._start_session(handle.fs))
         if not handle.ready.done():
@@ -217,11 +228,13 @@ class FsspecStore(ObjectStore):
         """The fsspec filesystem bound to the running loop (session started)."""
         return (await self._handle()).fs
 
-    async def _call(self, path: str, fn, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, path: str, fn, *args: Any, need_fs: bool = True, **kwargs: Any) -> Any:
         """Run ``fn(fs, *args)`` under the in-flight limit, each attempt bounded by ``timeout``,
         retrying transient failures (see :func:`is_transient`) up to ``max_retries`` times with
-        jittered backoff; errors mapped to lancejit's.  ``fn`` must be safe to repeat."""
-        handle = await self._handle()
+        jittered backoff; errors mapped to lancejit's.  ``fn`` must be safe to repeat.
+        ``need_fs=False``: ``fs`` is None unless the filesystem was started already (``fn``
+        calls :meth:`filesystem` if it needs it after all)."""
+        handle = await self._handle(need_fs)
         attempt = 0
         while True:
             async with handle.sem:
@@ -261,7 +274,7 @@ class FsspecStore(ObjectStore):
                 raise past_eof(self.uri(path), start, end, total)
             return memoryview(data)
 
-        return await self._call(path, op)
+        return await self._call(path, op, need_fs=self._reads_need_fs())
 
     async def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         ranges = check_ranges(ranges)
@@ -299,7 +312,7 @@ class FsspecStore(ObjectStore):
                 raise CorruptFileError(f"tail read returned {len(data)} bytes of {total}", path=self.uri(path))
             return total, memoryview(data)
 
-        out = await self._call(path, op)
+        out = await self._call(path, op, need_fs=self._reads_need_fs())
         if out is None:
             size = await self.size(path)
             if size != 0:
@@ -316,7 +329,7 @@ class FsspecStore(ObjectStore):
             self.stats.record_read(len(data), time.perf_counter() - t0)
             return memoryview(data)
 
-        return await self._call(path, op)
+        return await self._call(path, op, need_fs=self._reads_need_fs())
 
     async def exists(self, path: str) -> bool:
         try:
@@ -396,18 +409,13 @@ class FsspecStore(ObjectStore):
     async def open_writer(self, path: str, *, if_absent: bool = False) -> AsyncWriter:
         raise NotImplementedError
 
-    async def aclose(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        slots = self._per_loop.get(loop)
-        handle = slots.pop("fs", None) if slots else None
-        http = slots.pop("http", None) if slots else None
+    async def _close_loop_state(self, slots: dict[str, Any]) -> None:
+        handle = slots.pop("fs", None)
+        http = slots.pop("http", None)
         if http is not None:
             await http.close()
         if handle is not None and handle.ready is not None and handle.ready.done() \
-                and handle.ready.exception() is None:
+                and not handle.ready.cancelled() and handle.ready.exception() is None:
             await self._close_session(handle.fs)
 
 

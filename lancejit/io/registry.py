@@ -4,7 +4,7 @@ Schemes: no scheme or ``file://`` -> :class:`~lancejit.io.local.LocalStore` (pat
 path); ``memory://name/key`` -> :class:`~lancejit.io.memory.MemoryStore`; ``s3://bucket/key`` ->
 :class:`~lancejit.io.fsspec_store.S3Store`; ``s3+ddb://bucket/key?ddbTableName=TABLE`` -> an S3
 store whose ``external_manifest`` (:class:`ExternalManifestConfig`) names the DynamoDB table that
-commits go through (``lancejit.table.commit.external_store``); ``gs://`` and ``gcs://bucket/key`` ->
+commits go through (``lancejit.table.meta.external_store``); ``gs://`` and ``gcs://bucket/key`` ->
 :class:`~lancejit.io.fsspec_store.GCSStore`.  For bucket stores the returned path is the key.
 
 ``storage_options`` use the reference's keys; values may be strings (``"true"``, ``"65536"``):
@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from lancejit.core.config import CLOUD_IO, LOCAL_IO, IOConfig
@@ -354,5 +354,19 @@ def clear_store_cache() -> None:
         _CACHE.clear()
 
 
+def parse_storage_options(items: Sequence[str] | None) -> dict[str, str] | None:
+    """``KEY=VALUE`` strings (``--storage-option`` arguments of the command line) as storage
+    options; None when there are none."""
+    if not items:
+        return None
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInputError(f"--storage-option expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
 __all__ = ["DDB_TABLE_QUERY_KEY", "ExternalManifestConfig", "clear_store_cache", "open_store", "parse_bool",
-           "parse_uri"]
+           "parse_storage_options", "parse_uri"]

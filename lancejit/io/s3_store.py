@@ -1,10 +1,18 @@
-"""S3 store: one bucket; reads (GET, HEAD) straight over aiohttp (:mod:`lancejit.io.s3_http`),
-listings, writes and deletes through s3fs/aiobotocore (see :mod:`lancejit.io.fsspec_store`)."""
+"""S3 store: one bucket; reads (GET, HEAD, listings) straight over aiohttp, signed by lancejit
+(:mod:`lancejit.io.s3_http`), writes and deletes through s3fs/aiobotocore (see
+:mod:`lancejit.io.fsspec_store`).
+
+When the endpoint (or the region) and the credentials are known without botocore (storage
+options, ``AWS_*`` environment variables, or anonymous access), reads never import s3fs,
+aiobotocore or botocore: the filesystem is made at the first write.  Otherwise (credentials from
+botocore's chain: profiles, instance metadata...) the filesystem is made first and lends its
+endpoint, region and credentials to the direct reads."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from typing import Any, Iterable
 
 from lancejit.core.config import MiB, IOConfig
@@ -13,12 +21,37 @@ from lancejit.io import fsspec_store
 from lancejit.io._tasks import gather_all
 from lancejit.io.fsspec_store import OBJECT_STORE_IO, FsspecStore, parse_content_range
 from lancejit.io.s3_http import RangeNotSatisfiable, S3HttpClient, Unsupported
+from lancejit.io.sigv4 import Credentials
 from lancejit.io.stats import IOStats
 from lancejit.io.store import AsyncWriter, Buffer, ObjectInfo
 
 
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+def _own_settings(endpoint: str | None, region: str | None, key: str | None, secret: str | None,
+                  token: str | None, anonymous: bool) -> tuple[str, str, Credentials | None] | None:
+    """``(endpoint URL, region, credentials or None for unsigned)`` when known without botocore:
+    the endpoint given (or AWS's for a given region), the region given (else ``AWS_REGION`` /
+    ``AWS_DEFAULT_REGION``, else ``us-east-1`` with a given endpoint), credentials given or in
+    ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (``AWS_SESSION_TOKEN``), or anonymous.
+    None when botocore must resolve something (its other credential sources, config files)."""
+    region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if not endpoint:
+        if not region:
+            return None
+        endpoint = f"https://s3.{region}.amazonaws.com"
+    creds: Credentials | None = None
+    if not anonymous:
+        if not key and not secret:
+            key = os.environ.get("AWS_ACCESS_KEY_ID")
+            secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+            token = token or os.environ.get("AWS_SESSION_TOKEN")
+        if not (key and secret):
+            return None
+        creds = Credentials(key, secret, token or None)
+    return endpoint, region or "us-east-1", creds
 
 
 class S3Store(FsspecStore):
@@ -46,6 +79,11 @@ class S3Store(FsspecStore):
         #: Reads go over aiohttp (:mod:`.s3_http`) until an answer it does not follow
         #: (redirect, 400) sends this store back to botocore for good.
         self.direct_reads = True
+        self._session: Any = None
+        self._own = _own_settings(endpoint, region, key, secret, token, anonymous)
+
+    def _reads_need_fs(self) -> bool:
+        return not (self.direct_reads and self._own is not None)
 
     def _new_fs(self, loop: asyncio.AbstractEventLoop) -> Any:
         from s3fs import S3FileSystem
@@ -69,7 +107,17 @@ class S3Store(FsspecStore):
             loop=loop,
             skip_instance_cache=True,
             use_listings_cache=False,
+            session=self._botocore_session(),
         )
+
+    def _botocore_session(self) -> Any:
+        """One aiobotocore session for every loop's filesystem: it caches the service model
+        that each new client would otherwise load again (a loop per call pays it per call)."""
+        if self._session is None:
+            from aiobotocore.session import AioSession
+
+            self._session = AioSession()
+        return self._session
 
     async def _start_session(self, fs: Any) -> None:
         await fs.set_session()
@@ -86,6 +134,15 @@ class S3Store(FsspecStore):
         return self.loop_local("http", lambda: self._new_http(fs))
 
     def _new_http(self, fs: Any) -> S3HttpClient:
+        limit = max(10, self.config.io_parallelism)
+        if self._own is not None and (fs is None or not getattr(fs, "_s3", None)):
+            endpoint, region, creds = self._own
+
+            async def own_credentials() -> Any:
+                return creds
+
+            return S3HttpClient(endpoint, self.bucket, region, own_credentials, limit=limit,
+                                connect_timeout=min(10.0, self.timeout))
         client = fs._s3  # the session is started (FsspecStore._handle) before any request
         meta = client.meta
         resolved: list[Any] = []
@@ -101,7 +158,7 @@ class S3Store(FsspecStore):
             return None if creds is None else await _maybe_await(creds.get_frozen_credentials())
 
         return S3HttpClient(meta.endpoint_url, self.bucket, meta.region_name or "us-east-1", credentials,
-                            limit=max(10, self.config.io_parallelism), connect_timeout=min(10.0, self.timeout))
+                            limit=limit, connect_timeout=min(10.0, self.timeout))
 
     def _is_range_error(self, exc: BaseException) -> bool:
         cause: BaseException | None = exc
@@ -130,10 +187,10 @@ class S3Store(FsspecStore):
             except PermissionError:
                 # refused: if botocore's request is accepted, this endpoint wants something
                 # the direct client does not send; use botocore from now on
-                out = await self._boto_get(fs, key, range_header)
+                out = await self._boto_get(fs or await self.filesystem(), key, range_header)
                 self.direct_reads = False
                 return out
-        return await self._boto_get(fs, key, range_header)
+        return await self._boto_get(fs or await self.filesystem(), key, range_header)
 
     async def _boto_get(self, fs: Any, key: str, range_header: str | None) -> tuple[bytes, int | None]:
         kwargs = {"Range": range_header} if range_header else {}
@@ -153,7 +210,7 @@ class S3Store(FsspecStore):
 
         async def op(fs: Any) -> int:
             async def boto_head() -> int:
-                head = await fs._call_s3("head_object", Bucket=self.bucket, Key=key)
+                head = await (fs or await self.filesystem())._call_s3("head_object", Bucket=self.bucket, Key=key)
                 return int(head["ContentLength"])
 
             self.stats.record_meta()
@@ -168,7 +225,7 @@ class S3Store(FsspecStore):
                     return size
             return await boto_head()
 
-        return await self._call(path, op)
+        return await self._call(path, op, need_fs=self._reads_need_fs())
 
     async def list(self, prefix: str = "", *, recursive: bool = True) -> list[ObjectInfo]:
         base = prefix.strip("/")
@@ -198,6 +255,7 @@ class S3Store(FsspecStore):
                     return await direct(fs)
                 except Unsupported:
                     self.direct_reads = False
+            fs = fs or await self.filesystem()
             while True:
                 self.stats.record_list()
                 page = await fs._call_s3("list_objects_v2", **kwargs)
@@ -215,7 +273,7 @@ class S3Store(FsspecStore):
             out.sort(key=lambda info: info.path)
             return out
 
-        return await self._call(prefix, op)
+        return await self._call(prefix, op, need_fs=self._reads_need_fs())
 
     async def _put_single(self, path: str, data: Buffer, *, if_absent: bool) -> None:
         key = self._key(path)

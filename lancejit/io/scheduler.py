@@ -32,7 +32,10 @@ import itertools
 import time
 from typing import Any, Sequence
 
+import numpy as np
+
 from lancejit.core.config import IOConfig
+from lancejit.core.ranges import ByteRange
 from lancejit.io._tasks import gather_all
 from lancejit.io.planner import PhysicalRead, assemble, plan_reads
 from lancejit.io.stats import IOStats
@@ -175,6 +178,18 @@ def pack_units(reads: Sequence[Any], serial: bool, max_unit_bytes: int) -> list[
     return units
 
 
+def _max_end(ranges: Any) -> int:
+    """The largest end of half-open byte ``ranges`` (pairs, ``ByteRange``s or an ``(n, 2)`` array)."""
+    if isinstance(ranges, np.ndarray):
+        return int(ranges.reshape(-1, 2)[:, 1].max()) if ranges.size else 0
+    top = 0
+    for r in ranges:
+        end = r.end if isinstance(r, ByteRange) else r[1]
+        if end > top:
+            top = end
+    return int(top)
+
+
 class FileScheduler:
     """Scheduled reads of one file (``path`` inside ``store``); implements ``RangeReader``.
 
@@ -226,13 +241,15 @@ class FileScheduler:
 
         ``ranges`` may also be an ``(n, 2)`` integer array (planned without per-range Python work).
         """
+        if self._size is not None and _max_end(ranges) > self._size:
+            # before planning: a range a file claims can be 2**40 bytes long, which the planner
+            # would cut into millions of requests
+            for start, end in plan_reads(ranges, 0, 1 << 62).requested:
+                if end > self._size:
+                    raise past_eof(self.path, start, end, self._size)
         plan = plan_reads(ranges, self.config.block_size, self.config.max_request_size)
         if not plan.read_starts:
             return assemble(plan, [])
-        if self._size is not None and plan.max_end > self._size:
-            for start, end in plan.requested:
-                if end > self._size:
-                    raise past_eof(self.path, start, end, self._size)
         prio: Priority = (self.base_priority, priority)
         queue = io_queue(self.store)
         pairs = list(zip(plan.read_starts, plan.read_ends))

@@ -33,9 +33,13 @@ from lancejit.core.errors import (
     NotFoundError,
     StoreError,
 )
+from lancejit.io.loop_close import close_with_loop
 from lancejit.io.stats import IOStats
 
 T = TypeVar("T")
+
+#: Key of a loop's :class:`~lancejit.io.loop_close.LoopCloser` in its per-loop state.
+_CLOSER = "_closer"
 
 #: Bytes-like payloads accepted by ``put`` / ``write``.
 Buffer = bytes | bytearray | memoryview
@@ -183,6 +187,9 @@ class ObjectStore(ABC):
     #: ``s3+ddb://`` stores: the :class:`~lancejit.io.registry.ExternalManifestConfig` of the
     #: DynamoDB table commits go through (None: commits use :meth:`put_if_absent`).
     external_manifest: Any = None
+    #: True when per-loop state holds sessions: they are closed when their loop shuts down
+    #: (``asyncio.run`` / ``asyncio.Runner`` per call; see :mod:`lancejit.io.loop_close`).
+    closes_with_loop: bool = False
 
     def __init__(self, config: IOConfig, stats: IOStats | None = None) -> None:
         self.config = config
@@ -204,8 +211,13 @@ class ObjectStore(ABC):
             # Per-loop state references its loop (sessions, futures), so the weak keys alone
             # never expire: drop the state of closed loops when a new loop shows up.
             for old in [lp for lp in self._per_loop if lp.is_closed()]:
-                del self._per_loop[old]
+                closer = self._per_loop.pop(old).get(_CLOSER)
+                if closer is not None:
+                    closer.discard()
             slots = self._per_loop[loop] = {}
+            if self.closes_with_loop:
+                state = slots
+                slots[_CLOSER] = close_with_loop(lambda: self._close_loop_state(state))
         value = slots.get(key)
         if value is None:
             value = slots[key] = factory()
@@ -278,6 +290,17 @@ class ObjectStore(ABC):
 
     async def aclose(self) -> None:
         """Release sessions/threads bound to the running event loop (the store stays usable)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        slots = self._per_loop.get(loop)
+        if slots:
+            await self._close_loop_state(slots)
+
+    async def _close_loop_state(self, slots: dict[str, Any]) -> None:
+        """Close and remove what ``slots`` (one loop's state) holds that needs closing; runs on
+        that loop, from :meth:`aclose` or when the loop shuts down (``closes_with_loop``)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri('')!r})"

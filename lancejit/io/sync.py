@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import inspect
 import os
 import threading
 from typing import Any, AsyncIterator, Coroutine, Iterator, TypeVar
@@ -310,5 +311,56 @@ def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
             run_sync(agen.aclose())
 
 
-__all__ = ["get_loop", "in_loop_thread", "iter_sync", "run_here", "run_sync", "runs_inline", "shutdown", "thread_loop",
+def _sync_method(name: str, async_name: str, via: str | None, store_attr: str) -> Any:
+    """The synchronous twin of async method ``async_name`` (of ``self`` or of ``self.<via>``)."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        target = self if via is None else getattr(self, via)
+        return run_sync(getattr(target, async_name)(*args, **kwargs), store=getattr(target, store_attr, None))
+
+    method.__name__ = name
+    return method
+
+
+def derive_sync(cls: type | None = None, *, via: str | None = None, source: type | None = None,
+                store: str = "store") -> Any:
+    """Class decorator deriving a synchronous face from an async implementation, one way for
+    every class of lancejit.
+
+    * ``@derive_sync``: for every coroutine method ``name_async`` the class has (its own or
+      inherited) and no attribute ``name``, adds ``name`` running ``name_async`` through
+      :func:`run_sync` (in the caller's thread for local and memory stores: ``self.<store>``).
+    * ``@derive_sync(via="_inner", source=AsyncCls)``: for every public coroutine method ``name``
+      of ``AsyncCls`` the class lacks, adds ``name`` running ``self._inner.name``.
+
+    Each derived method carries its async twin's docstring and signature.
+    """
+
+    def apply(klass: type) -> type:
+        origin = klass if source is None else source
+        for attr in dir(origin):
+            fn = getattr(origin, attr, None)
+            if not inspect.iscoroutinefunction(fn) or attr.startswith("_"):
+                continue
+            if source is None:
+                if not attr.endswith("_async"):
+                    continue
+                name = attr[: -len("_async")]
+            else:
+                name = attr
+            if not name or hasattr(klass, name):
+                continue
+            method = _sync_method(name, attr, via, store)
+            method.__doc__ = fn.__doc__
+            method.__qualname__ = f"{klass.__qualname__}.{name}"
+            method.__module__ = klass.__module__
+            sig = inspect.signature(fn)
+            method.__signature__ = sig.replace(return_annotation=sig.return_annotation)  # type: ignore[attr-defined]
+            setattr(klass, name, method)
+        return klass
+
+    return apply if cls is None else apply(cls)
+
+
+__all__ = ["derive_sync", "get_loop", "in_loop_thread", "iter_sync", "run_here", "run_sync", "runs_inline", "shutdown", "thread_loop",
            "uri_runs_inline", "store_hint"]

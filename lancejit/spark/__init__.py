@@ -17,25 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .session import activate, register
+
 __all__ = ["LanceDataSource", "activate", "compact_files", "explain", "merge_insert", "register", "write"]
-
-def register(spark: Any) -> None:
-    """Register the ``lancejit`` data source with ``spark`` (a ``SparkSession``); not needed when
-    pyspark finds the installed ``pyspark_lancejit`` module itself."""
-    from .source import LanceDataSource
-
-    spark.dataSource.register(LanceDataSource)
-
-
-def activate(spark: Any) -> None:
-    """Make ``spark`` the active session of the calling thread on the JVM side.
-
-    Needed before using the data source from a Python thread other than the one that created
-    the session: a data source registered with :func:`register` lives in the session, and a
-    new thread's JVM side has no active session, so ``format("lancejit")`` is not found there.
-    """
-    jvm = spark.sparkContext._jvm
-    jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def write(df: Any, uri: str, mode: str = "errorifexists", **kwargs: Any) -> None:

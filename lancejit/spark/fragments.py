@@ -121,8 +121,8 @@ def plan_write(
     from lancejit.core.schema import LanceField, LanceSchema
     from lancejit.io.sync import run_sync
     from lancejit.table.commit import load_manifest
-    from lancejit.table.evolve import next_field_id
-    from lancejit.table.write_files import normalize_storage_version
+    from lancejit.table.write.evolve import next_field_id
+    from lancejit.table.write.data_files import normalize_storage_version
 
     store, root = _store(uri, storage_options)
     lm = run_sync(load_manifest(store, root), store=store)
@@ -201,7 +201,7 @@ def write_fragments(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> tuple
     module docstring); returns the new fragments, serialized."""
     from lancejit.io.sync import run_sync
     from lancejit.table.commit import new_fragment
-    from lancejit.table.write_files import FragmentFileWriter
+    from lancejit.table.write.data_files import FragmentFileWriter
 
     store, root = _store(plan.uri, plan.storage_options)
     writer = FragmentFileWriter(
@@ -231,7 +231,7 @@ def fragment_files(fragments: Iterable[bytes]) -> list[str]:
 async def delete_files(plan: WritePlan, names: Iterable[str]) -> None:
     """Remove data files ``names`` (best effort: unreferenced files are harmless)."""
     from lancejit.io.store import join_path
-    from lancejit.table.write_files import DATA_DIR
+    from lancejit.table.write.data_files import DATA_DIR
 
     store, root = _store(plan.uri, plan.storage_options)
     paths = [join_path(root, DATA_DIR, n) for n in names]

@@ -1,7 +1,7 @@
 """Table maintenance run by Spark: the work on executors, the plan and ONE commit on the driver.
 
 * :func:`compact_files`: the reference's plan / execute / commit split of compaction
-  (:mod:`lancejit.table.compaction`): tasks planned on the driver, each task's fragments
+  (:mod:`lancejit.table.write.compaction`): tasks planned on the driver, each task's fragments
   rewritten by one Spark task, the results committed as one ``Rewrite`` (fragment ids reserved
   first).  As ``ds.optimize.compact_files()``: a concurrent commit touching the same fragments
   makes the whole compaction planned again on the latest version (``max_retries`` times).
@@ -9,7 +9,7 @@
   target's keys by Spark (a scan of the key columns and row addresses of the version read; SQL
   join semantics: null keys never match); each task of the join writes its updated and inserted
   rows to new data files and returns them with the row addresses to delete; the driver commits
-  ONE ``Update`` (:func:`lancejit.table.merge_insert.commit_upsert_async`), with the local
+  ONE ``Update`` (:func:`lancejit.table.write.merge_insert.commit_upsert_async`), with the local
   operation's rules: a target row matched by several source rows is an error, concurrent
   merge inserts touching other rows both land, otherwise the operation is redone on the latest
   version (``conflict_retries`` times).
@@ -45,7 +45,7 @@ def _sweep(uri: str, storage_options: dict[str, str] | None, prefix: str) -> Non
     from lancejit.io import open_store
     from lancejit.io.store import join_path
     from lancejit.io.sync import run_sync
-    from lancejit.table.write_files import DATA_DIR
+    from lancejit.table.write.data_files import DATA_DIR
 
     store, root = open_store(uri, storage_options)
     data = join_path(root.rstrip("/"), DATA_DIR, "")
@@ -63,7 +63,7 @@ def _compact_task(uri: str, storage_options: dict[str, str] | None, options: Any
                   task: Any) -> Any:
     """One Spark task: rewrite ``task``'s fragments, return the :class:`RewriteResult`."""
     from lancejit.io.sync import run_sync
-    from lancejit.table.compaction import execute_compaction_task_async
+    from lancejit.table.write.compaction import execute_compaction_task_async
 
     from .reader import open_dataset
 
@@ -77,10 +77,10 @@ def compact_files(spark: Any, uri: str, *, storage_options: Mapping[str, str] | 
     options of ``ds.optimize.compact_files`` (``target_rows_per_fragment``,
     ``materialize_deletions``, ``materialize_deletions_threshold``, ``max_bytes_per_file``,
     ``batch_size``, ``excluded_fragment_ids``...).  Returns the
-    :class:`~lancejit.table.compaction.CompactionMetrics`."""
+    :class:`~lancejit.table.write.compaction.CompactionMetrics`."""
     from lancejit.io.sync import run_sync
     from lancejit.table import dataset
-    from lancejit.table.compaction import (
+    from lancejit.table.write.compaction import (
         DEFAULT_MAX_RETRIES,
         CompactionMetrics,
         CompactionOptions,
@@ -156,8 +156,8 @@ class _Upsert:
     def _rows(self, t: pa.Table) -> tuple[pa.Table, np.ndarray | None, np.ndarray, dict[str, int]]:
         """``(rows to write: updates then inserts, row ids the updates keep, row addresses to
         delete, counts)`` of this task's slice of the join."""
-        from lancejit.table.filter import compile_filter, evaluate_filter
-        from lancejit.table.merge_insert import ambiguous_error, full_rows
+        from lancejit.table.filter.compile import compile_filter, evaluate_filter
+        from lancejit.table.write.merge_insert import ambiguous_error, full_rows
 
         from .fragments import conform
         from .reader import open_dataset
@@ -253,10 +253,10 @@ def merge_insert(
     from lancejit.pb import table_pb2
     from lancejit.table import dataset
     from lancejit.table.commit import load_manifest
-    from lancejit.table.filter import compile_filter
-    from lancejit.table.merge_insert import commit_upsert_async
+    from lancejit.table.filter.compile import compile_filter
+    from lancejit.table.write.merge_insert import commit_upsert_async
 
-    from . import register
+    from .session import register
     from .fragments import match_columns, plan_write
 
     keys = [on] if isinstance(on, str) else list(on)

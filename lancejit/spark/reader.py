@@ -72,8 +72,8 @@ class LancePartition(InputPartition):
 def plan_read(opts: ReadOptions, ds: Any) -> Any:
     """The :class:`~.partitions.PartitionPlan` of a read of ``ds`` with ``opts``."""
     from lancejit.io.sync import run_sync
-    from lancejit.table.index import dataset_index
-    from lancejit.table.scan_plan import fragment_bytes
+    from lancejit.table.read.version_index import dataset_index
+    from lancejit.table.read.scan_plan import fragment_bytes
 
     from .partitions import estimate_bytes, plan_partitions
 
@@ -156,7 +156,7 @@ class LanceReader(DataSourceReader):
     def _read(self, partition: LancePartition) -> Iterator[pa.RecordBatch]:
         import json
 
-        from lancejit.table.dataset import Scanner
+        from lancejit.table.read.dataset_reader import Scanner
 
         from .types import cast_batch, spark_arrow_schema
 
@@ -167,7 +167,7 @@ class LanceReader(DataSourceReader):
                          lambda: spark_arrow_schema(StructType.fromJson(json.loads(self.spark_schema_json))))
         ds = open_dataset(o.uri, o.version, o.storage_options)
         spec = replace(self._spec(ds), fragment_ranges=partition.ranges)
-        for batch in Scanner(ds, spec).to_batches():
+        for batch in Scanner(ds.context, spec).to_batches():
             yield cast_batch(batch, target)
 
 

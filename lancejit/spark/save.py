@@ -38,7 +38,7 @@ def write(df: Any, uri: str, mode: str = "errorifexists", *, merge_schema: bool 
     exists), ``ignore`` (nothing written when it exists), ``append``, ``overwrite``.
     ``merge_schema``: an append may add (nullable) columns.  ``options``: other write options of
     the data source (``max_rows_per_file``, ``data_storage_version``...)."""
-    from . import register
+    from .session import register
 
     m = _ALIASES.get(str(mode).lower(), str(mode).lower())
     if m not in WRITE_MODES:

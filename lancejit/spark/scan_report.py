@@ -63,7 +63,7 @@ def _size(n: float) -> str:
 def explain(df: Any) -> str:
     """A description of every lancejit scan ``df`` runs (see the module docstring)."""
     from lancejit.io.sync import run_sync
-    from lancejit.table.index import dataset_index
+    from lancejit.table.read.version_index import dataset_index
 
     from .options import ReadOptions
     from .partitions import default_min_partitions

@@ -21,7 +21,7 @@ META_COLUMNS = ("_rowid", "_rowaddr")
 def read_arrow_schema(opts: ReadOptions, ds) -> pa.Schema:
     """The Arrow schema a read of ``ds`` with ``opts`` yields, meta columns as int64."""
     from lancejit.core.errors import InvalidInputError
-    from lancejit.table.scan import output_schema
+    from lancejit.table.read.scan import output_schema
 
     if opts.columns is None:
         schema = ds.schema

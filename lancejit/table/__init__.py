@@ -1,5 +1,9 @@
-"""Layer 4: Lance datasets (read side) -- manifests, versions, tags, fragments, deletion files,
-row ids, scans with projection and SQL filters, take by offset and by row id.
+"""Lance datasets: versions, fragments, scans, takes, filters, indices, writes and commits.
+
+Parts, each importing only those before it: ``meta`` (what a version is) -> ``filter`` ->
+``indices`` -> ``read`` (scans and takes; :class:`~.read.dataset_reader.DatasetReader` is the read
+core operations are given) -> ``commit`` (operations as data, conflict rules, the commit
+protocol) -> ``write`` (changes) -> :mod:`.dataset` (the public face).
 
 ``dataset(uri, version=None, storage_options=None)`` opens one version (``version``: None =
 latest, a number, or a tag name); ``await open_dataset_async(...)`` from async code.
@@ -8,18 +12,17 @@ latest, a number, or a tag name); ``await open_dataset_async(...)`` from async c
 
 from lancejit.core.lazy import lazy_exports
 
-from .dataset import Dataset, Scanner, dataset, open_dataset_async
+from .dataset import Dataset, Scanner, dataset, open_dataset_async, write_dataset, write_dataset_async
 from .describe import describe, describe_async
-from .fragment import FragmentInfo
-from .versions import Tag
+from .read.fragment import FragmentInfo
+from .meta.versions import Tag
 
 #: The reference's class name for a dataset.
 LanceDataset = Dataset
 
-#: Names imported on first use (the write side and maintenance load the commit machinery,
-#: ~10 ms a process that only reads does not need).
-_LAZY = {"CleanupStats": ".maintenance", "Tags": ".maintenance", "write_dataset": ".write",
-         "write_dataset_async": ".write"}
+#: Names imported on first use (maintenance loads the commit machinery, which a process that
+#: only reads does not need).
+_LAZY = {"CleanupStats": ".write.maintenance", "Tags": ".write.maintenance"}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)

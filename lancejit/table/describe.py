@@ -6,13 +6,13 @@ from typing import Any
 
 from lancejit.io.sync import run_sync
 
-from .features import flag_names
-from .versions import list_manifests, list_tags, read_version_hint
+from .meta.features import flag_names
+from .meta.versions import list_manifests, list_tags, read_version_hint
 
 
 async def describe_async(ds: Any) -> dict[str, Any]:
     """Versions, tags, fragments, files, deletions and row counts of ``ds`` (a ``Dataset``)."""
-    from .dataset import version_summary
+    from .meta.open import version_summary
 
     ctx = ds.context
     m = ctx.manifest

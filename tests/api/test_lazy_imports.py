@@ -92,3 +92,29 @@ def test_fresh_dictionary_take_imports_no_pandas(tmp_path, version):
     got = _read(path, ["s", "id"], idx)
     assert got["rows"] == _expect(path, ["s", "id"], idx)
     assert "pandas" not in got["loaded"] and "numpy.ma" not in got["loaded"]
+
+
+FILTERED = """
+import sys, json, lancejit
+ds = lancejit.dataset(sys.argv[1])
+got = {f: ds.to_table(columns=["id"], filter=f)["id"].to_pylist() for f in json.loads(sys.argv[2])}
+print(json.dumps({"got": got, "pandas": "pandas" in sys.modules}))
+"""
+
+
+def test_first_filters_import_no_pandas(tmp_path):
+    """A fresh process's first filtered scans (comparisons, AND/OR, BETWEEN, string equality and
+    IN, LIKE, IS NULL) build their literals without pyarrow's Python-object conversion, which
+    imports pandas (issue 29)."""
+    path = str(tmp_path / "ds")
+    lance.write_dataset(_table(5, 3000, distinct=40), path, data_storage_version="2.2", max_rows_per_file=1000)
+    filters = ["x > 0.5 AND id < 2000", "x BETWEEN -1 AND 1", "s = 'w00007-yyyyyyy'",
+               "s IN ('w00001-y', 'w00002-yy')", "s LIKE 'w0001%'", "NOT (id < 5) AND x IS NOT NULL"]
+    res = subprocess.run([sys.executable, "-c", FILTERED, path, json.dumps(filters)], capture_output=True,
+                         text=True, env=dict(os.environ), timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    ref = lance.dataset(path)
+    for f in filters:
+        assert got["got"][f] == ref.to_table(columns=["id"], filter=f)["id"].to_pylist(), f
+    assert got["pandas"] is False

@@ -216,7 +216,7 @@ def test_cold_take_keeps_no_column_objects(tmp_path):
     assert ds.take(rows, columns=["id", "s"]).equals(lance.dataset(path).take(rows, columns=["id", "s"]))
     ctx = ds._ctx
     from lancejit.io.sync import run_sync
-    from lancejit.table.datafile import open_data_files
+    from lancejit.table.read.datafile import open_data_files
 
     files = [f.files[0] for f in ctx.manifest.fragments]
     opened = run_sync(open_data_files(ctx, [files[i] for i in (0, 1, 3, 7)]), store=ctx.store)  # (cached)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lancejit.encoding.kernels.frag_index import index_arrays
-from lancejit.table.fragment_list import UNKNOWN, apply_trust
+from lancejit.table.meta.fragment_list import UNKNOWN, apply_trust
 
 MAX = 1 << 32
 U64 = (1 << 64) - 1

@@ -66,3 +66,24 @@ def test_pickle_and_fsst_numba_names():
     assert not isinstance(fsst.fsst_decode, jit.LazyKernel)
     if jit.cache_misses()["lancejit.encoding.kernels.fsst.fsst_decode"]:
         assert not isinstance(fsst.uint64, jit.NumbaName)
+
+
+def test_fast_loader_only_on_verified_numba_versions():
+    low, high = jit.FAST_LOAD_VERIFIED
+    assert jit.fast_load_supported(f"{low[0]}.{low[1]}.0")
+    assert not jit.fast_load_supported(f"{high[0]}.{high[1]}.0")
+    assert not jit.fast_load_supported(f"{high[0]}.{high[1]}.0rc1")
+    assert not jit.fast_load_supported(f"{low[0]}.{low[1] - 1}.9")
+    assert jit._version("1.2") == (1, 2) and jit._version("0.68.1") == (0, 68)
+
+
+def test_plain_numba_loading_when_the_fast_loader_is_off():
+    code = ("import json, numpy as np\n"
+            "from lancejit.encoding.kernels import jit, background\n"
+            "from lancejit.encoding.kernels.gather import offsets_from_lengths\n"
+            "out = np.zeros(4, np.int64)\n"
+            "offsets_from_lengths(np.array([2, 0, 5], np.int64), 3, out)\n"
+            "print(json.dumps([out.tolist(), jit._FAST, background.active(jit._fast_loader)]))")
+    env = {**__import__("os").environ, "LANCEJIT_NUMBA_FAST_LOAD": "0", "LANCEJIT_BACKGROUND_COMPILE": "1"}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == [[0, 2, 2, 7], False, False]

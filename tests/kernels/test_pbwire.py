@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lancejit.pb import table_pb2
-from lancejit.table.manifest_scan import scan_manifest
+from lancejit.table.meta.manifest_scan import scan_manifest
 
 U64 = (1 << 64) - 1
 ascii_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40)

@@ -60,7 +60,7 @@ def _record(monkeypatch, names) -> list:
     """Patch every module global holding a listed kernel (or its dispatcher) with a recorder."""
     import importlib
 
-    for m in ("lancejit.table", "lancejit.table.take_files", "lancejit.file.reader", "lancejit.file.take_plan",
+    for m in ("lancejit.table", "lancejit.table.read.take_files", "lancejit.file.reader", "lancejit.file.take_plan",
               "lancejit.encoding.v21.take_template", "lancejit.encoding.v21.take_index"):
         importlib.import_module(m)  # the modules calling the kernels, before their names are patched
     by_name = _import_kernel_modules()

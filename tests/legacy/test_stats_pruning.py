@@ -13,8 +13,8 @@ import pyarrow.compute as pc
 import pytest
 
 import lancejit
-from lancejit.table import pruning
-from lancejit.table.pruning import Condition, batches_may_match, conditions_of
+from lancejit.table.read import pruning
+from lancejit.table.read.pruning import Condition, batches_may_match, conditions_of
 
 lance = pytest.importorskip("lance")
 
@@ -277,7 +277,7 @@ def test_zone_maps_skip_zones(zonemap_ds, flt):
 
 def test_zone_maps_loaded(zonemap_ds):
     from lancejit.io.sync import run_sync
-    from lancejit.table.zonemaps import zone_maps
+    from lancejit.table.indices.zonemap import zone_maps
 
     uri, n = zonemap_ds
     ds = lancejit.dataset(uri)

@@ -22,7 +22,7 @@ import lancejit
 from lancejit.core.errors import CorruptFileError, InvalidInputError, LanceJitError
 from lancejit.io.local import LocalStore
 from lancejit.pb import table_pb2
-from lancejit.table.paths import check_relative, confined_join, unsafe_reason
+from lancejit.table.meta.paths import check_relative, confined_join, unsafe_reason
 
 lance = pytest.importorskip("lance")
 medit = sys.modules["tests_manifest_edit"]

@@ -62,7 +62,7 @@ def test_compaction_split_keeps_the_conflict_rules(tmp_path):
     fragments meanwhile makes the commit retryable; the deleted rows never come back."""
     from lancejit.io.sync import run_sync
     from lancejit.table import dataset
-    from lancejit.table.compaction import (
+    from lancejit.table.write.compaction import (
         CompactionOptions,
         commit_compaction_async,
         delete_rewritten,

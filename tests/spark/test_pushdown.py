@@ -10,7 +10,7 @@ import lance
 from pyspark.sql import datasource as d
 
 from lancejit.spark.filters import accept_pushed_filters, combine, pyspark_version, to_sql
-from lancejit.table.filter import compile_filter, evaluate_filter
+from lancejit.table.filter.compile import compile_filter, evaluate_filter
 
 SCHEMA = pa.schema([("i", pa.int32()), ("s", pa.string()), ("b", pa.bool_()), ("f", pa.float64()),
                     ("ts", pa.timestamp("us", tz="UTC")), ("u", pa.uint64()),

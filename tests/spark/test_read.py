@@ -251,7 +251,7 @@ def test_explain_says_what_lancejit_reads(spark, many):
 COLD_TASK = """
 import pickle, sys, json
 import pyarrow, pyspark.sql.datasource  # what a Spark Python worker has loaded before a task
-import lancejit.table.filter as f
+import lancejit.table.filter.compile as f
 def refuse(*a, **k):
     raise AssertionError("a task compiled a filter")
 f.compile_filter = refuse

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from lancejit.core.errors import NotFoundError
-from lancejit.table.context import AsyncLRU
+from lancejit.table.meta.context import AsyncLRU
 
 
 def test_concurrent_callers_share_one_load() -> None:

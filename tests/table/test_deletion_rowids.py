@@ -13,10 +13,10 @@ from pyroaring import BitMap
 from lancejit.core.errors import CorruptFileError
 from lancejit.pb import rowids_pb2
 from lancejit.table import dataset
-from lancejit.table.deletion import decode_deletion_file, live_offsets
-from lancejit.table.fragment import FragmentReader
-from lancejit.table.manifest import ARROW_ARRAY, BITMAP, DeletionFile
-from lancejit.table.rowids import RowIdIndex, decode_row_id_sequence, row_addresses, split_addresses
+from lancejit.table.meta.deletion import decode_deletion_file, live_offsets
+from lancejit.table.read.fragment import FragmentReader
+from lancejit.table.meta.manifest import ARROW_ARRAY, BITMAP, DeletionFile
+from lancejit.table.meta.rowids import RowIdIndex, decode_row_id_sequence, row_addresses, split_addresses
 from lancejit.io.sync import run_sync
 
 lance = pytest.importorskip("lance")
@@ -201,7 +201,7 @@ def test_stable_row_ids_match_reference(make_dataset, version):
     np.testing.assert_array_equal(np.concatenate(got_ids), ref["_rowid"].to_numpy())
     np.testing.assert_array_equal(np.concatenate(got_addr), ref["_rowaddr"].to_numpy())
     # the index maps every live id to its address; deleted ids are not found
-    from lancejit.table.take import row_id_index
+    from lancejit.table.read.take import row_id_index
 
     index = run_sync(row_id_index(ds.context))
     addrs, found = index.lookup(ref["_rowid"].to_numpy())
@@ -233,7 +233,7 @@ def test_external_row_id_sequences(make_dataset, tmp_path):
     import struct
 
     from lancejit.pb import table_pb2
-    from lancejit.table.manifest import manifest_position
+    from lancejit.table.meta.manifest import manifest_position
 
     path = str(tmp_path / "ds")
     shutil.copytree(make_dataset("stable", "2.1"), path)
@@ -276,7 +276,7 @@ from hypothesis import strategies as st
     st.just(n), st.sets(st.integers(0, n - 1), max_size=n - 1), st.data())))
 def test_physical_of_logical_equals_live_offsets(case):
     """The searchsorted mapping logical -> physical equals indexing the live-offset array."""
-    from lancejit.table.deletion import physical_of_logical
+    from lancejit.table.meta.deletion import physical_of_logical
 
     n, deleted_set, data = case
     deleted = np.array(sorted(deleted_set), dtype=np.uint32)

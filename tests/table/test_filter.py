@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 from lancejit.core.errors import InvalidInputError
-from lancejit.table.filter import compile_filter, evaluate_filter
+from lancejit.table.filter.compile import compile_filter, evaluate_filter
 
 lance = pytest.importorskip("lance")
 

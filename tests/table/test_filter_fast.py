@@ -1,4 +1,4 @@
-"""Kernel evaluation of filters (lancejit.table.filter_fast, lancejit.encoding.kernels.filter)
+"""Kernel evaluation of filters (lancejit.table.filter.fast, lancejit.encoding.kernels.filter)
 equals the Arrow evaluation (the reference's semantics are tested on that one in
 test_filter*.py and test_scan_many.py): random tables with NULLs, NaN, -0.0, extremes, chunked
 and sliced columns, and random AND/OR/NOT trees of every kernel leaf."""
@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lancejit.core.errors import InvalidInputError
-from lancejit.table import filter as F
-from lancejit.table.filter_fast import MAX_LEAVES, fast_positions
+from lancejit.table.filter import compile as F
+from lancejit.table.filter.fast import MAX_LEAVES, fast_positions
 
 I64 = np.iinfo(np.int64)
 
@@ -200,7 +200,7 @@ def test_staged_and_scans_equal_reference(tmp_path, monkeypatch, staged):
     and units of both sizes (small: take path; big: range path)."""
     lance = pytest.importorskip("lance")
     import lancejit.table as lt
-    from lancejit.table import late
+    from lancejit.table.read import late
 
     monkeypatch.setattr(late, "STAGED_AND", staged)
     rng = np.random.default_rng(3)
@@ -223,7 +223,7 @@ def test_staged_and_scans_equal_reference(tmp_path, monkeypatch, staged):
 @settings(max_examples=50, deadline=None)
 @given(bits=st.lists(st.booleans(), max_size=300))
 def test_positions_kernel_matches_flatnonzero(bits):
-    from lancejit.table.filter_fast import positions
+    from lancejit.table.filter.fast import positions
 
     mask = np.array(bits, dtype=np.uint8)
     np.testing.assert_array_equal(positions(mask), np.flatnonzero(mask))

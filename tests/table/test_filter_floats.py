@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lancejit.table.filter import compile_filter, evaluate_filter
-from lancejit.table.filter_floats import total_keys
+from lancejit.table.filter.compile import compile_filter, evaluate_filter
+from lancejit.table.filter.floats import total_keys
 
 NEG_NAN = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
 

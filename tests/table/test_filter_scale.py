@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 from lancejit.core.errors import InvalidInputError
-from lancejit.table.filter import compile_filter, evaluate_filter
-from lancejit.table.filter_parse import MAX_EXPRESSION_DEPTH, MAX_PAREN_DEPTH, expression_depth, parse_filter
+from lancejit.table.filter.compile import compile_filter, evaluate_filter
+from lancejit.table.filter.parse import MAX_EXPRESSION_DEPTH, MAX_PAREN_DEPTH, expression_depth, parse_filter
 
 lance = pytest.importorskip("lance")
 
@@ -26,7 +26,7 @@ _CHILD = textwrap.dedent(
     import json, sys
     import numpy as np, pyarrow as pa
     from lancejit.core.errors import InvalidInputError
-    from lancejit.table.filter import compile_filter, evaluate_filter
+    from lancejit.table.filter.compile import compile_filter, evaluate_filter
 
     n = 20_000
     a = np.arange(n, dtype=np.int64)

@@ -18,9 +18,9 @@ from hypothesis import given, settings, strategies as st
 from lancejit.core.errors import RowIndexError
 from lancejit.io.sync import run_sync
 from lancejit.table import dataset
-from lancejit.table.deletion import physical_of_logical
-from lancejit.table.index import DatasetIndex, dataset_index
-from lancejit.table.take import _groups
+from lancejit.table.meta.deletion import physical_of_logical
+from lancejit.table.read.version_index import DatasetIndex, dataset_index
+from lancejit.table.read.take import _groups
 
 lance = pytest.importorskip("lance")
 
@@ -197,7 +197,7 @@ def test_count_rows_reads_no_file(frag_datasets, layout):
 def test_fragment_list_is_lazy_and_equal(frag_datasets, layout):
     import pickle
 
-    from lancejit.table.fragment_list import UNKNOWN, FragmentList
+    from lancejit.table.meta.fragment_list import UNKNOWN, FragmentList
 
     m = dataset(frag_datasets[layout]).manifest
     frags = m.fragments

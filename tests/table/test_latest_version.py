@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import lancejit
 from lancejit.core.errors import CorruptFileError
-from lancejit.table.naming import U64_MAX, NamingScheme, manifest_name, parse_manifest_name
-from lancejit.table.versions import latest_of_names
+from lancejit.table.meta.naming import U64_MAX, NamingScheme, manifest_name, parse_manifest_name
+from lancejit.table.meta.versions import latest_of_names
 
 
 class _Store:

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import lancejit
-from lancejit.table import manifest_scan
-from lancejit.table.fragment_list import FragmentList
-from lancejit.table.manifest import decode_manifest_file
-from lancejit.table.manifest_scan import RawFragments
+from lancejit.table.meta import manifest_scan
+from lancejit.table.meta.fragment_list import FragmentList
+from lancejit.table.meta.manifest import decode_manifest_file
+from lancejit.table.meta.manifest_scan import RawFragments
 
 KINDS = [("evolving", "2.1"), ("stable", "2.1"), ("v1names", "2.0"), ("bigdel", "2.1"), ("mixed", "2.1"),
          ("evolving", "legacy")]
@@ -65,7 +65,7 @@ def test_schema_converted_once_per_schema(make_dataset, monkeypatch):
 
     import lance
 
-    dataset_mod = importlib.import_module("lancejit.table.dataset")
+    dataset_mod = importlib.import_module("lancejit.table.meta.open")
     monkeypatch.setattr(manifest_scan, "kernels_ready", lambda: True)
     monkeypatch.setattr(dataset_mod, "_SCHEMAS", {})
     path = make_dataset("evolving", "2.1")

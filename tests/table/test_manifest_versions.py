@@ -12,10 +12,11 @@ import pytest
 
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotFoundError, NotSupportedError
 from lancejit.pb import table_pb2
-from lancejit.table import dataset, describe
-from lancejit.table.manifest import decode_inline_transaction, decode_manifest_file, manifest_position
-from lancejit.table.naming import NamingScheme, manifest_name
-from lancejit.table.versions import WHOLE_MANIFEST_BYTES
+from lancejit.table import dataset
+from lancejit.table.describe import describe
+from lancejit.table.meta.manifest import decode_inline_transaction, decode_manifest_file, manifest_position
+from lancejit.table.meta.naming import NamingScheme, manifest_name
+from lancejit.table.meta.versions import WHOLE_MANIFEST_BYTES
 
 lance = pytest.importorskip("lance")
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lancejit.table import dataset
-from lancejit.table import fragment as fragment_mod
+from lancejit.table.read import fragment as fragment_mod
 
 lance = pytest.importorskip("lance")
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from lancejit.core.errors import CorruptFileError
-from lancejit.table.naming import (
+from lancejit.table.meta.naming import (
     U64_MAX,
     NamingScheme,
     check_single_scheme,

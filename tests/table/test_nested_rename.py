@@ -10,7 +10,7 @@ import pytest
 
 import lancejit.table as lt
 from lancejit.core.schema import LanceSchema
-from lancejit.table.fields import conform_array
+from lancejit.table.meta.fields import conform_array
 
 lance = pytest.importorskip("lance")
 

@@ -252,7 +252,7 @@ def test_io_stats_are_incremental(make_dataset, version):
 
 def test_filter_reads_less(make_dataset, need_decoders, monkeypatch):
     """A selective filter reads the other columns only for matching rows."""
-    import lancejit.table.datafile as datafile
+    import lancejit.table.read.datafile as datafile
 
     monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)  # small files: keep reading ranges
     need_decoders("2.1")
@@ -335,7 +335,7 @@ def test_shallow_clone_reads_through_base_paths(make_dataset, version, tmp_path)
 
 def test_small_units_cross_boundaries(make_dataset, version, monkeypatch):
     """Fragments split into many small units (deletions, filters, offsets across unit edges)."""
-    from lancejit.table import scan as scan_module
+    from lancejit.table.read import scan as scan_module
 
     monkeypatch.setattr(scan_module, "MAX_UNIT_ROWS", 257)
     path = make_dataset("bigdel", version)

@@ -11,8 +11,8 @@ import pytest
 
 import lancejit.file.reader as file_reader
 import lancejit.table as lt
-import lancejit.table.late as late_module
-import lancejit.table.scan as scan_module
+import lancejit.table.read.late as late_module
+import lancejit.table.read.scan as scan_module
 
 lance = pytest.importorskip("lance")
 
@@ -55,7 +55,7 @@ def test_chunked_scan_with_deletions_and_filters(tmp_path, small_windows, versio
 def test_read_unit_returns_one_contiguous_batch(tmp_path, small_windows):
     """``read_unit`` (used by the Spark source) still hands back one RecordBatch per unit."""
     from lancejit.io import run_sync
-    from lancejit.table.fragment import FragmentReader
+    from lancejit.table.read.fragment import FragmentReader
 
     uri = str(tmp_path / "ds")
     lance.write_dataset(_table(900), uri, data_storage_version="2.1")

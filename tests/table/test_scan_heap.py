@@ -12,7 +12,7 @@ import pytest
 
 CODE = """
 import sys
-from lancejit.table import heap
+from lancejit.table.read import heap
 print(heap.keep_scan_buffers(), heap.keep_scan_buffers())
 """
 
@@ -44,7 +44,7 @@ def test_scan_results_unchanged_after_tuning(tmp_path):
     t = pa.table({"id": np.arange(3000, dtype=np.int64), "s": pa.array([f"v{i}" for i in range(3000)])})
     lance.write_dataset(t, path, max_rows_per_file=700)
     code = (f"import lancejit.table as lt\nt = lt.dataset({path!r}).to_table()\n"
-            "from lancejit.table import heap\nprint(heap._done, t.num_rows, t.column('id').to_pylist()[-1])")
+            "from lancejit.table.read import heap\nprint(heap._done, t.num_rows, t.column('id').to_pylist()[-1])")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["True", "3000", "2999"]

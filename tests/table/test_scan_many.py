@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 
 import lancejit.table as lt
-import lancejit.table.scan as scan_module
-import lancejit.table.scan_plan as scan_plan
+import lancejit.table.read.scan as scan_module
+import lancejit.table.read.scan_plan as scan_plan
 
 lance = pytest.importorskip("lance")
 
@@ -160,7 +160,7 @@ def test_page_pruning_hook(many):
 
 
 def test_late_materialization_reads_less(tmp_path, monkeypatch):
-    import lancejit.table.datafile as datafile
+    import lancejit.table.read.datafile as datafile
 
     monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
     path = str(tmp_path / "ds")

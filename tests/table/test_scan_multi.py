@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lancejit.table as lt
-import lancejit.table.scan_multi as scan_multi
-import lancejit.table.datafile as datafile
+import lancejit.table.read.scan_multi as scan_multi
+import lancejit.table.read.datafile as datafile
 from lancejit.encoding.kernels.scan import SCAN_BAD_ROW, plan_runs
 
 lance = pytest.importorskip("lance")
@@ -123,7 +123,7 @@ def test_nullable_columns(tmp_path, spy, version, frags):
 def test_same_files_held_whole_and_read_by_ranges(dataset, monkeypatch, spy):
     """A file's take table is cached with the file: a second dataset object whose readers read
     ranges (not whole small files) decodes with the same tables."""
-    import lancejit.table.datafile as datafile
+    import lancejit.table.read.datafile as datafile
 
     ref = lance.dataset(dataset)
     cols = ["id", "s", "long"]
@@ -238,7 +238,7 @@ def test_gc_paused_while_many_files_open(two_files, monkeypatch, spy):
 def test_holder_rules():
     """The data file chosen for a field follows ``FragmentReader.file_for``: the first file
     with the field's id, else the first with one of its children's ids."""
-    from lancejit.table.fields import TopField
+    from lancejit.table.meta.fields import TopField
 
     class F:
         def __init__(self, fields):

@@ -13,6 +13,7 @@ import pytest
 import lance
 
 import lancejit
+from lancejit.table.read.dataset_reader import Scanner
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def _expected(uri, ranges, columns, flt):
 def _scan(uri, ranges, columns, flt, batch_size=None):
     ds = lancejit.dataset(uri)
     spec = replace(ds._spec(columns=columns, filter=flt, batch_size=batch_size), fragment_ranges=tuple(ranges))
-    scanner = lancejit.table.Scanner(ds, spec)
+    scanner = Scanner(ds.context, spec)
     batches = list(scanner.to_batches())
     assert all(b.num_rows <= (batch_size or 8192) for b in batches)
     assert scanner.to_table().equals(pa.Table.from_batches(batches, schema=scanner.schema))

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from lancejit.io import join_path, open_store, run_sync
-from lancejit.table import dataset, describe
+from lancejit.table import dataset
+from lancejit.table.describe import describe
 
 lance = pytest.importorskip("lance")
 

@@ -13,7 +13,7 @@ import pytest
 
 from lancejit.core.errors import InvalidInputError, RowIndexError
 from lancejit.table import Dataset
-from lancejit.table import take_batch
+from lancejit.table.read import take_batch
 
 lance = pytest.importorskip("lance")
 

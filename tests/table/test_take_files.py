@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from lancejit.encoding.kernels.take import plan_take_files
 from lancejit.table import dataset
-from lancejit.table import take_files
+from lancejit.table.read import take_files
 
 lance = pytest.importorskip("lance")
 
@@ -90,7 +90,7 @@ def test_take_equals_reference_and_per_fragment_path(datasets, name, monkeypatch
     expected_meta = full.take(pa.array(requests[2]))
     assert with_meta.select(["a", "s", "_rowid", "_rowaddr"]).equals(
         expected_meta.select(["a", "s", "_rowid", "_rowaddr"]))
-    from lancejit.table import take as take_mod
+    from lancejit.table.read import take as take_mod
 
     monkeypatch.setattr(take_mod, "DIRECT_ROWS", 0)  # sorted, deduplicated, then reordered
     sorted_first = dataset(path)

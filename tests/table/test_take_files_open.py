@@ -1,4 +1,4 @@
-"""The batched open of data files (lancejit.table.datafile.open_data_files): one tail read per
+"""The batched open of data files (lancejit.table.read.datafile.open_data_files): one tail read per
 new file in one batch, metadata parsed inline, handles cached and equal to the one-file open;
 errors name the file; the multi-file take built on it reads rows equal to pylance's, on local
 disk (inline reads) and in a memory store (reads through the files' schedulers)."""
@@ -15,7 +15,7 @@ import pytest
 from lancejit.core.errors import CorruptFileError, NotFoundError
 from lancejit.io.sync import run_sync
 from lancejit.table import dataset
-from lancejit.table.datafile import open_data_file, open_data_files
+from lancejit.table.read.datafile import open_data_file, open_data_files
 
 lance = pytest.importorskip("lance")
 
@@ -141,7 +141,7 @@ def test_collector_paused_over_batched_opens(frags, monkeypatch):
     fails."""
     import gc
 
-    from lancejit.table import datafile
+    from lancejit.table.read import datafile
 
     seen = []
     real_disable = gc.disable

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import lancejit.table as lt
-from lancejit.table.context import WholeFileBudget
+from lancejit.table.meta.context import WholeFileBudget
 
 
 def _table(n: int, seed: int) -> pa.Table:

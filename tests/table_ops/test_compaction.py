@@ -16,7 +16,7 @@ from lancejit.io import open_store
 from lancejit.io.sync import run_sync
 from lancejit.table.commit import Transaction, load_manifest
 from lancejit.table.commit.operations import ReserveFragments, Rewrite
-from lancejit.table.compaction import CompactionOptions, plan_bins
+from lancejit.table.write.compaction import CompactionOptions, plan_bins
 
 import lance
 
@@ -89,7 +89,7 @@ def test_compaction_matches_pylance(tmp_path, version, stable):
 def _versions(uri: str) -> list:
     """(row id, created-at, last-updated-at) sorted by row id for the latest version."""
     from lancejit.table.commit.rowid_writer import decode_version_runs
-    from lancejit.table.rowids import decode_row_id_sequence
+    from lancejit.table.meta.rowids import decode_row_id_sequence
 
     store, root = open_store(uri)
     m = run_sync(load_manifest(store, root)).manifest
@@ -182,8 +182,8 @@ def test_stale_compaction_without_retries_fails_cleanly(tmp_path):
 def test_concurrent_compaction_and_append_both_land(tmp_path):
     import asyncio
 
-    from lancejit.table.compaction import compact_files_async
-    from lancejit.table.write import write_dataset_async
+    from lancejit.table.write.compaction import compact_files_async
+    from lancejit.table import write_dataset_async
 
     uri = str(tmp_path / "a.lance")
     lance.write_dataset(make_table(0, 120), uri, max_rows_per_file=10)
@@ -291,7 +291,7 @@ def test_stable_row_ids_indexed_fragments_are_left_alone(tmp_path):
 def test_concurrent_compaction_and_merge_insert(tmp_path, stable):
     import asyncio
 
-    from lancejit.table.compaction import compact_files_async
+    from lancejit.table.write.compaction import compact_files_async
 
     uri = str(tmp_path / "cm.lance")
     lance.write_dataset(make_table(0, 100), uri, max_rows_per_file=10, enable_stable_row_ids=stable)

@@ -14,7 +14,7 @@ from ops_helpers import make_table
 import lancejit.table as lt
 from lancejit.core.errors import CommitConflictError
 from lancejit.demo import sample_table
-from lancejit.table.demo_dataset import run_dataset_demo
+from lancejit.demo_dataset import run_dataset_demo
 
 
 def test_dataset_demo(tmp_path):

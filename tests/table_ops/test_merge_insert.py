@@ -253,7 +253,7 @@ def test_bad_inputs_fail_cleanly_without_commit(tmp_path):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_integer_join_equals_arrow_hash_join(seed):
-    from lancejit.table.merge_insert import _join_acero, _join_integers, _valid_keys
+    from lancejit.table.write.merge_insert import _join_acero, _join_integers, _valid_keys
 
     rng = np.random.default_rng(seed)
     big = np.int64(2**62)  # beyond float64 precision

@@ -14,7 +14,7 @@ import lance
 from lancejit.core.errors import InvalidInputError
 from lancejit.table.commit import delete_rows, read_deleted_offsets, write_deletion_file
 from lancejit.table.commit.deletion_writer import BITMAP_THRESHOLD, deletion_file_path
-from lancejit.table.deletion import decode_arrow_deletions, decode_bitmap_deletions
+from lancejit.table.meta.deletion import decode_arrow_deletions, decode_bitmap_deletions
 
 
 @pytest.mark.parametrize("n,kind", [(1, 0), (BITMAP_THRESHOLD, 0), (BITMAP_THRESHOLD + 1, 1)])

@@ -16,7 +16,8 @@ import lancejit
 from lancejit.core.errors import AlreadyExistsError, InvalidInputError, NotSupportedError
 from lancejit.io import open_store, parse_uri
 from lancejit.io.sync import run_sync
-from lancejit.table.commit import external_store as xs
+from lancejit.table.meta import external_store as xs
+from lancejit.table.commit.committer import commit_manifest
 
 import xs_workers as W
 
@@ -117,7 +118,7 @@ def test_claimed_version_loses(moto, ddb_ds):
     ext = xs.external_store_of(store)
     before = run_sync(store.list(root + "/_versions"))
     with pytest.raises(AlreadyExistsError):
-        run_sync(xs.commit_manifest(store, root, ext, 1, root + "/_versions/18446744073709551614.manifest", b"x"))
+        run_sync(commit_manifest(store, root, ext, 1, root + "/_versions/18446744073709551614.manifest", b"x"))
     assert run_sync(store.list(root + "/_versions")) == before
 
 

@@ -14,7 +14,7 @@ import lance
 from lancejit.pb import table_pb2
 from lancejit.table.commit import Transaction, build_manifest, parse_manifest_file, serialize_manifest
 from lancejit.table.commit.manifest_writer import ManifestWriteConfig
-from lancejit.table.naming import parse_manifest_name
+from lancejit.table.meta.naming import parse_manifest_name
 
 
 def _evolving(path: str, version: str, stable: bool, v2_paths: bool) -> None:

@@ -19,7 +19,7 @@ from lancejit.table.commit.rowid_writer import (
     encode_version_runs,
     uniform_versions,
 )
-from lancejit.table.rowids import decode_encoded_array, decode_row_id_sequence
+from lancejit.table.meta.rowids import decode_encoded_array, decode_row_id_sequence
 
 
 def _kind(values) -> str:

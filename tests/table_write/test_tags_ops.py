@@ -119,7 +119,7 @@ async def test_commit_argument_errors(local_ds):
     m = lm.manifest
     m.writer_feature_flags |= 128
     m.version = 3
-    from lancejit.table.naming import NamingScheme, manifest_name
+    from lancejit.table.meta.naming import NamingScheme, manifest_name
 
     data = serialize_manifest(m, transaction=lm.transaction, index_section=None)
     await store.put(os.path.join(root, "_versions", manifest_name(3, NamingScheme.V2)), data)
@@ -135,7 +135,7 @@ async def test_transaction_files_disabled(local_ds):
     m = lm.manifest
     m.writer_feature_flags |= 32
     m.version = 3
-    from lancejit.table.naming import NamingScheme, manifest_name
+    from lancejit.table.meta.naming import NamingScheme, manifest_name
 
     await store.put(os.path.join(root, "_versions", manifest_name(3, NamingScheme.V2)),
                     serialize_manifest(m, transaction=lm.transaction, index_section=None))

@@ -37,7 +37,7 @@ def die_before_finalize(uri: str, opts: dict, first: int) -> None:
     """Append ``batch(first)`` but die (exit code 3) right after the version was claimed in the
     external store, before the staged manifest is copied to its final name."""
     import lancejit
-    from lancejit.table.commit import external_store
+    from lancejit.table.meta import external_store
 
     def killed(*args, **kwargs):
         os._exit(3)

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 from lancejit.encoding.kernels.jit import njit
-
-#: Lane-row order of the FastLanes transposed layout.
-FL_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)
+from lancejit.encoding.kernels.layouts import FL_ORDER
 
 #: Values per packed block.
 BLOCK_VALUES = 1024
@@ -41,7 +39,12 @@ def _row_words(row, width, t, lanes, base):  # pragma: no cover - compiled
     return base + np.uint64(word) * lanes, np.uint64(shift), back
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8, i8, u1[::1]",
+    "ro(u2[::1]), i8, i8, u2[::1]",
+    "ro(u4[::1]), i8, i8, u4[::1]",
+    "ro(u8[::1]), i8, i8, u8[::1]",
+))
 def unpack_blocks(packed, width, num_blocks, out):  # pragma: no cover - compiled
     """Unpack ``num_blocks`` consecutive blocks of width ``width`` from ``packed`` into ``out``.
 
@@ -84,7 +87,12 @@ def unpack_blocks(packed, width, num_blocks, out):  # pragma: no cover - compile
                     out[rbase + lane] = (np.uint64(packed[w0 + lane]) >> ush) & mask
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "u1[::1], i8, i8, u1[::1]",
+    "u2[::1], i8, i8, u2[::1]",
+    "u4[::1], i8, i8, u4[::1]",
+    "u8[::1], i8, i8, u8[::1]",
+))
 def pack_blocks(values, width, num_blocks, out):  # pragma: no cover - compiled
     """Pack ``num_blocks * 1024`` values (bits above ``width`` are dropped) into ``out``.
 

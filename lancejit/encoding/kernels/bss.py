@@ -8,7 +8,7 @@ from __future__ import annotations
 from lancejit.encoding.kernels.jit import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(u1[::1]), i8, i8, u1[::1]",))
 def bss_join(data, num_values, width, out):  # pragma: no cover
     """Fill ``out[:num_values*width]`` from the ``width`` byte streams in ``data`` (uint8)."""
     for j in range(width):
@@ -17,7 +17,7 @@ def bss_join(data, num_values, width, out):  # pragma: no cover
             out[i * width + j] = data[base + i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("u1[::1], i8, i8, u1[::1]",))
 def bss_split(data, num_values, width, out):  # pragma: no cover
     """Inverse of :func:`bss_join` (for the writer and tests)."""
     for j in range(width):

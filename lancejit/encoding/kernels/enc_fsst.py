@@ -27,7 +27,7 @@ def _bucket(prefix3):  # pragma: no cover - compiled
     return np.int64((h ^ (h >> np.uint64(15))) & np.uint64(1023))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("u8[::1], i8[::1], i8, i8[::1], i8[::1], i8[::1], i8[::1]",))
 def build_lookup(sym_val, sym_len, n_sym, byte_code, short_code, bucket_start, bucket_syms):  # pragma: no cover
     """Fill the lookup structures for ``n_sym`` symbols.
 
@@ -57,7 +57,9 @@ def build_lookup(sym_val, sym_len, n_sym, byte_code, short_code, bucket_start, b
                 fill[b] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "u1[::1], i8[::1], u8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[:, ::1], b1",
+))
 def compress_count(data, offsets, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms,
                    count1, count2, count_pairs):  # pragma: no cover - compiled
     """Compress the sample, counting code (count1) and code-pair (count2) frequencies.
@@ -147,7 +149,9 @@ def short_table(byte_code, short_code, tab2):  # pragma: no cover - compiled
                 tab2[p] = np.int32(-1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "u1[::1], i8[::1], u8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u1[::1], i8[::1]",
+))
 def compress_bulk(data, offsets, sym_val, sym_len, byte_code, short_code, bucket_start, bucket_syms,
                   out, out_offsets):  # pragma: no cover - compiled
     """Compress every value (greedy longest match); ``out`` needs ``2 * len(data)`` bytes and
@@ -219,7 +223,9 @@ def compress_bulk(data, offsets, sym_val, sym_len, byte_code, short_code, bucket
     return o
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "i8[::1], i8[:, ::1], u8[::1], i8[::1], i8, i8, i8, b1, u8[::1], i8[::1], i8[::1]",
+))
 def gather_candidates(count1, count2, code_val, code_len, ncodes, terminator, min_count, pairs,
                       cand_val, cand_len, cand_gain):  # pragma: no cover - compiled
     """List the candidate symbols of one training round, with their gains.
@@ -269,7 +275,7 @@ def gather_candidates(count1, count2, code_val, code_len, ncodes, terminator, mi
     return k
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("u8[::1], i8[::1], i8[::1], i8, u8[::1], i8[::1], i8[::1]",))
 def merge_candidates(cand_val, cand_len, cand_gain, k, out_val, out_len, out_gain):  # pragma: no cover
     """Merge the first ``k`` candidates with equal (value, length): gains summed, each symbol
     kept at the position of its first occurrence.  Writes to ``out_*`` (``k`` entries); returns

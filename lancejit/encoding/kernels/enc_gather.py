@@ -10,7 +10,7 @@ import numpy as np
 from lancejit.encoding.kernels.jit import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("u1[::1], i8[::1], i8[::1], u1[::1], i8[::1]",))
 def gather_var(data, offsets, keep, out_data, out_offsets):  # pragma: no cover - compiled
     """Copy the values ``data[offsets[k]:offsets[k+1]]`` (half-open) for each ``k`` in ``keep``,
     in order, to ``out_data``; ``out_offsets`` (``len(keep) + 1`` entries, int64) receives their

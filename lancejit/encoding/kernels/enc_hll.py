@@ -37,7 +37,12 @@ def _update(regs, h, p):  # pragma: no cover - compiled
         regs[idx] = rank
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "u1[::1], i8, u1[::1]",
+    "u2[::1], i8, u1[::1]",
+    "u4[::1], i8, u1[::1]",
+    "u8[::1], i8, u1[::1]",
+))
 def hll_fixed(words, p, regs):  # pragma: no cover - compiled
     """Add unsigned integer ``words`` to the ``2**p`` registers ``regs`` (u8, zeroed)."""
     for i in range(words.shape[0]):
@@ -65,7 +70,7 @@ def hash_bytes(data, start, end):  # pragma: no cover - compiled
     return fmix64(h)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("u1[::1], i8[::1], i8, u1[::1]",))
 def hll_bytes(data, offsets, p, regs):  # pragma: no cover - compiled
     """Add the byte strings ``data[offsets[i]:offsets[i+1]]`` to the registers."""
     for i in range(offsets.shape[0] - 1):

@@ -24,7 +24,12 @@ def _count_runs(values, start, end):  # pragma: no cover - compiled
     return runs
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "u1[::1], i8, i8, u1[::1], u1[::1], i8[::1], i8[::1]",
+    "u2[::1], i8, i8, u2[::1], u1[::1], i8[::1], i8[::1]",
+    "u4[::1], i8, i8, u4[::1], u1[::1], i8[::1], i8[::1]",
+    "u8[::1], i8, i8, u8[::1], u1[::1], i8[::1], i8[::1]",
+))
 def rle_encode_chunks(
     values, max_values, max_bytes, out_values, out_lengths, chunk_values, chunk_runs
 ):  # pragma: no cover - compiled
@@ -70,7 +75,12 @@ def rle_encode_chunks(
     return nchunks
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "u1[::1]",
+    "u2[::1]",
+    "u4[::1]",
+    "u8[::1]",
+))
 def count_runs(values):  # pragma: no cover - compiled
     """Number of maximal runs of equal values (no 255 split): the reference's RunCount stat."""
     n = values.shape[0]

@@ -1,4 +1,4 @@
-"""Numba kernels of filter evaluation (:mod:`lancejit.table.filter_fast`): one pass over one
+"""Numba kernels of filter evaluation (:mod:`lancejit.table.filter.fast`): one pass over one
 decoded column chunk per predicate leaf, straight on the Arrow buffers.
 
 Every kernel fills ``out`` (uint8, as long as the chunk: 1 = the leaf is TRUE, 0 = FALSE),
@@ -9,7 +9,7 @@ Callers check ``len(out)`` against the chunk before the call.
 
 Comparisons are inclusive ranges ``lo <= key <= hi`` over int64 keys: integers are their own
 keys; a float64 value's key is its bit pattern with the magnitude flipped when negative (the
-reference's total order, ``-0.0`` folded into ``0.0``; see :mod:`lancejit.table.filter_floats`).
+reference's total order, ``-0.0`` folded into ``0.0``; see :mod:`lancejit.table.filter.floats`).
 Integers compared with a float literal compare as doubles (``flo``/``fhi`` with strictness
 flags).  NumPy references: ``tests/table/test_filter_fast.py``.
 """
@@ -24,7 +24,7 @@ _MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
 _NEG_ZERO = np.int64(-0x8000000000000000)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(u1[::1]), i8, u1[::1]",))
 def and_validity(validity, voff, out):  # pragma: no cover - compiled
     """``out[i] &= bit voff + i`` of the Arrow validity bitmap ``validity`` (LSB first)."""
     for i in range(out.shape[0]):
@@ -32,7 +32,7 @@ def and_validity(validity, voff, out):  # pragma: no cover - compiled
         out[i] &= np.uint8((validity[b >> 3] >> (b & 7)) & 1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(i8[::1]), i8, i8, u1, u1[::1]",))
 def range_int(values, lo, hi, negate, out):  # pragma: no cover - compiled
     """``lo <= values[i] <= hi`` (int64 values and bounds)."""
     for i in range(values.shape[0]):
@@ -40,7 +40,7 @@ def range_int(values, lo, hi, negate, out):  # pragma: no cover - compiled
         out[i] = np.uint8((v >= lo) & (v <= hi)) ^ negate
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(i8[::1]), i8, i8, u1, u1[::1]",))
 def range_f64(bits, lo, hi, negate, out):  # pragma: no cover - compiled
     """``lo <= key(x) <= hi`` for float64 values given as their int64 ``bits``."""
     for i in range(bits.shape[0]):
@@ -50,7 +50,7 @@ def range_f64(bits, lo, hi, negate, out):  # pragma: no cover - compiled
         out[i] = np.uint8((k >= lo) & (k <= hi)) ^ negate
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(i8[::1]), f8, b1, f8, b1, u1, u1[::1]",))
 def range_int_as_double(values, flo, lo_strict, fhi, hi_strict, negate, out):  # pragma: no cover - compiled
     """``flo <(=) double(values[i]) <(=) fhi`` (int64 values; bounds never NaN)."""
     for i in range(values.shape[0]):
@@ -66,7 +66,7 @@ _FAST_DIVIDEND = np.int64(1 << 50)
 _I32_DIVIDEND = np.int64(1 << 31)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(i8[::1]), i8, i8, i8, u1, u1[::1]",))
 def mod_range(values, k, lo, hi, negate, out):  # pragma: no cover - compiled
     """``lo <= values[i] % k <= hi`` with SQL's truncated remainder (sign of the dividend);
     ``k`` is neither 0 nor -1 (checked by the caller).
@@ -117,7 +117,7 @@ def mod_range(values, k, lo, hi, negate, out):  # pragma: no cover - compiled
             out[i] = np.uint8((m >= lo) & (m <= hi)) ^ negate
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(i8[::1]), i8, ro(u1[::1]), u1, u1[::1]",))
 def in_bitmap(values, base, bitmap, negate, out):  # pragma: no cover - compiled
     """``values[i]`` (int64) in the set whose members ``v`` have bit ``v - base`` of ``bitmap``."""
     span = np.int64(bitmap.shape[0]) * 8
@@ -129,7 +129,10 @@ def in_bitmap(values, base, bitmap, negate, out):  # pragma: no cover - compiled
         out[i] = r ^ negate
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(i8[::1]), b1, i8[::1], u1, u1[::1]",
+    "ro(i8[::1]), b1, ro(i8[::1]), u1, u1[::1]",
+))
 def in_sorted(values, is_f64, members, negate, out):  # pragma: no cover - compiled
     """``key(values[i])`` in the sorted, unique int64 ``members`` (binary search); ``is_f64``:
     the values are float64 bits (keys as in :func:`range_f64`)."""
@@ -152,7 +155,10 @@ def in_sorted(values, is_f64, members, negate, out):  # pragma: no cover - compi
         out[i] = np.uint8(a < m and members[a] == k) ^ negate
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(i4[::1]), ro(u8[:]), ro(u1[::1]), ro(u8[::1]), ro(u8[::1]), ro(u1[::1]), b1, u1, u1[::1]",
+    "ro(i8[::1]), ro(u8[:]), ro(u1[::1]), ro(u8[::1]), ro(u8[::1]), ro(u1[::1]), b1, u1, u1[::1]",
+))
 def prefix_match(offsets, words, data, pwords, pmasks, prefix, exact, negate, out):  # pragma: no cover - compiled
     """String ``i`` (bytes ``data[offsets[i]:offsets[i + 1]]``) starts with ``prefix``
     (``exact``: equals it).
@@ -177,7 +183,7 @@ def prefix_match(offsets, words, data, pwords, pmasks, prefix, exact, negate, ou
         out[i] = np.uint8(long_enough & r) ^ negate
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("u1[::1], i8[::1]",))
 def mask_positions(mask, out):  # pragma: no cover - compiled
     """Fill ``out`` with the positions of the non-zero bytes of ``mask`` (0/1 values), in
     order; ``out`` has room for their count plus one (the branch-free loop writes one past).
@@ -185,5 +191,5 @@ def mask_positions(mask, out):  # pragma: no cover - compiled
     j = 0
     for i in range(mask.shape[0]):
         out[j] = i
-        j += mask[i]
+        j += np.int64(mask[i])
     return j

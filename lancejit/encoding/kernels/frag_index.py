@@ -22,7 +22,9 @@ int64 = NumbaName("int64")
 UNKNOWN = -1
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, specs=(
+    "u8[::1], u8[::1], u8[::1], b1[::1], i8[::1], b1, i8, i8[:, ::1], i8[::1]",
+))
 def index_arrays(ids, physical, deleted, has_deletion, num_files, trusted, max_rows, out, starts):  # pragma: no cover
     """Fill ``out`` (int64, 4 rows of ``len(ids)``: ids, physical rows, deleted rows, live rows)
     and ``starts`` (int64, ``len(ids) + 1``: prefix sums of the live rows).

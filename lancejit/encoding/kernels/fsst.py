@@ -105,7 +105,7 @@ def _decode_checked_value(codes, pos, end, words, lens, out_data, o, cap):  # pr
     return o
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(u1[::1]), ro(i8[::1]), i8, ro(u1[::1]), i8, i8[::1]",))
 def fsst_decoded_lengths(codes, offsets, num_values, sym_lens, n_symbols, out_lengths):  # pragma: no cover
     """Fill ``out_lengths[i]`` with the decoded byte length of value i.
 
@@ -117,7 +117,9 @@ def fsst_decoded_lengths(codes, offsets, num_values, sym_lens, n_symbols, out_le
                                    out_lengths)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), ro(i8[::1]), i8, ro(u1[:, ::1]), ro(u1[::1]), ro(i8[::1]), u1[::1]",
+))
 def fsst_decode(codes, offsets, num_values, sym_bytes, sym_lens, out_offsets, out_data):  # pragma: no cover
     """Decode values into ``out_data`` at ``out_offsets`` (computed from the size pass;
     ``out_offsets[i]`` is where value i starts, non-decreasing).  The input must have passed
@@ -175,7 +177,9 @@ def _read_le(data, p, width):  # pragma: no cover
     return v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), ro(i8[::1]), ro(i8[::1]), ro(i8[::1]), i8, ro(i8[::1]), b1, i8[::1], i8[::1]",
+))
 def variable_chunk_spans(data, offs, sizes, counts, width, pick, use_pick, out_starts, out_ends):  # pragma: no cover
     """Absolute byte spans of values stored as mini-block Variable buffers, without copying.
 
@@ -275,7 +279,9 @@ def _decode_value(codes, pos, end, words, lens, out_data, o):  # pragma: no cove
     return o, True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), ro(i8[::1]), ro(i8[::1]), ro(u1[:, ::1]), ro(u1[::1]), i8, i8[::1], u1[::1]",
+))
 def fsst_decode_spans(codes, starts, ends, sym_bytes, sym_lens, n_symbols, out_offsets, out_data):  # pragma: no cover
     """Validate and decode ``codes[starts[i]:ends[i]]`` for every i in ONE pass.
 
@@ -300,7 +306,9 @@ def fsst_decode_spans(codes, starts, ends, sym_bytes, sym_lens, n_symbols, out_o
 FSST_BAD_OFFSETS = -2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), ro(i8[::1]), ro(i8[::1]), ro(i8[::1]), i8, ro(u1[:, ::1]), ro(u1[::1]), i8, i8[::1], u1[::1]",
+))
 def fsst_decode_chunks(data, offs, sizes, counts, width, sym_bytes, sym_lens, n_symbols, out_offsets, out_data):  # pragma: no cover
     """Validate and decode every FSST value stored in mini-block Variable chunks, in one pass.
 

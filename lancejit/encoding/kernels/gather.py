@@ -10,7 +10,10 @@ from __future__ import annotations
 from lancejit.encoding.kernels.jit import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "{ro(u1[::1])|u1[::1]}, i8[::1], i8[::1], i8, i8[::1], u1[::1]",
+    "{ro(u1[::1])|u1[::1]}, ro(i8[::1]), ro(i8[::1]), i8, ro(i8[::1]), u1[::1]",
+))
 def copy_slices(data, starts, lengths, num_slices, out_offsets, out):  # pragma: no cover
     """Copy ``num_slices`` byte slices of ``data`` back to back into ``out``."""
     for i in range(num_slices):
@@ -20,7 +23,7 @@ def copy_slices(data, starts, lengths, num_slices, out_offsets, out):  # pragma:
             out[o + k] = data[s + k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("i8[::1], i8, i8[::1]",))
 def offsets_from_lengths(lengths, num_values, out_offsets):  # pragma: no cover
     """``out_offsets[0] = 0``, ``out_offsets[i+1] = out_offsets[i] + lengths[i]`` (int64)."""
     acc = 0

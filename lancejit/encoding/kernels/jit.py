@@ -18,6 +18,18 @@ one per callee), skips Numba's extension entry-point scan unless it compiles, an
 environments of Numba library code inlined in a kernel without importing their modules
 (``numba.np.arrayobj`` & co., ~20 ms).  ``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this off.
 
+The fast loader replaces private Numba functions (``Cache.load_overload``,
+``environment._rebuild_env``): it is installed only for the Numba versions it was verified with
+(:data:`FAST_LOAD_VERIFIED`, a half-open range); other versions get Numba's own behaviour.
+
+Specializations: a kernel declares the argument types it is called with next to its definition
+(``@njit(..., specs=("ro(u1[::1]), i8, i8",))``, see :func:`parse_spec`); ``lancejit warmup``
+compiles exactly those (:func:`discover` finds every kernel under ``lancejit/``), and the tests
+check a broad workload after it compiles nothing.  Kernels called only from other kernels need
+none (their code is compiled into their callers).  Calls from kernel code are typed without
+literal constants (:func:`_unliteral_calls`): a helper called with ``0`` on one path and an
+``int64`` on another is compiled once, not once per literal.
+
 Tier 0 (:mod:`lancejit.encoding.kernels.tier0`): while Numba is not loaded, small calls of the
 take kernels run their Python source instead (a fresh process serving a small take never imports
 Numba); ``LANCEJIT_TIER0=0`` turns it off.
@@ -31,9 +43,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from typing import Any, Callable
 
-from lancejit.encoding.kernels import tier0
+from lancejit.encoding.kernels import background, tier0
 from lancejit.encoding.kernels.tier0 import _names  # global names a code object refers to
 
 _LOCK = threading.RLock()
@@ -60,6 +73,36 @@ class NumbaName:
 
 #: Numba scalar types kernels use as casts.
 uint64 = NumbaName("uint64")
+int64 = NumbaName("int64")
+
+#: Numba versions the fast loader was verified with: ``[low, high)`` as (major, minor) tuples.
+FAST_LOAD_VERIFIED = ((0, 60), (0, 69))
+
+
+def _version(text: str) -> tuple[int, int]:
+    """``(major, minor)`` of a version string such as ``0.68.1`` or ``0.69.0rc1``."""
+    parts = []
+    for piece in text.split(".")[:2]:
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        parts.append(int(digits or 0))
+    while len(parts) < 2:
+        parts.append(0)
+    return parts[0], parts[1]
+
+
+def fast_load_supported(version: str) -> bool:
+    """Whether the fast loader may be installed on Numba ``version`` (:data:`FAST_LOAD_VERIFIED`)."""
+    low, high = FAST_LOAD_VERIFIED
+    return low <= _version(version) < high
+
+
+def fast_load_wanted() -> bool:
+    """``LANCEJIT_NUMBA_FAST_LOAD`` is not ``0``."""
+    return os.environ.get("LANCEJIT_NUMBA_FAST_LOAD", "1").strip() != "0"
 
 
 def _fast_cache_load(cache_cls: Any) -> None:
@@ -98,6 +141,8 @@ def _fast_cache_load(cache_cls: Any) -> None:
             finally:
                 environment._rebuild_env = rebuild_env
             if got is None:  # a cache miss: Numba compiles the kernel next
+                if getattr(_LOAD_ONLY, "on", False):
+                    raise CacheMiss(sig)
                 entrypoints.init_all()
                 kernel = _KERNEL_OF.get(py_func)
                 if kernel is not None:
@@ -107,6 +152,38 @@ def _fast_cache_load(cache_cls: Any) -> None:
 
     load_overload._lancejit = True  # type: ignore[attr-defined]
     cache_cls.load_overload = load_overload
+
+
+class CacheMiss(Exception):
+    """Raised inside :func:`load_cached` when the cache lacks a specialization."""
+
+
+_LOAD_ONLY = threading.local()
+
+
+def load_cached(disp: Any, sig: tuple[Any, ...]) -> bool:
+    """Load specialization ``sig`` of the lancejit kernel dispatcher ``disp`` from the on-disk
+    cache; False, compiling nothing, when the cache lacks it (needs the fast loader)."""
+    if sig in disp.overloads:
+        return True
+    _LOAD_ONLY.on = True
+    try:
+        disp.compile(sig)
+    except CacheMiss:
+        return False
+    finally:
+        _LOAD_ONLY.on = False
+    return True
+
+
+def cached_signatures(disp: Any) -> set[tuple[Any, ...]]:
+    """Argument types of the specializations of ``disp`` in its on-disk cache index (those of
+    this machine and Numba version), without loading them; empty when unreadable."""
+    try:
+        index = disp._cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - no index, or one of another layout: nothing cached
+        return set()
+    return {key[0] for key in index}
 
 
 def _lazy_env(env_cls: Any, modname: str, consts: Any, env_name: str) -> Any:
@@ -126,6 +203,12 @@ def _no_init_hook() -> None:
     """Dispatcher hook replaced for lancejit kernels (see :func:`_fast_cache_load`)."""
 
 
+def _fast_loader() -> bool:
+    """Numba loaded (imported now if needed) with the fast cache loader installed."""
+    numba()
+    return _FAST
+
+
 def numba() -> Any:
     """The ``numba`` module, imported (and the cache loader set up) on first use."""
     global _NUMBA, _FAST
@@ -134,7 +217,7 @@ def numba() -> Any:
             if _NUMBA is None:
                 import numba as nb
 
-                if os.environ.get("LANCEJIT_NUMBA_FAST_LOAD", "1") != "0":
+                if fast_load_wanted() and fast_load_supported(nb.__version__):
                     try:
                         from numba.core.caching import Cache
 
@@ -156,6 +239,8 @@ class LazyKernel:
 
     def __init__(self, fn: Callable[..., Any], opts: dict[str, Any]) -> None:
         self._fn = fn
+        #: Declared specializations (argument type specs, see :func:`parse_spec`).
+        self.specs: tuple[str, ...] = tuple(opts.pop("specs", ()))
         self._opts = opts
         self._disp: Any = None
         self.__name__ = fn.__name__
@@ -167,6 +252,11 @@ class LazyKernel:
         cost = tier0.COSTS.get(f"{fn.__module__}.{fn.__qualname__}") if tier0.ENABLED else None
         self._cost: Callable[..., float] | None = cost
         self._resolved = False
+        #: Whether the interpreted version may serve calls while the kernel is being compiled in
+        #: the background (``interpret=False``: kernels whose Python semantics differ).
+        self.interpretable: bool = bool(opts.pop("interpret", True))
+        self._swapped = False
+        self._retry_at = 0.0
         _KERNEL_OF[fn] = self
         _ALL.append(self)
 
@@ -177,15 +267,82 @@ class LazyKernel:
                 ok, out = tier0.run(self.interpreted(), args)
                 if ok:
                     return out
-            disp = self.dispatcher()
+            if not background.active(_fast_loader):
+                return self.dispatcher()(*args)
+            disp = self.dispatcher(swap=False)
+        if self._swapped:
+            return disp(*args)
+        return self._cold_call(disp, args)
+
+    def _cold_call(self, disp: Any, args: tuple) -> Any:
+        """A call before the kernel is swapped in (:mod:`.background`): served by the compiled
+        code when the cache has this specialization, else by the interpreted kernel while a
+        background process compiles it (compiled here only if it cannot be interpreted)."""
+        try:
+            sig = tuple(disp.typeof_pyval(a) for a in args)
+        except Exception:  # noqa: BLE001 - untypable arguments: Numba reports them
+            return disp(*args)
+        if sig not in disp.overloads:
+            now = time.monotonic()
+            if now < self._retry_at or not load_cached(disp, sig):
+                if now >= self._retry_at:
+                    self._retry_at = now + background.RETRY_S
+                    background.request(f"{self.__module__}.{self.__qualname__}")
+                if self.interpretable:
+                    ok, out = tier0.run(self.interpreted(), args)
+                    if ok:
+                        return out
+                return disp(*args)
+        if self._complete(disp):
+            with _LOCK:
+                if not self._swapped:
+                    self._swapped = True
+                    _swap(self, disp)
         return disp(*args)
+
+    def ready(self) -> bool:
+        """Whether calling this kernel now compiles nothing in the caller: Numba is loaded and
+        either misses compile in the caller anyway (no background compilation) or every declared
+        specialization loads from the cache (then loaded and swapped in).  When one is missing,
+        the background process is asked for it (and the cache checked again at most every
+        :data:`background.RETRY_S` seconds).  For callers that have another way than the kernel
+        (protobuf instead of the wire-format kernels)."""
+        if _NUMBA is None:
+            return False
+        if self._swapped:
+            return True
+        if not background.active(_fast_loader):
+            return True
+        now = time.monotonic()
+        if now < self._retry_at:
+            return False
+        from lancejit.encoding.kernels import specs as _specs
+
+        disp = self.dispatcher(swap=False)
+        if all(load_cached(disp, _specs.parse(one)) for d in self.specs for one in _specs.expand(d)):
+            self.dispatcher()  # swapped in
+            return True
+        self._retry_at = now + background.RETRY_S
+        background.request(f"{self.__module__}.{self.__qualname__}")
+        return False
+
+    def _complete(self, disp: Any) -> bool:
+        """Every declared specialization is loaded or in the cache (nothing can miss anymore)."""
+        from lancejit.encoding.kernels import specs as _specs
+
+        declared = {_specs.parse(one) for d in self.specs for one in _specs.expand(d)}
+        have = set(disp.overloads)
+        return declared <= have or declared <= have | cached_signatures(disp)
 
     def interpreted(self) -> Callable[..., Any]:
         """The kernel as plain Python (tier 0, :mod:`lancejit.encoding.kernels.tier0`): its kernel
         callees resolved to their own interpreted versions, Numba cast names to NumPy casts."""
         py = self._py
         if py is None:
-            py = tier0.NUMPY.get(f"{self.__module__}.{self.__qualname__}")
+            from lancejit.encoding.kernels import tier0_numpy
+
+            name = f"{self.__module__}.{self.__qualname__}"
+            py = tier0.NUMPY.get(name) or tier0_numpy.VERSIONS.get(name)
             py = self._py = py or tier0.twin(self._fn, _interpreted_global)
         return py
 
@@ -194,9 +351,14 @@ class LazyKernel:
         """True once the Numba dispatcher exists."""
         return self._disp is not None
 
-    def dispatcher(self) -> Any:
-        """The Numba dispatcher (created, and swapped into importing modules, on first use)."""
+    def dispatcher(self, swap: bool = True) -> Any:
+        """The Numba dispatcher (created on first use, and swapped into importing modules unless
+        ``swap`` is False)."""
         if self._disp is not None:
+            if swap and not self._swapped:
+                with _LOCK:
+                    self._swapped = True
+                    _swap(self, self._disp)
             return self._disp
         with _LOCK:
             if self._disp is None:
@@ -206,8 +368,11 @@ class LazyKernel:
                 disp = nb.njit(**self._opts)(self._fn)
                 if _FAST:
                     disp._compilation_chain_init_hook = _no_init_hook
+                _unliteral_calls(disp)
                 self._disp = disp
-                _swap(self, disp)
+                if swap:
+                    self._swapped = True
+                    _swap(self, disp)
         return self._disp
 
     def _resolve_globals(self) -> None:
@@ -238,6 +403,26 @@ class LazyKernel:
     def __repr__(self) -> str:
         state = "loaded" if self._disp is not None else "not loaded"
         return f"<lancejit kernel {self.__module__}.{self.__qualname__} ({state})>"
+
+
+def _unliteral_calls(disp: Any) -> None:
+    """Type calls of ``disp`` from kernel code with the non-literal types of their arguments.
+
+    Numba types a constant argument as ``Literal[int](0)`` and a loop-carried variable first
+    as its initial literal: a helper called as ``f(buf, 0, end)`` and ``f(buf, pos, end)`` was
+    compiled (and its cache entries written) once per literal and once for ``int64``, the
+    callers' type inference redone each time.  Only on the Numba versions of
+    :data:`FAST_LOAD_VERIFIED` (``get_call_template`` is how Numba types such calls there)."""
+    if not fast_load_supported(_NUMBA.__version__):
+        return
+    from numba.core.types import unliteral
+
+    original = disp.get_call_template
+
+    def get_call_template(args: Any, kws: Any) -> Any:
+        return original(tuple(unliteral(a) for a in args), {k: unliteral(v) for k, v in kws.items()})
+
+    disp.get_call_template = get_call_template
 
 
 def _interpreted_global(value: Any, name: str) -> Any:
@@ -291,6 +476,13 @@ def njit(**opts: Any) -> Callable[[Callable[..., Any]], LazyKernel]:
         return LazyKernel(fn, opts)
 
     return deco
+
+
+def ready(kernel: Any) -> bool:
+    """:meth:`LazyKernel.ready` of ``kernel``; True for a dispatcher already swapped in."""
+    if isinstance(kernel, LazyKernel):
+        return kernel.ready()
+    return _NUMBA is not None
 
 
 def kernels() -> list[LazyKernel]:

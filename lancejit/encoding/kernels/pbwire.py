@@ -30,9 +30,18 @@ from lancejit.encoding.kernels.jit import njit, uint64
 
 # No kernel here allocates: compiled without Numba's reference counting (``_nrt=False``), whose
 # increments and decrements of every array argument at each helper call otherwise cost more
-# than the parsing; helpers are inlined into the two kernels.
-_kernel = njit(cache=True, nogil=True, _nrt=False)
-_helper = njit(cache=True, nogil=True, _nrt=False, inline="always")
+# than the parsing.  The leaf readers (varints, tags, lengths, skips) are inlined into their
+# callers in Numba's IR; the message walkers are separate functions LLVM may inline: inlining
+# them too in Numba's IR made ``scan_manifest`` and ``column_pages`` take ~25 s each to compile.
+
+
+def _kernel(*specs: str):  # noqa: ANN202 - the lazy njit decorator
+    """A kernel of this module, compiled for the specializations ``specs``."""
+    return njit(cache=True, nogil=True, _nrt=False, specs=specs, interpret=False)
+
+
+_leaf = njit(cache=True, nogil=True, _nrt=False, inline="always")
+_helper = njit(cache=True, nogil=True, _nrt=False)
 
 #: Status: arrays filled.
 OK = 0
@@ -40,7 +49,7 @@ OK = 0
 FALLBACK = 1
 
 
-@_helper
+@_leaf
 def _varint(buf, pos, end):  # pragma: no cover - compiled
     """``(value, next position)`` of the varint at ``pos``; next position -1 when it is
     truncated at ``end``, longer than 10 bytes or its 10th byte holds more than one bit."""
@@ -60,7 +69,7 @@ def _varint(buf, pos, end):  # pragma: no cover - compiled
     return uint64(0), -1
 
 
-@_helper
+@_leaf
 def _varint32(buf, pos, end):  # pragma: no cover - compiled
     """``(value, next position)`` of a varint of at most 5 bytes and 32 bits (tags, lengths)
     in int64 arithmetic; next position -1 otherwise (longer encodings are valid protobuf but
@@ -81,7 +90,7 @@ def _varint32(buf, pos, end):  # pragma: no cover - compiled
     return 0, -1
 
 
-@_helper
+@_leaf
 def _tag(buf, pos, end):  # pragma: no cover - compiled
     """``(field number, wire type, next position)``; next position -1 on a bad tag."""
     tag, pos = _varint32(buf, pos, end)
@@ -90,7 +99,7 @@ def _tag(buf, pos, end):  # pragma: no cover - compiled
     return tag >> 3, tag & 7, pos
 
 
-@_helper
+@_leaf
 def _payload(buf, pos, end):  # pragma: no cover - compiled
     """``(payload start, payload end)`` of the length-delimited value at ``pos``; -1 on error."""
     n, pos = _varint32(buf, pos, end)
@@ -99,7 +108,7 @@ def _payload(buf, pos, end):  # pragma: no cover - compiled
     return pos, pos + n
 
 
-@_helper
+@_leaf
 def _skip(buf, pos, end, wire):  # pragma: no cover - compiled
     """Position after a value of wire type ``wire`` at ``pos``; -1 on error or a group."""
     if wire == 0:
@@ -115,7 +124,7 @@ def _skip(buf, pos, end, wire):  # pragma: no cover - compiled
     return -1
 
 
-@_helper
+@_leaf
 def _ascii(buf, start, stop):  # pragma: no cover - compiled
     acc = 0
     for i in range(start, stop):
@@ -238,7 +247,7 @@ def _fragment(buf, pos, end, i, ids, physical, deleted, has_deletion, num_files)
     return True
 
 
-@_kernel
+@_kernel("ro(u1[::1])")
 def count_fragments(buf):  # pragma: no cover - compiled
     """Number of ``fragments`` entries of the ``Manifest`` message ``buf`` (uint8 array), or -1
     when its top-level wire structure is not one :func:`scan_manifest` accepts."""
@@ -259,7 +268,7 @@ def count_fragments(buf):  # pragma: no cover - compiled
     return n
 
 
-@_kernel
+@_kernel("ro(u1[::1]), i8[:, ::1], u8[:, ::1], b1[::1], u1[::1]")
 def scan_manifest(buf, spans, values, has_deletion, out):  # pragma: no cover - compiled
     """Scan the ``Manifest`` message ``buf`` (uint8 array).
 
@@ -463,7 +472,7 @@ def _page(buf, pos, end, row, pages):  # pragma: no cover - compiled
     return True
 
 
-@_kernel
+@_kernel("ro(u1[::1]), i8[:, ::1], i8[:, ::1], i8[:, ::1], i8, i8")
 def column_pages(buf, spans, cols, pages, file_size, num_rows):  # pragma: no cover - compiled
     """Scan the ``ColumnMetadata`` messages ``buf[spans[j, 0]:spans[j, 1]]`` (``buf``: uint8,
     ``spans``: ``(n, 2)`` int64).

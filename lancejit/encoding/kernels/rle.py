@@ -6,10 +6,12 @@ Works on raw bytes so one specialization serves every value width.
 
 from __future__ import annotations
 
+import numpy as np
+
 from lancejit.encoding.kernels.jit import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(u1[::1]), i8, ro(u1[::1]), i8, i8, u1[::1]",))
 def rle_expand(values, width, lengths, num_runs, num_values, out):  # pragma: no cover
     """Write the first ``num_values`` expanded values (``num_values * width`` bytes) to ``out``.
 
@@ -19,7 +21,7 @@ def rle_expand(values, width, lengths, num_runs, num_values, out):  # pragma: no
     """
     o = 0
     for r in range(num_runs):
-        n = lengths[r]
+        n = np.int64(lengths[r])
         if o + n > num_values:
             n = num_values - o
         src = r * width

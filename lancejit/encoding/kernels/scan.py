@@ -26,7 +26,9 @@ from lancejit.encoding.kernels.take import (TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TA
 SCAN_BAD_ROW = 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, b1[::1], i8[::1], i8, i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[:, ::1], i8[::1]",
+))
 def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, rows, rows_off, row_lo, ncols,
               whole, wbase, cursor0, run_seg, run_in, run_len, run_pos, nrun, ranges,
               range_file):  # pragma: no cover - compiled
@@ -139,7 +141,9 @@ def copy_range(dst, d, src, s, n):  # pragma: no cover - compiled
         dst[d + i] = src[s + i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, u1[::1]",
+))
 def runs_fixed(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def, width,
                out):  # pragma: no cover - compiled
     """Fixed-width values of every run into ``out`` (``width`` bytes each, in order): one copy
@@ -196,7 +200,9 @@ def _offsets_run(data, p, w, n, prev, size, base, out_offsets, t):  # pragma: no
     return prev, not bad
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8[::1]",
+))
 def runs_offsets(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_count, seg_def, owidth,
                  out_offsets):  # pragma: no cover - compiled
     """Output offsets (one per value plus one, from 0) of the plain variable-width values of
@@ -227,7 +233,9 @@ def runs_offsets(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_
     return o
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8[::1], u1[::1]",
+))
 def runs_copy(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def, owidth, out_offsets,
               out_data):  # pragma: no cover - compiled
     """Copy the values :func:`runs_offsets` measured into ``out_data``: one copy per run."""
@@ -243,7 +251,11 @@ def runs_copy(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def
     return TAKE_OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u2[::1], u1[::1], u2[::1], u2[::1]",
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u4[::1], u1[::1], u4[::1], u4[::1]",
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u8[::1], u1[::1], u8[::1], u8[::1]",
+))
 def runs_bitpacked(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_count, seg_def, tmpw, tmpb,
                    tmp, out):  # pragma: no cover - compiled
     """Inline bit-packed chunks (see :func:`~lancejit.encoding.kernels.take.take_bitpacked`):
@@ -268,7 +280,9 @@ def runs_bitpacked(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, se
     return TAKE_OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u2[::1], u1[::1], u2[::1], u1[::1]",
+))
 def runs_valid(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_count, seg_def, tmpw, tmpb, tmp,
                out):  # pragma: no cover - compiled
     """Validity of every run's rows (``out`` 1 = valid, in order) from their chunks' def levels
@@ -309,7 +323,9 @@ def runs_valid(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_co
     return nulls
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8",
+))
 def runs_fsst_bound(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_count, seg_def,
                     owidth):  # pragma: no cover - compiled
     """Compressed bytes of every run's values (each run's last offset minus its first; one read
@@ -332,7 +348,9 @@ def runs_fsst_bound(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, s
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8[::1], u8[:, ::1], u8[:, ::1], b1[::1], u8[::1], u1[::1]",
+))
 def runs_fsst(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def, owidth, seg_tab, words, lens,
               enabled, out_offsets, out_data):  # pragma: no cover - compiled
     """FSST-decode the values of every run (each chunk's value buffer: ``count + 1`` offsets of

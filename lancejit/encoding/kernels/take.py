@@ -37,7 +37,9 @@ def _segment_of(seg_key, lo, hi, key):  # pragma: no cover - compiled
     return lo - 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[:, ::1]",
+))
 def plan_take(seg_key, seg_b0, seg_stride, seg_len, col_base, rows, item_seg, item_in, item_pos,
               ranges):  # pragma: no cover - compiled
     """Map every item to its segment and byte range; dedupe the ranges.
@@ -82,7 +84,9 @@ def plan_take(seg_key, seg_b0, seg_stride, seg_len, col_base, rows, item_seg, it
     return nr
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8[::1], i8[::1], i8[::1], i8[:, ::1]",
+))
 def plan_take_files(seg_key, seg_b0, seg_stride, seg_len, slot_lo, slot_hi, slot_span, row_slot, rows, ncols,
                     block, item_seg, item_in, item_pos, reads):  # pragma: no cover - compiled
     """:func:`plan_take` over the segment tables of several files at once, and the coalesced
@@ -213,7 +217,9 @@ def def_level(data, db, words, width, count, r, tmpw, tmpb, tmp, loaded):  # pra
     return np.int64(tmp[r - b * 1024]), b
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u2[::1], u1[::1], u2[::1], u1[::1]",
+))
 def take_valid(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, tmpw, tmpb, tmp,
                out):  # pragma: no cover - compiled
     """Validity of every item (``out[t]`` 1 = valid) from its chunk's def levels: out-of-line
@@ -243,7 +249,9 @@ def take_valid(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, s
     return nulls
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, u1[::1]",
+))
 def take_fixed(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_def, width, out):  # pragma: no cover
     """Copy the ``width``-byte value of every item to ``out[t * width:]``.
 
@@ -293,7 +301,11 @@ def unpack_chunk(data, p, length, szw, hdef, count, tmpw, tmpb, tmp):  # pragma:
     return TAKE_OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u2[::1], u1[::1], u2[::1], u2[::1]",
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u4[::1], u1[::1], u4[::1], u4[::1]",
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u8[::1], u1[::1], u8[::1], u8[::1]",
+))
 def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def,
                    tmpw, tmpb, tmp, out):  # pragma: no cover - compiled
     """Inline bit-packed chunks: value ``item_in`` of each item's chunk into ``out[t]``
@@ -314,7 +326,9 @@ def take_bitpacked(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_coun
     return TAKE_OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8[::1], i8[::1]",
+))
 def take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, seg_def, owidth,
                out_starts, out_ends):  # pragma: no cover - compiled
     """Byte spans (positions in ``data``) of variable-width values: each chunk's value buffer
@@ -340,7 +354,7 @@ def take_spans(data, item_pos, item_in, item_seg, seg_szw, seg_len, seg_count, s
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(u1[::1]), i8[::1], i8[::1], i8[::1], u1[::1]",))
 def copy_spans(data, starts, ends, out_offsets, out_data):  # pragma: no cover - compiled
     """Concatenate ``data[starts[t]:ends[t]]`` into ``out_data``; ``out_offsets`` (``n + 1``
     entries from 0) receives the boundaries.  Returns the bytes written."""
@@ -368,7 +382,9 @@ def fsst_value(data, s, e, words, lens, enabled, out_data, o):  # pragma: no cov
     return o, True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), i8[::1], i8[::1], i8[::1], i8, i8[::1], u8[:, ::1], u8[:, ::1], b1[::1], i8[::1], u1[::1]",
+))
 def fsst_take(data, starts, ends, item_seg, seg0, seg_tab, words, lens, enabled, out_offsets,
               out_data):  # pragma: no cover - compiled
     """FSST-decode ``data[starts[t]:ends[t]]`` with the symbol table of the item's page

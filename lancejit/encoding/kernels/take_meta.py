@@ -19,7 +19,7 @@ P_WSIZE, P_RAW, P_NSEG, P_ROWS, P_KEY0, P_DATA, P_DSIZE, P_DEFW, P_FIXED, P_MAXC
 PAGE_FIELDS = 10
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("ro(u1[::1]), i8[:, ::1], i8[:, ::1]",))
 def page_segments(raw, pages, out):  # pragma: no cover - compiled
     """Fill ``out`` (int64 ``(7, segments)``: key, byte start, stride, length, chunk-size width,
     values, def width) from ``pages`` (int64 ``(pages, PAGE_FIELDS)``, in table order).

@@ -13,7 +13,9 @@ from __future__ import annotations
 from lancejit.encoding.kernels.jit import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u8[::1]), ro(i8[::1]), i8, b1, u8, i8[::1], b1[::1], i8[::1], i8[::1]",
+))
 def decode_end_offsets(vals, seg_rows, num_segments, implicit_zero, adjustment,
                        out_lengths, out_valid, out_firsts, out_lasts):  # pragma: no cover
     """Fill per-row ``out_lengths`` (int64) / ``out_valid`` (bool) and per-segment

@@ -12,7 +12,9 @@ KIND_LEN32 = 1
 KIND_LEN64 = 2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "ro(u1[::1]), ro(i8[::1]), i8, ro(i8[::1]), ro(i8[::1]), i8[:, ::1], i8[:, ::1]",
+))
 def scan_rows(data, row_offsets, num_rows, kinds, widths, out_starts, out_lengths):  # pragma: no cover
     """Locate every field of every row.
 

@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.bounds import claim_items
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding.v20 import blocks as B
 from lancejit.encoding.v20.compression import FsstTable, decompress_buffer
@@ -95,6 +96,8 @@ class FlatDecoder(ArrayDecoder):
         if self.scheme in ("none",):
             self.scheme = ""
         if self.bits != 1 and (self.bits == 0 or self.bits % 8):
+            if not self.scheme:  # values the buffer cannot hold one of are corrupt, not unsupported
+                claim_items(1, self.bits, self.size, "a 2.0 flat value", ctx.path)
             raise NotSupportedError(f"2.0 flat encoding with {self.bits} bits per value")
 
     def decode(self, ranges: Ranges) -> Steps:

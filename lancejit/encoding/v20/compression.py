@@ -14,53 +14,23 @@ import numpy as np
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding.kernels.fsst import fsst_decode, fsst_decoded_lengths
+from lancejit.encoding.v21 import general
 
-_ZSTD_MAGIC = 0xFD2FB528
-#: Largest decompressed page buffer accepted (bytes); larger length prefixes mean corruption.
-MAX_DECOMPRESSED_BYTES = 1 << 34
 _FSST_MAGIC = 0x46535354
+
+#: 2.0 scheme names -> 2.1 ``CompressionScheme`` values (the same framing).
+_SCHEMES = {"zstd": general.SCHEME_ZSTD, "lz4": general.SCHEME_LZ4}
 
 
 def decompress_buffer(scheme: str, data: bytes | memoryview, *, path: str | None = None) -> np.ndarray:
-    """Decompress one ``Flat`` buffer compressed with ``scheme`` ("zstd", "lz4", "none")."""
-    raw = bytes(data)
-    try:
-        if scheme in ("", "none"):
-            return np.frombuffer(raw, dtype=np.uint8)
-        if scheme == "zstd":
-            import zstandard
-
-            if not raw:
-                return np.zeros(0, dtype=np.uint8)
-            dctx = zstandard.ZstdDecompressor()
-            is_raw = len(raw) < 8 or (
-                int.from_bytes(raw[:4], "little") == _ZSTD_MAGIC and (raw[4] & 0x10) == 0
-            )
-            if is_raw:
-                out = dctx.decompressobj().decompress(raw)
-            else:
-                size = int.from_bytes(raw[:8], "little")
-                if size > MAX_DECOMPRESSED_BYTES:
-                    raise CorruptFileError(f"zstd buffer claims {size} decompressed bytes", path=path)
-                out = dctx.decompress(raw[8:], max_output_size=size)
-                if len(out) != size:
-                    raise CorruptFileError("zstd buffer decompressed to the wrong length", path=path)
-            return np.frombuffer(out, dtype=np.uint8)
-        if scheme == "lz4":
-            import lz4.block
-
-            if len(raw) < 4:
-                raise CorruptFileError("lz4 buffer shorter than its length prefix", path=path)
-            if int.from_bytes(raw[:4], "little") > MAX_DECOMPRESSED_BYTES:
-                raise CorruptFileError("lz4 buffer claims too many decompressed bytes", path=path)
-            return np.frombuffer(lz4.block.decompress(raw), dtype=np.uint8)
-    except CorruptFileError:
-        raise
-    except MemoryError as exc:
-        raise CorruptFileError(f"{scheme} buffer decompresses to more than memory holds", path=path) from exc
-    except Exception as exc:  # zstd / lz4 errors
-        raise CorruptFileError(f"cannot decompress {scheme} buffer: {exc}", path=path) from exc
-    raise NotSupportedError(f"compression scheme {scheme!r}")
+    """Decompress one ``Flat`` buffer compressed with ``scheme`` ("zstd", "lz4", "none"); the
+    output is bounded by what the buffer's bytes can inflate to (see
+    :mod:`lancejit.encoding.v21.general`)."""
+    if scheme in ("", "none"):
+        return np.frombuffer(bytes(data), dtype=np.uint8)
+    if scheme not in _SCHEMES:
+        raise NotSupportedError(f"compression scheme {scheme!r}")
+    return general.decompress_buffer(_SCHEMES[scheme], data, path=path or "")
 
 
 class FsstTable:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lancejit.core.errors import CorruptFileError, NotSupportedError
+from lancejit.core.bounds import word_bits
+from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.bitpack import BLOCK_VALUES, pack_blocks, unpack_blocks
 
@@ -22,11 +23,9 @@ _DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint3
 
 
 def word_dtype(bits: int, *, path: str) -> np.dtype:
-    """The unsigned dtype of T-bit words; NotSupportedError for other widths."""
-    try:
-        return _DTYPES[int(bits)]
-    except KeyError:
-        raise NotSupportedError(f"{path}: bit-packing of {bits}-bit values is not supported") from None
+    """The unsigned dtype of T-bit words; CorruptFileError past 64 bits, NotSupportedError
+    for other widths."""
+    return _DTYPES[word_bits(bits, tuple(_DTYPES), "bit-packed words", path)]
 
 
 def _words(buf: np.ndarray, dtype: np.dtype, start_byte: int, count: int) -> np.ndarray:

@@ -37,9 +37,10 @@ DESCRIPTOR_TYPE = pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
 class BlobPage:
     """Reads rows of a blob-v1 page (values fetched from their own file ranges)."""
 
-    def __init__(self, ctx: ColumnContext, page: PageInfo, layout: Any, page_index: int) -> None:
-        from lancejit.encoding.v21.field import make_page
-
+    def __init__(self, ctx: ColumnContext, page: PageInfo, layout: Any, page_index: int,
+                 make_page: Callable[[ColumnContext, PageInfo, int], Any]) -> None:
+        """``make_page`` builds the reader of the inner page holding the descriptors (the
+        field's page factory: a blob layout wraps any other layout)."""
         self.ctx = ctx
         self.page = page
         self.num_rows = page.num_rows

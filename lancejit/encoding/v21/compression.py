@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from lancejit.core.bounds import claim_items, word_bits
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.bss import bss_join
@@ -169,9 +170,7 @@ def _variable_block(buf: np.ndarray, n: int, path: str) -> VariableWidth:
 def _rle(enc, values_buf: np.ndarray, lengths_buf: np.ndarray, n: int, path: str) -> FixedWidth:
     rle = enc.rle
     bits = _check_bits(_inner_flat_bits(rle.values, "rle values", path), path)
-    lbits = _inner_flat_bits(rle.run_lengths, "rle run lengths", path)
-    if lbits != 8:
-        raise NotSupportedError(f"{path}: rle run lengths of {lbits} bits")
+    word_bits(_inner_flat_bits(rle.run_lengths, "rle run lengths", path), (8,), "rle run lengths", path)
     if bits % 8 or bits == 0:
         raise CorruptFileError(f"rle values of {bits} bits", path=path)
     w = bits // 8
@@ -447,6 +446,9 @@ def decode_fullzip_fixed(enc: CompressiveEncoding, data, num_values: int, *, pat
         row_bytes = bytes_per_value(enc)
         item_bytes = bytes_per_value(inner)
         if row_bytes is None or item_bytes is None:
+            cum = int(np.prod([dim for dim, _ in layers], dtype=np.int64)) if layers else 1
+            item_bits = inner.flat.bits_per_value if _kind(inner, path) == "flat" else 1
+            claim_items(n * cum, item_bits, len(buf), "full-zip fixed size list items", path)
             raise NotSupportedError(f"{path}: full-zip fixed size list of non byte-aligned items")
         if len(buf) < row_bytes * n:
             raise CorruptFileError(f"full-zip buffer of {len(buf)} bytes too short for {n} rows", path=path)

@@ -186,13 +186,15 @@ class ConstantPage(LayoutPage):
             raise CorruptFileError("repetition levels in a column without lists", path=path)
         if rep is None and canon.max_rep > 0:
             raise CorruptFileError("list column page without repetition levels", path=path)
+        null_def = None
         if deff is not None:
             deff = translate_def(deff, self.def_table, path=path)
         elif not self.is_constant:
-            # simple all-null: every row null at the innermost level
+            # simple all-null: every row null at the innermost level (levels made per read, for
+            # the rows asked: the page's row count is only a claim)
             if canon.max_rep:
                 raise CorruptFileError("simple all-null page in a list column", path=path)
-            deff = np.full(self.num_rows, self.def_table[1] if self.def_table.size > 1 else 1, dtype=np.uint16)
+            null_def = int(self.def_table[1]) if self.def_table.size > 1 else 1
         num_levels = rep.size if rep is not None else (deff.size if deff is not None else self.num_rows)
         if rep is not None and deff is not None and rep.size != deff.size:
             raise CorruptFileError(f"{rep.size} rep levels but {deff.size} def levels", path=path)
@@ -200,7 +202,7 @@ class ConstantPage(LayoutPage):
             raise CorruptFileError(f"{num_levels} levels for {self.num_rows} rows", path=path)
         if rep is not None and int(np.count_nonzero(rep == canon.max_rep)) != self.num_rows:
             raise CorruptFileError("repetition levels do not match the page's rows", path=path)
-        return rep, deff, scalar, num_levels
+        return rep, deff, scalar, num_levels, null_def
 
     async def read(self, ranges: Sequence[tuple[int, int]]) -> LeafRows:
         """Rows in the half-open page-relative ``ranges`` (sorted, disjoint), concatenated."""
@@ -223,10 +225,13 @@ class ConstantPage(LayoutPage):
             # a no-buffer all-null page; the reference reads them back as valid rows.
             total = sum(b - a for a, b in ranges)
             return LeafRows(None, None, ab.struct_array(t, [], total), total)
-        rep, deff, scalar, num_levels = yield from self._load_steps()
+        rep, deff, scalar, num_levels, null_def = yield from self._load_steps()
         if rep is None:
             total = sum(b - a for a, b in ranges)
-            d = None if deff is None else np.concatenate([deff[a:b] for a, b in ranges])
+            if null_def is not None:
+                d = np.full(total, null_def, dtype=np.uint16)
+            else:
+                d = None if deff is None else np.concatenate([deff[a:b] for a, b in ranges])
             values = placeholder(t, total) if scalar is None else repeat_scalar(scalar, total)
             return LeafRows(None, d, values, total)
         nvis = count_visible(rep, deff, canon, num_levels)

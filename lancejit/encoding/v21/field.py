@@ -180,7 +180,7 @@ def make_page(ctx: ColumnContext, page: Any, index: int) -> Any:
     if which == "blob_layout":
         from lancejit.encoding.v21.blob import BlobPage
 
-        return BlobPage(ctx, page, layout.blob_layout, index)
+        return BlobPage(ctx, page, layout.blob_layout, index, make_page)
     raise CorruptFileError(f"unknown page layout {which!r} in column {ctx.column_index}", path=ctx.path)
 
 

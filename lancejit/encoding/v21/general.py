@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lancejit.core.bounds import claim
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 
 #: ``CompressionScheme`` enum values of ``lance.encodings21.BufferCompression``.
@@ -21,6 +22,8 @@ SCHEME_ZSTD = 2
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # LZ4 cannot expand data by more than ~255x; anything claiming more is corrupt.
 _LZ4_MAX_RATIO = 256
+# Zstandard's densest block (RLE: 4 bytes for a 128 KiB block) expands 32,768x.
+_ZSTD_MAX_RATIO = 1 << 16
 
 
 def _lz4(buf: bytes, path: str) -> bytes:
@@ -50,20 +53,40 @@ def _is_bare_zstd(buf: bytes) -> bool:
     return len(buf) < 8 or (buf[4] & 0x10) == 0
 
 
+def _zstd_read(frames: bytes, limit: int, across: bool) -> bytes:
+    """What ``frames`` decompress to, reading at most ``limit`` bytes of output."""
+    import io
+
+    import zstandard  # on the first ZSTD buffer: a fresh process reading none skips the import
+
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(frames), read_across_frames=across)
+    out = bytearray()
+    while len(out) < limit:
+        piece = reader.read(min(limit - len(out), 1 << 20))
+        if not piece:
+            break
+        out += piece
+    return bytes(out)
+
+
 def _zstd(buf: bytes, path: str) -> bytes:
     if len(buf) == 0:
         return b""
-    import zstandard  # on the first ZSTD buffer: a fresh process reading none skips the import
+    import zstandard
 
+    # the output a buffer of this size can make: reading stops there (a frame claiming more
+    # is corrupt), so a small page never inflates past what its bytes could hold
+    limit = _ZSTD_MAX_RATIO * len(buf) + 1024
     try:
         if _is_bare_zstd(buf):
-            dobj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
-            return dobj.decompress(buf)
+            out = _zstd_read(buf, limit + 1, True)
+            if len(out) > limit:
+                raise CorruptFileError(f"ZSTD frames of {len(buf)} bytes inflate past {limit} bytes", path=path)
+            return out
         if len(buf) < 8:
             raise CorruptFileError(f"ZSTD buffer of {len(buf)} bytes has no size prefix", path=path)
-        size = int.from_bytes(buf[:8], "little")
-        dobj = zstandard.ZstdDecompressor().decompressobj()
-        out = dobj.decompress(buf[8:])
+        size = claim(int.from_bytes(buf[:8], "little"), limit, "ZSTD size prefix", path)
+        out = _zstd_read(buf[8:], size + 1, False)
     except zstandard.ZstdError as exc:
         raise CorruptFileError(f"ZSTD frame does not decompress: {exc}", path=path) from None
     if len(out) != size:

@@ -25,15 +25,15 @@ def split_packed_rows(rows: DecodedValues, bits_per_value: list[int], *, path: s
     if not isinstance(rows, FixedWidth):
         raise CorruptFileError("packed struct rows are not fixed width", path=path)
     widths = [int(b) for b in bits_per_value]
+    if rows.bits_per_value != sum(widths):
+        raise CorruptFileError(
+            f"packed struct row of {rows.bits_per_value} bits but children sum to {sum(widths)}",
+            path=path,
+        )
     if not widths or any(b <= 0 or b % 8 for b in widths):
         raise NotSupportedError(f"{path}: packed struct child widths {widths} (must be whole bytes)")
     row_bytes = sum(widths) // 8
     n = rows.num_values
-    if rows.bits_per_value != 8 * row_bytes:
-        raise CorruptFileError(
-            f"packed struct row of {rows.bits_per_value} bits but children sum to {8 * row_bytes}",
-            path=path,
-        )
     table = rows.data[: n * row_bytes].reshape(n, row_bytes)
     children, col = [], 0
     for bits in widths:

@@ -18,7 +18,9 @@ UNZIP_TRUNCATED = 1
 UNZIP_OVERFLOW = 2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "{ro(u1[::1])|u1[::1]}, i8, i8, i8, i8, i8, u2[::1], u2[::1], i8[::1], i8[::1]",
+))
 def fullzip_unzip(
     data,  # uint8[:]  zipped bytes of whole rows
     cw_bytes,  # 0, 1, 2 or 4: control word width
@@ -84,7 +86,7 @@ def fullzip_unzip(
     return nl, nv, UNZIP_OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=("{ro(u1[::1])|u1[::1]}, i8[::1], i8[::1], u1[::1]",))
 def gather_slices(src, starts, lens, out):
     """Concatenate ``src[starts[i]:starts[i]+lens[i]]`` into ``out`` (sized ``lens.sum()``).
     Returns the bytes written, or -1 (nothing more copied) at the first slice outside ``src``
@@ -100,7 +102,9 @@ def gather_slices(src, starts, lens, out):
     return pos
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "{ro(u1[::1])|u1[::1]}, i8[::1], i8[::1], i8[::1], i8, i8[::1], u1[::1]",
+))
 def gather_variable_chunks(data, offs, sizes, counts, width, out_offsets, out_data):
     """Join mini-block Variable buffers (one per chunk) into one offsets/data pair.
 
@@ -141,7 +145,11 @@ def gather_variable_chunks(data, offs, sizes, counts, width, out_offsets, out_da
     return pos, 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "{ro(u2[::1])|u2[::1]}, i8[::1], i8[::1], i8[::1], u2[::1], u2[::1]",
+    "{ro(u4[::1])|u4[::1]}, i8[::1], i8[::1], i8[::1], u4[::1], u4[::1]",
+    "{ro(u8[::1])|u8[::1]}, i8[::1], i8[::1], i8[::1], u8[::1], u8[::1]",
+))
 def unpack_inline_chunks(words, starts, ends, counts, out, tmp):
     """Inline-bitpacked mini-block chunks -> values, all chunks in one call.
 
@@ -173,7 +181,9 @@ def unpack_inline_chunks(words, starts, ends, counts, out, tmp):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, specs=(
+    "{ro(u2[::1])|u2[::1]}, i8[::1], i8[::1], i8[::1], i8, u2[::1], u2[::1]",
+))
 def unpack_ool_chunks(words, starts, ends, counts, width, out, tmp):
     """Out-of-line bit-packed level buffers (one per chunk, bit width ``width``) -> values.
 

@@ -11,7 +11,7 @@ One attempt:
 4. build manifest L+1 from manifest L (:mod:`.manifest_writer`) and create it with the store's
    atomic create-if-absent (local: link of a complete temp file; S3: ``If-None-Match: *``;
    GCS: ``ifGenerationMatch=0``; ``s3+ddb://``: staged, claimed in the external manifest store,
-   finalized -- :mod:`.external_store`);
+   finalized -- :mod:`..meta.external_store`);
 5. on success write ``_versions/latest_version_hint.json`` (best effort: readers only use it as a hint).
 
 When step 4 finds the manifest already there (another writer won), sleep a jittered, growing
@@ -23,6 +23,7 @@ data, deletion and transaction files written so far are simply not referenced by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from dataclasses import dataclass, field
@@ -41,13 +42,13 @@ from lancejit.core.errors import (
 from lancejit.io.store import ObjectStore, join_path
 from lancejit.pb import table_pb2
 
-from ..features import FLAG_DISABLE_TRANSACTION_FILE, FLAG_UNKNOWN
-from ..naming import VERSIONS_DIR, NamingScheme, manifest_name
-from ..paths import confined_join
-from ..versions import HINT_NAME, ManifestLocation
+from ..meta.features import FLAG_DISABLE_TRANSACTION_FILE, FLAG_UNKNOWN
+from ..meta.external_store import ExternalManifestStore, ExternalVersion, external_store_of, finalize, staging_path
+from ..meta.naming import VERSIONS_DIR, ManifestLocation, NamingScheme, manifest_name
+from ..meta.paths import confined_join
+from ..meta.versions import HINT_NAME, list_versions
 from .conflicts import ConflictChecker
 from .deletion_writer import read_deleted_offsets, write_deletion_file
-from .external_store import commit_manifest, external_store_of, list_versions
 from .indices import adjust_index_section
 from .manifest_writer import (
     LoadedManifest,
@@ -361,6 +362,25 @@ async def load_manifest(store: ObjectStore, root: str, version: int | None = Non
         raise NotFoundError(f"dataset {store.uri(root)} has no version {version}")
     data = await store.read_all(loc.path)
     return parse_manifest_file(data, store.uri(loc.path))
+
+
+
+async def commit_manifest(store: ObjectStore, root: str, ext: ExternalManifestStore, version: int,
+                          final_path: str, data: bytes) -> None:
+    """Commit ``data`` as ``version``'s manifest (stage, claim, finalize; module docstring).
+
+    Raises :class:`AlreadyExistsError` when another writer claimed ``version`` first.
+    """
+    staged = staging_path(final_path)
+    await store.put(staged, data)
+    try:
+        await ext.put_if_not_exists(root, version, staged, len(data))
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await store.delete(staged)
+        raise
+    # a writer dying here leaves a committed, staged version: the next resolve finalizes it
+    await finalize(store, root, ext, ExternalVersion(version, staged, len(data)), bytes(data))
 
 
 __all__ = [

@@ -22,8 +22,8 @@ from lancejit.core.errors import InvalidInputError
 from lancejit.io.store import ObjectStore, join_path
 from lancejit.pb import table_pb2
 
-from ..deletion import decode_deletion_file
-from ..manifest import DeletionFile as _ReadDeletionFile
+from ..meta.deletion import decode_deletion_file
+from ..meta.manifest import DeletionFile as _ReadDeletionFile
 
 BITMAP_THRESHOLD = 5_000
 DELETIONS_DIR = "_deletions"

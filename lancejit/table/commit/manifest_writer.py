@@ -28,19 +28,20 @@ import numpy as np
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.pb import table_pb2
 
-from ..features import (
+from ..meta.features import (
     FLAG_BASE_PATHS,
     FLAG_DELETION_FILES,
     FLAG_DISABLE_TRANSACTION_FILE,
     FLAG_STABLE_ROW_IDS,
     FLAG_TABLE_CONFIG,
 )
-from ..manifest import FOOTER_LEN, MAGIC, manifest_position
-from ..rowids import decode_row_id_sequence
+from ..meta.manifest import FOOTER_LEN, MAGIC, manifest_position
+from ..meta.rowids import decode_row_id_sequence
 from .operations import (
     Append,
     Delete,
     Merge,
+    CreateIndex,
     OtherOperation,
     Overwrite,
     Project,
@@ -178,7 +179,7 @@ def _assign_ids(frags: list[table_pb2.DataFragment], next_id: int) -> int:
 
 def _row_ids_of(frag: table_pb2.DataFragment) -> np.ndarray | None:
     if frag.WhichOneof("row_id_sequence") == "inline_row_ids":
-        return decode_row_id_sequence(frag.inline_row_ids, f"<fragment {frag.id} row ids>")
+        return decode_row_id_sequence(frag.inline_row_ids, f"<fragment {frag.id} row ids>", frag.physical_rows or None)
     return None
 
 
@@ -412,7 +413,7 @@ def build_manifest(
         m.fields.extend(op.schema)
     elif isinstance(op, Rewrite):
         final, next_frag_id = _apply_rewrite(existing, op, next_frag_id)
-    elif isinstance(op, (ReserveFragments, UpdateConfig)):
+    elif isinstance(op, (ReserveFragments, UpdateConfig, CreateIndex)):
         final = _copy(existing)
         if isinstance(op, UpdateConfig):
             m.config.update(op.upsert_values)

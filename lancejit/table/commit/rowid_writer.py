@@ -142,7 +142,7 @@ def uniform_versions(num_rows: int, version: int) -> bytes:
 def decode_version_runs(data: bytes, num_rows: int) -> np.ndarray:
     """Versions (uint64, one per physical row) of a serialized ``RowDatasetVersionSequence``;
     rows no run covers get 0."""
-    from lancejit.table.rowids import decode_segment
+    from lancejit.table.meta.rowids import decode_segment
 
     msg = rowids_pb2.RowDatasetVersionSequence()
     msg.ParseFromString(bytes(data))

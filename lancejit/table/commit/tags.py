@@ -6,7 +6,7 @@ The file is pretty-printed JSON (2-space indent) with camelCase keys::
      "manifestSize": 590, "metadata": {}}
 
 ``manifestSize`` is the size in bytes of the tagged version's manifest file.  Reading and listing
-reuse :mod:`lancejit.table.versions`.
+reuse :mod:`lancejit.table.meta.versions`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from lancejit.core.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from lancejit.io.store import ObjectStore, join_path
 
-from ..versions import TAGS_DIR, Tag, list_tags, read_tag, read_version
+from ..meta.versions import TAGS_DIR, Tag, list_tags, read_tag, read_version
 
 
 def _check_name(name: str) -> None:

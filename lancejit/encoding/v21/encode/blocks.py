@@ -15,7 +15,8 @@ import struct
 from lancejit.encoding.kernels.bitpack import pack_blocks
 from lancejit.encoding.kernels.enc_rle import rle_encode_chunks
 
-from . import general, pbutil
+from . import general
+from . import pbutil
 from .data import FixedBlock, VarBlock, uint_dtype
 from .stats import bit_widths
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from lancejit.pb import encodings_v2_1_pb2 as pb21
 
-from . import general, pbutil
+from . import general
+from . import pbutil
 from .data import FslBlock, VarBlock
 from .levels import Levels
 from .page import EncodedPage

@@ -13,7 +13,11 @@ import pyarrow as pa
 from lancejit.core.errors import InvalidInputError, NotSupportedError
 from lancejit.encoding.kernels.enc_gather import gather_var_values
 
-from . import allnull, blocks, general, pbutil, values as V
+from . import allnull
+from . import blocks
+from . import general
+from . import pbutil
+from . import values as V
 from .blob import encode_blob
 from .fsst import fsst_compress
 from .data import (FixedBlock, FslBlock, VarBlock, VarPackedBlock, block_from_arrow, packed_from_arrow,

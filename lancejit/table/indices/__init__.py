@@ -1,0 +1,2 @@
+"""The indices a dataset carries: reading (and building) the reference's index files.
+"""

@@ -1,0 +1,286 @@
+"""The read core of a dataset: one checked-out version, its metadata, scans and takes, all async.
+
+:class:`DatasetReader` is what operations (writes, maintenance, indices) are given and use; the
+public :class:`lancejit.table.dataset.Dataset` adds the changes and the synchronous face derived
+from these async methods (:func:`lancejit.io.sync.derive_sync`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Sequence, TypeVar
+
+import pyarrow as pa
+
+from lancejit.core.errors import LanceJitError
+from lancejit.io.sync import derive_sync, iter_sync
+
+from ..meta.context import DatasetContext, with_context
+from ..meta.features import FLAG_STABLE_ROW_IDS
+from ..meta.manifest import Manifest
+from ..meta.naming import ManifestLocation
+from ..meta.open import checkout_context, open_context, version_summary
+from ..meta.versions import Tag, list_manifests, list_tags, read_manifest_at, timestamp_to_datetime
+from . import scan as _scan
+from . import take_batch as _take_batch
+from .fragment import FragmentInfo
+from .spec import compile_filter, scan_spec
+from .version_index import dataset_index
+
+if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by opening a dataset
+    import pyarrow.compute as pc
+
+R = TypeVar("R", bound="DatasetReader")
+
+
+@derive_sync
+class Scanner:
+    """A configured scan; ``to_reader()`` gives a ``pyarrow.RecordBatchReader``."""
+
+    def __init__(self, ctx: DatasetContext, spec: _scan.ScanSpec) -> None:
+        self._ctx = ctx
+        self._spec = spec
+
+    @property
+    def schema(self) -> pa.Schema:
+        return _scan.output_schema(self._ctx, self._spec)
+
+    @property
+    def store(self) -> Any:
+        return self._ctx.store
+
+    async def batches_async(self) -> AsyncIterator[pa.RecordBatch]:
+        """The scan's record batches, in scan order."""
+        async for b in _scan.scan(self._ctx, self._spec):
+            yield b
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The scan's record batches, synchronously (bounded readahead)."""
+        return iter_sync(_scan.scan(self._ctx, self._spec))
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
+
+    async def to_table_async(self) -> pa.Table:
+        """The whole scan as one table."""
+        from .datafile import collector_paused
+
+        ctx = self._ctx
+        # A table scan of many fragments runs with the collector paused (the batched opens'
+        # policy, extended over the whole scan: the result is held in full anyway): opening
+        # creates long-lived objects per data file, and full collections between groups would
+        # walk them all again.
+        with collector_paused(ctx, len(ctx.manifest.fragments)):
+            batches = [b async for b in _scan.scan(ctx, self._spec)]
+        return _table(batches, self.schema)
+
+    async def count_rows_async(self) -> int:
+        """Rows the scan returns."""
+        return (await self.to_table_async()).num_rows
+
+
+def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    if not batches:
+        return schema.empty_table()
+    if len(schema) == 0:
+        n = sum(b.num_rows for b in batches)
+        return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array([{}] * n, type=pa.struct([])))])
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _uri(store: Any, path: str) -> str:
+    return store.uri(path)
+
+
+def _columns_key(columns: Any) -> Any:
+    return None if columns is None else tuple(columns) if not isinstance(columns, str) else (columns,)
+
+
+class DatasetReader:
+    """One checked-out version of a Lance dataset: metadata, scans and takes (async)."""
+
+    def __init__(self, ctx: DatasetContext) -> None:
+        self._ctx = ctx
+        #: Scan specs of takes by (columns, with_row_id, with_row_address) (see take_async).
+        self._take_specs: dict[tuple, _scan.ScanSpec] = {}
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    async def open_async(cls: type[R], uri: str, version: int | str | None = None,
+                         storage_options: dict[str, str] | None = None) -> R:
+        """The dataset at ``uri`` (local path, ``file://``, ``memory://``, ``s3://``, ``gs://``) at
+        ``version`` (None = latest, a number, or a tag name)."""
+        return cls(await open_context(uri, version, storage_options))
+
+    async def checkout_version_async(self: R, version: int | str) -> R:
+        """This dataset at ``version`` (a number or a tag name)."""
+        return type(self)(await checkout_context(self._ctx, version))
+
+    async def latest_async(self: R) -> R:
+        """This dataset at its latest version."""
+        return type(self)(await checkout_context(self._ctx, None))
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def uri(self) -> str:
+        return self._ctx.uri
+
+    @property
+    def version(self) -> int:
+        return self._ctx.version
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._ctx.manifest
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._ctx.schema
+
+    @property
+    def data_storage_version(self) -> str:
+        return self._ctx.manifest.data_storage_version
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        return bool(self._ctx.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+
+    @property
+    def store(self) -> Any:
+        return self._ctx.store
+
+    @property
+    def context(self) -> DatasetContext:
+        return self._ctx
+
+    async def versions_async(self) -> list[dict[str, Any]]:
+        """Every version: ``{"version", "timestamp" (naive local datetime), "metadata", "tag"}``."""
+        c = self._ctx
+        locs = await list_manifests(c.store, c.root, c.stats)
+
+        async def one(loc: ManifestLocation) -> dict[str, Any]:
+            try:
+                m, _, _ = await read_manifest_at(c.store, loc.path, c.stats, loc.size)
+            except LanceJitError as exc:
+                raise with_context(exc, f"dataset {c.uri} version {loc.version} file {c.store.uri(loc.path)}") from exc
+            return {
+                "version": m.version,
+                "timestamp": timestamp_to_datetime(m.timestamp_ns),
+                "metadata": version_summary(m),
+            }
+
+        out = list(await asyncio.gather(*(one(loc) for loc in locs)))
+        tags = await list_tags(c.store, c.root, c.stats)
+        by_version: dict[int, list[str]] = {}
+        for t in tags:
+            by_version.setdefault(t.version, []).append(t.name)
+        for v in out:
+            names = by_version.get(v["version"], [])
+            v["tag"] = names[0] if len(names) == 1 else (names or None)
+        return out
+
+    async def tags_async(self) -> list[Tag]:
+        """The dataset's tags, sorted by name."""
+        return await list_tags(self._ctx.store, self._ctx.root, self._ctx.stats)
+
+    def get_fragments(self) -> list[FragmentInfo]:
+        c = self._ctx
+        return [
+            FragmentInfo(
+                f.id, f.physical_rows,
+                f.num_deleted_rows, f.files,
+                _uri(*c.deletion_file_location(f.id, f.deletion_file)) if f.deletion_file else None,
+                f.row_ids is not None,
+            )
+            for f in c.manifest.fragments
+        ]
+
+    def io_stats(self) -> Any:
+        """Requests and bytes this dataset made (``read_iops``, ``read_bytes``, ``list_iops``...)
+        since the previous call, across all versions checked out from it (an
+        :class:`lancejit.io.IOStatsSnapshot`; compare with the reference's
+        ``io_stats_incremental()``)."""
+        return self._ctx.stats.incremental()
+
+    # ------------------------------------------------------------------ scans
+    def _spec(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
+              limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
+              with_row_address: bool = False, batch_size: int | None = None,
+              fragment_ids: Sequence[int] | None = None, readahead: int | None = None,
+              nested_as_struct: bool = False) -> _scan.ScanSpec:
+        return scan_spec(self._ctx, columns, filter, limit, offset, with_row_id, with_row_address,
+                         batch_size, fragment_ids, readahead, nested_as_struct)
+
+    def scanner(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
+                limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
+                with_row_address: bool = False, batch_size: int | None = None,
+                fragment_ids: Sequence[int] | None = None, readahead: int | None = None) -> Scanner:
+        """A scan of this version; see :meth:`to_table_async` for the arguments."""
+        return Scanner(self._ctx, self._spec(columns, filter, limit, offset, with_row_id, with_row_address,
+                                             batch_size, fragment_ids, readahead))
+
+    async def to_table_async(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
+                             limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
+                             with_row_address: bool = False, batch_size: int | None = None,
+                             fragment_ids: Sequence[int] | None = None) -> pa.Table:
+        """Rows of this version: ``columns`` (top-level names or dotted struct paths, plus
+        ``_rowid``/``_rowaddr``), ``filter`` (SQL string or ``pyarrow.compute.Expression``), then
+        ``offset``/``limit`` in scan order; ``with_row_id``/``with_row_address`` append uint64
+        ``_rowid``/``_rowaddr``; ``fragment_ids`` restricts the scan to those fragments."""
+        return await self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
+                                  batch_size, fragment_ids).to_table_async()
+
+    def to_batches(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
+                   limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
+                   with_row_address: bool = False, batch_size: int | None = None,
+                   fragment_ids: Sequence[int] | None = None) -> Iterator[pa.RecordBatch]:
+        """Like ``to_table``, as an iterator of record batches (bounded readahead)."""
+        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
+                            batch_size, fragment_ids).to_batches()
+
+    async def count_rows_async(self, filter: str | pc.Expression | None = None) -> int:
+        """Rows after deletions (matching ``filter`` if given)."""
+        if filter is None:  # from the version index: no data file read when the manifest has counts
+            return (await dataset_index(self._ctx)).count_rows()
+        compiled = compile_filter(filter, self._ctx.schema)
+        return await _scan.count_rows(self._ctx, compiled)
+
+    # ------------------------------------------------------------------ takes
+    async def take_async(self, indices: Any, columns: Sequence[str] | None = None,
+                         with_row_id: bool = False, with_row_address: bool = False,
+                         batch: bool | None = None) -> pa.Table:
+        """Rows at logical offsets ``indices`` (after deletions), in request order.
+
+        Concurrent calls with the same columns and options on this event loop are merged into one
+        take (``batch``: None = the process default, see :mod:`lancejit.table.read.take_batch`)."""
+        key = (_columns_key(columns), with_row_id, with_row_address)
+        spec = self._take_spec(key, columns, with_row_id, with_row_address)
+        return await _take_batch.take_offsets(self._ctx, indices, spec, key, batch)
+
+    def _take_spec(self, key: tuple, columns: Any, with_row_id: bool, with_row_address: bool) -> _scan.ScanSpec:
+        """The take's scan spec for ``key`` (columns, flags), built once per dataset object."""
+        try:
+            spec = self._take_specs.get(key)
+        except TypeError:  # unhashable column entries: scan_spec says what is wrong
+            spec = None
+        if spec is None:
+            spec = self._spec(columns, None, None, None, with_row_id, with_row_address, nested_as_struct=True)
+            if len(self._take_specs) < 64:
+                self._take_specs[key] = spec
+        return spec
+
+    async def take_rows_async(self, row_ids: Any, columns: Sequence[str] | None = None,
+                              with_row_id: bool = False, with_row_address: bool = False,
+                              batch: bool | None = None) -> pa.Table:
+        """Rows by row id (stable ids when enabled, else row addresses), in request order;
+        deleted rows are skipped.  Concurrent calls are merged like :meth:`take_async`'s."""
+
+        def make_spec(force_row_id: bool) -> _scan.ScanSpec:
+            return self._spec(columns, None, None, None, with_row_id or force_row_id, with_row_address,
+                              nested_as_struct=True)
+
+        key = (_columns_key(columns), with_row_id, with_row_address)
+        return await _take_batch.take_rows(self._ctx, row_ids, make_spec, self.has_stable_row_ids, key, batch)
+
+
+__all__ = ["DatasetReader", "Scanner"]

@@ -1,0 +1,313 @@
+"""Schema evolution: ``add_columns`` (Merge), ``drop_columns`` and ``alter_columns`` renames (Project).
+
+``add_columns(transforms)`` accepts, like the reference:
+
+* ``{name: SQL expression}`` evaluated over each row (the filter library's expressions);
+* a function ``fn(batch) -> RecordBatch | Table | dict | DataFrame`` of the new columns, called
+  per fragment on the columns ``read_columns`` (default: all);
+* a ``pyarrow.Table`` / ``RecordBatchReader`` of the new columns aligned with the dataset's rows
+  (scan order, after deletions);
+* ``pyarrow.Field`` / list of fields / ``Schema``: all-null columns (schema only, no data written).
+
+Each fragment gets one new data file holding the new fields (deleted rows stored as nulls); new
+field ids continue after the largest id the schema or any data file uses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from lancejit.core.errors import InvalidInputError, NotSupportedError
+from lancejit.core.schema import LanceField, LanceSchema, parse_field_path
+from lancejit.pb import table_pb2
+
+from ..commit import Merge, Project, commit, load_manifest
+from ..filter.compile import compile_filter
+from ..read.fragment import ROWADDR
+from .data_files import FragmentFileWriter, normalize_storage_version
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..read.dataset_reader import DatasetReader
+
+
+def next_field_id(manifest: table_pb2.Manifest) -> int:
+    """The id a new field gets: after the largest id the schema or any data file uses."""
+    top = max((f.id for f in manifest.fields), default=-1)
+    for frag in manifest.fragments:
+        for df in frag.files:
+            if len(df.fields):
+                top = max(top, max(df.fields))
+    return top + 1
+
+
+def _to_table(out: Any, n: int, names: Sequence[str] | None = None) -> pa.Table:
+    if isinstance(out, pa.RecordBatch):
+        out = pa.Table.from_batches([out])
+    elif isinstance(out, dict):
+        out = pa.table(out)
+    elif type(out).__module__.startswith("pandas"):
+        out = pa.Table.from_pandas(out, preserve_index=False)
+    if not isinstance(out, pa.Table):
+        raise InvalidInputError(f"add_columns function must return a RecordBatch/Table/dict/DataFrame, got {type(out).__name__}")
+    if out.num_rows != n:
+        raise InvalidInputError(f"add_columns produced {out.num_rows} rows for {n} input rows")
+    return out
+
+
+class _AlignedSource:
+    """Pulls rows in order from a table or batch reader aligned with the dataset's rows."""
+
+    def __init__(self, data: pa.Table | pa.RecordBatchReader) -> None:
+        self.schema = data.schema
+        self._it: Iterator[pa.RecordBatch] = iter(data.to_batches() if isinstance(data, pa.Table) else data)
+        self._pending: list[pa.RecordBatch] = []
+        self._have = 0
+
+    def take(self, n: int) -> pa.Table:
+        while self._have < n:
+            b = next(self._it, None)
+            if b is None:
+                raise InvalidInputError("add_columns data has fewer rows than the dataset")
+            self._pending.append(b)
+            self._have += b.num_rows
+        t = pa.Table.from_batches(self._pending, schema=self.schema)
+        out, rest = t.slice(0, n), t.slice(n)
+        self._pending = rest.to_batches()
+        self._have -= n
+        return out
+
+    def check_exhausted(self) -> None:
+        if self._have or next(self._it, None) is not None:
+            raise InvalidInputError("add_columns data has more rows than the dataset")
+
+
+def _scatter(table: pa.Table, live: np.ndarray, physical_rows: int) -> pa.Table:
+    """``table`` (one row per live offset) spread over ``physical_rows`` rows, nulls elsewhere."""
+    if len(live) == physical_rows:
+        return table
+    idx = np.full(physical_rows, -1, dtype=np.int64)
+    idx[live] = np.arange(len(live))
+    mask = idx < 0
+    return table.take(pa.array(idx, mask=mask))
+
+
+async def add_columns_async(
+    ds: "DatasetReader",
+    transforms: Any,
+    read_columns: Sequence[str] | None = None,
+) -> "DatasetReader":
+    """Add columns to every fragment (see the module docstring); returns the new version."""
+    c = ds.context
+    lm = await load_manifest(c.store, c.root, ds.version)
+    m = lm.manifest
+    lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
+    ds_schema = ds.schema
+
+    compute: Callable[[pa.Table], pa.Table] | None = None
+    source: _AlignedSource | None = None
+    if isinstance(transforms, pa.Field):
+        transforms = [transforms]
+    if isinstance(transforms, pa.Schema):
+        transforms = list(transforms)
+    if isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms):
+        new_schema = pa.schema(transforms)
+        null_only = True
+    else:
+        null_only = False
+        if isinstance(transforms, Mapping):
+            exprs = {str(k): compile_filter(v, ds_schema) for k, v in transforms.items()}
+            if not exprs:
+                raise InvalidInputError("add_columns needs at least one column")
+            needed = sorted(set().union(*(e.columns for e in exprs.values())))
+            read_columns = needed
+
+            def compute(t: pa.Table) -> pa.Table:
+                base = t if t.num_columns else pa.table({"__n": pa.nulls(t.num_rows)})
+                try:
+                    return pads.dataset(base).to_table(columns={k: e.expression for k, e in exprs.items()})
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                    raise InvalidInputError(f"add_columns expressions cannot be evaluated: {exc}") from None
+
+            probe = compute(ds.schema.empty_table().select(needed))
+            new_schema = probe.schema
+        elif callable(transforms):
+            fn = transforms
+            cols = list(read_columns) if read_columns is not None else list(ds_schema.names)
+
+            def compute(t: pa.Table) -> pa.Table:
+                batch = t.combine_chunks().to_batches()
+                rb = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=t.schema)
+                return _to_table(fn(rb), t.num_rows)
+
+            read_columns = cols
+            new_schema = None
+        elif isinstance(transforms, (pa.Table, pa.RecordBatchReader)):
+            source = _AlignedSource(transforms)
+            new_schema = transforms.schema
+        else:
+            raise InvalidInputError(f"unsupported add_columns transforms {type(transforms).__name__}")
+
+    # Fragment by fragment: compute the new columns, write them, keep only the description.
+    # The function form learns its output schema from the first fragment.
+    storage = normalize_storage_version(m.data_format.version or "2.0")
+    writer: FragmentFileWriter | None = None
+    new_fields: tuple[LanceField, ...] = ()
+    fragments: list[table_pb2.DataFragment] = []
+    written = []
+
+    def start(schema: pa.Schema) -> FragmentFileWriter:
+        nonlocal new_fields
+        clash = [f.name for f in schema if f.name in ds_schema.names]
+        if clash:
+            raise InvalidInputError(f"dataset {ds.uri} already has columns {clash}")
+        counter = [next_field_id(m)]
+        new_fields = tuple(LanceField.from_arrow(f, next_id=counter) for f in schema)
+        return FragmentFileWriter(c.store, c.root, new_fields, {}, storage, max_rows_per_file=1 << 62,
+                                  storage_options=c.storage_options)
+
+    try:
+        if new_schema is not None:
+            writer = start(new_schema)
+        if null_only:
+            fragments = list(m.fragments)
+        else:
+            for frag in m.fragments:
+                if source is not None:
+                    live_t = await ds.to_table_async(columns=[], fragment_ids=[frag.id], with_row_address=True)
+                    addrs = live_t.column(ROWADDR).to_numpy()
+                    out = source.take(len(addrs))
+                else:
+                    t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[frag.id],
+                                                with_row_address=True)
+                    addrs = t.column(ROWADDR).to_numpy()
+                    out = compute(t.drop_columns([ROWADDR]))
+                if writer is None:
+                    new_schema = out.schema
+                    writer = start(new_schema)
+                live = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                table = _scatter(out, live, frag.physical_rows)
+                table = table.select(new_schema.names).cast(writer.file_schema)
+                for b in table.to_batches():
+                    await writer.write(b)
+                files = await writer.finish()
+                writer.files.clear()
+                written.extend(files)
+                nf = table_pb2.DataFragment()
+                nf.CopyFrom(frag)
+                if files:
+                    nf.files.append(writer.data_file(files[0]))
+                fragments.append(nf)
+            if source is not None:
+                source.check_exhausted()
+            if writer is None:  # a dataset without fragments: ask the function for its schema
+                new_schema = compute(ds_schema.empty_table().select(read_columns or [])).schema
+                writer = start(new_schema)
+        schema_pb = tuple(lschema.to_pb()) + tuple(p for f in new_fields for p in LanceSchema((f,)).to_pb())
+        op = Merge(tuple(fragments), schema_pb, dict(m.schema_metadata),
+                   preserves_nullability=all(f.nullable for f in new_schema))
+        version = await commit(c.store, c.root, op, ds.version)
+    except BaseException:
+        if writer is not None:
+            writer.files.extend(written)
+            await writer.cleanup()
+        raise
+    return await ds.checkout_version_async(version)
+
+
+def _drop_paths(lschema: LanceSchema, paths: list[list[str]]) -> LanceSchema:
+    drop_ids = set()
+    for p in paths:
+        try:
+            drop_ids.add(lschema.field(p).id)
+        except KeyError:
+            raise InvalidInputError(f"no column {'.'.join(p)!r} to drop") from None
+
+    def prune(f: LanceField) -> LanceField | None:
+        if f.id in drop_ids:
+            return None
+        if not f.children:
+            return f
+        kids = tuple(k for k in (prune(ch) for ch in f.children) if k is not None)
+        if not kids and f.is_struct:
+            return None  # a struct left with no field goes too
+        from dataclasses import replace
+
+        return replace(f, children=kids)
+
+    out = tuple(k for k in (prune(f) for f in lschema.fields) if k is not None)
+    return LanceSchema(out, dict(lschema.metadata))
+
+
+async def drop_columns_async(ds: "DatasetReader", columns: Sequence[str]) -> "DatasetReader":
+    """Remove columns (top-level names or dotted nested paths); data files are kept as is."""
+    if isinstance(columns, str):
+        columns = [columns]
+    c = ds.context
+    lm = await load_manifest(c.store, c.root, ds.version)
+    m = lm.manifest
+    lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
+    new = _drop_paths(lschema, [parse_field_path(x) for x in columns])
+    if not new.fields:
+        raise InvalidInputError("cannot drop every column of a dataset")
+    version = await commit(c.store, c.root, Project(tuple(new.to_pb())), ds.version)
+    return await ds.checkout_version_async(version)
+
+
+async def alter_columns_async(ds: "DatasetReader", *alterations: Mapping[str, Any]) -> "DatasetReader":
+    """Rename columns / relax nullability: each alteration is ``{"path": "a" or "st.x",
+    "name": new name, "nullable": True}`` (type changes are not supported)."""
+    from dataclasses import replace
+
+    c = ds.context
+    lm = await load_manifest(c.store, c.root, ds.version)
+    m = lm.manifest
+    lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
+    changes: dict[int, dict[str, Any]] = {}
+    tightens = False
+    for alt in alterations:
+        if not isinstance(alt, Mapping) or "path" not in alt:
+            raise InvalidInputError(f"an alteration is a dict with a 'path', got {alt!r}")
+        unknown = set(alt) - {"path", "name", "nullable", "data_type"}
+        if unknown:
+            raise InvalidInputError(f"unknown alteration keys {sorted(unknown)}")
+        if alt.get("data_type") is not None:
+            raise NotSupportedError("alter_columns cannot change a column's type in lancejit")
+        try:
+            f = lschema.field(alt["path"])
+        except KeyError:
+            raise InvalidInputError(f"no column {alt['path']!r} to alter") from None
+        ch: dict[str, Any] = {}
+        if alt.get("name") is not None:
+            ch["name"] = str(alt["name"])
+        if alt.get("nullable") is not None:
+            ch["nullable"] = bool(alt["nullable"])
+            if f.nullable and not ch["nullable"]:
+                tightens = True
+                t = await ds.to_table_async(columns=[alt["path"]], filter=f"{_quoted(alt['path'])} IS NULL")
+                if t.num_rows:
+                    raise InvalidInputError(f"column {alt['path']!r} has nulls; it cannot become non-nullable")
+        changes[f.id] = ch
+
+    def apply(f: LanceField) -> LanceField:
+        kids = tuple(apply(k) for k in f.children)
+        return replace(f, children=kids, **changes.get(f.id, {}))
+
+    new = LanceSchema(tuple(apply(f) for f in lschema.fields), dict(lschema.metadata))
+    for parent in [new.fields] + [f.children for f in new.walk()]:
+        names = [f.name for f in parent]
+        if len(set(names)) != len(names):
+            raise InvalidInputError(f"alter_columns would give duplicate names {names}")
+    version = await commit(c.store, c.root, Project(tuple(new.to_pb()), preserves_nullability=not tightens),
+                           ds.version)
+    return await ds.checkout_version_async(version)
+
+
+def _quoted(path: str) -> str:
+    return ".".join(f"`{p}`" for p in parse_field_path(path))
+
+
+__all__ = ["add_columns_async", "alter_columns_async", "drop_columns_async"]

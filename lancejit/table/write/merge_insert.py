@@ -1,0 +1,367 @@
+"""``ds.merge_insert(on)``: upsert source rows into a dataset, the reference's builder and rules.
+
+The source is joined with the dataset on the key column(s) ``on``; a key containing a null
+never matches (SQL join semantics), so source rows with null keys are "not matched" and target
+rows with null keys are "not matched by source".
+
+* ``when_matched_update_all(condition=None)``: matched target rows are replaced by their source
+  row (where ``condition``, a SQL expression over ``source.<col>`` and ``target.<col>``, is
+  true).  A target row matched (and selected) by more than one source row is an error
+  (:class:`MergeInsertAmbiguousError`), as in the reference.
+* ``when_not_matched_insert_all()``: source rows without a match are appended (duplicates
+  among them included, as the reference does).
+* ``when_not_matched_by_source_delete(expr=None)``: target rows matched by no source row (and
+  satisfying ``expr`` when given) are deleted.
+
+One ``Update`` commit (``REWRITE_ROWS``, ``fields_for_preserving_frag_bitmap`` = the top-level
+field ids), exactly the reference's transaction: replaced rows are deleted from their fragments
+and written, followed by the inserted rows, to new fragments.  With stable row ids, replaced rows
+keep their ids; inserted rows get fresh ids.  Returns ``{"num_inserted_rows",
+"num_updated_rows", "num_deleted_rows"}``.  A source with only some columns (keys included)
+updates just those columns of matched rows and inserts nulls for the others (the reference
+commits that case as ``REWRITE_COLUMNS``; lancejit rewrites the rows).  Concurrent
+merge_inserts touching different rows both land (deletions in the same fragments are merged by
+the committer); otherwise the whole operation is redone on the latest version
+(``conflict_retries`` times).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
+from lancejit.core.schema import LanceSchema
+
+from ..commit import REWRITE_ROWS, Update, commit, load_manifest, new_fragment
+from ..commit.rowid_writer import encode_row_id_sequence
+from ..filter.compile import compile_filter, evaluate_filter
+from ..read.fragment import ROWADDR, ROWID
+from .mutate import _delete_offsets, _group_addresses
+from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..read.dataset_reader import DatasetReader
+
+DEFAULT_CONFLICT_RETRIES = 10
+_S, _T = "__lancejit_src", "__lancejit_tgt"
+
+
+class MergeInsertAmbiguousError(InvalidInputError):
+    """Several source rows match (and would update) the same target row."""
+
+
+def source_table(data: Any) -> pa.Table:
+    """``data`` (pyarrow Table / RecordBatch / RecordBatchReader / list of batches / pandas
+    DataFrame) as one pyarrow Table (read once, so retries can reuse it)."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if isinstance(data, (list, tuple)) and all(isinstance(b, pa.RecordBatch) for b in data) and data:
+        return pa.Table.from_batches(list(data))
+    if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    reader = getattr(data, "to_reader", None) or getattr(data, "to_table", None)
+    if reader is not None:
+        got = reader()
+        return got.read_all() if isinstance(got, pa.RecordBatchReader) else got
+    raise InvalidInputError(f"merge_insert cannot read source data of type {type(data).__name__}")
+
+
+def _valid_keys(t: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """True for rows whose key columns are all non-null."""
+    ok = np.ones(t.num_rows, dtype=bool)
+    for k in keys:
+        if t.column(k).null_count:
+            ok &= ~np.asarray(t.column(k).is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    return ok
+
+
+def _join(src: pa.Table, tgt: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Matching pairs ``(source row, target row)`` on ``keys`` (null keys never match)."""
+    sv, tv = _valid_keys(src, keys), _valid_keys(tgt, keys)
+    if len(keys) == 1 and pa.types.is_integer(src.schema.field(keys[0]).type):
+        return _join_integers(src.column(keys[0]), sv, tgt.column(keys[0]), tv)
+    return _join_acero(src, sv, tgt, tv, keys)
+
+
+def _join_acero(src: pa.Table, sv: np.ndarray, tgt: pa.Table, tv: np.ndarray,
+                keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_join` by Arrow's hash join (any key types Arrow can hash)."""
+    left = src.select(list(keys)).append_column(_S, pa.array(np.arange(src.num_rows, dtype=np.int64))).filter(sv)
+    right = tgt.select(list(keys)).append_column(_T, pa.array(np.arange(tgt.num_rows, dtype=np.int64))).filter(tv)
+    try:
+        # Acero builds its hash table on the right side: the (usually much smaller) source
+        joined = right.join(left, keys=list(keys), join_type="inner", use_threads=False)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise NotSupportedError(f"merge_insert cannot join on {list(keys)}: {exc}") from None
+    s = joined.column(_S).to_numpy().astype(np.int64, copy=False)
+    t = joined.column(_T).to_numpy().astype(np.int64, copy=False)
+    order = np.lexsort((s, t))
+    return s[order], t[order]
+
+
+def _conform_source(src: pa.Table, schema: pa.Schema, keys: Sequence[str]) -> pa.Table:
+    """``src`` with the dataset's column order and types: every column, or (partial updates) a
+    subset containing the keys; :class:`SchemaMismatchError` otherwise."""
+    names = [n for n in schema.names if n in src.column_names]
+    sub = pa.schema([schema.field(n) for n in names])
+    if len(names) < len(schema) and (len(names) != src.num_columns or not set(keys) <= set(names)):
+        sub = schema  # let conform_batch name what is wrong
+    for i, name in enumerate(src.column_names):  # pandas gives large_string for string columns
+        j = schema.get_field_index(name)
+        if j >= 0 and _same_family(src.schema.field(i).type, schema.field(j).type):
+            src = src.set_column(i, src.schema.field(i).with_type(schema.field(j).type),
+                                 src.column(i).cast(schema.field(j).type))
+    batches = src.to_batches() or [pa.RecordBatch.from_pylist([], schema=src.schema)]
+    return pa.Table.from_batches([conform_batch(b, sub, "merge_insert source") for b in batches], schema=sub)
+
+
+def _same_family(a: pa.DataType, b: pa.DataType) -> bool:
+    """Different string (or binary) layouts of the same logical type."""
+    if a.equals(b):
+        return False
+    strings = (pa.types.is_string, pa.types.is_large_string)
+    binaries = (pa.types.is_binary, pa.types.is_large_binary)
+    return any(all(any(f(t) for f in fam) for t in (a, b)) for fam in (strings, binaries))
+
+
+def full_rows(src: pa.Table, rows: np.ndarray, base: pa.Table | None, schema: pa.Schema) -> pa.Table:
+    """Source ``rows`` with every column of ``schema``: columns the source lacks come from
+    ``base`` (the target rows being replaced) or are null (inserts)."""
+    cols = []
+    for f in schema:
+        if f.name in src.column_names:
+            cols.append(src.column(f.name).take(pa.array(rows, pa.int64())))
+        elif base is not None:
+            cols.append(base.column(f.name))
+        else:
+            cols.append(pa.nulls(len(rows), f.type))
+    return pa.table(cols, schema=schema)
+
+
+def _ints(col: Any) -> np.ndarray:
+    """An integer column's values (nulls as 0: the caller masks them) without a float detour."""
+    col = col.fill_null(0) if col.null_count else col
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col.to_numpy(zero_copy_only=False)
+
+
+def _join_integers(skey: Any, sv: np.ndarray, tkey: Any, tv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_join` for one integer key: source keys sorted once, every target key located by
+    binary search (all pairs, duplicates included), ordered by (target, source) row."""
+    s_rows = np.flatnonzero(sv)
+    s_keys = _ints(skey)[s_rows]
+    order = np.argsort(s_keys, kind="stable")
+    s_sorted, s_rows = s_keys[order], s_rows[order]
+    t_keys = _ints(tkey)
+    if len(s_sorted) == 0 or len(t_keys) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    lo = np.searchsorted(s_sorted, t_keys, side="left")
+    if not (s_sorted[1:] == s_sorted[:-1]).any():  # unique source keys: at most one match each
+        hit = s_sorted[np.minimum(lo, len(s_sorted) - 1)] == t_keys
+        if not tv.all():
+            hit &= tv
+        t_out = np.flatnonzero(hit)
+        return s_rows[lo[t_out]].astype(np.int64), t_out.astype(np.int64)
+    hi = np.searchsorted(s_sorted, t_keys, side="right")
+    counts = np.where(tv, hi - lo, 0)
+    hit = counts > 0
+    t_out = np.repeat(np.flatnonzero(hit), counts[hit])
+    # positions lo .. hi-1 for each hit, flattened
+    starts = np.repeat(lo[hit] - np.concatenate([[0], np.cumsum(counts[hit])[:-1]]), counts[hit])
+    s_out = s_rows[starts + np.arange(len(t_out))]
+    order = np.lexsort((s_out, t_out))
+    return s_out[order].astype(np.int64), t_out[order].astype(np.int64)
+
+
+def ambiguous_error(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbiguousError:
+    shown = ", ".join(f"{k} = {src.column(k)[row].as_py()!r}" for k in keys)
+    return MergeInsertAmbiguousError(
+        f"Ambiguous merge inserts are prohibited: multiple source rows match the same target row on "
+        f"({shown}); ensure each target row is matched by at most one source row"
+    )
+
+
+async def commit_upsert_async(ds: "Dataset", manifest: Any, new_fragments: Sequence[Any],
+                              removed_addrs: np.ndarray) -> int:
+    """Commit a merge insert of ``ds`` (its version's ``manifest``): rows at ``removed_addrs``
+    (updated or deleted; uint64 row addresses) deleted (deletion files written here), the
+    ``new_fragments`` (updated rows, then inserted ones) added -- ONE ``Update`` (``REWRITE_ROWS``),
+    the reference's transaction.  Concurrent deletions in the same fragments are merged by the
+    committer; :class:`RetryableCommitError` when the operation must be redone."""
+    c = ds.context
+    lschema = LanceSchema.from_pb(manifest.fields, dict(manifest.schema_metadata))
+    groups = _group_addresses(np.asarray(removed_addrs, dtype=np.uint64))
+    updated, removed = await _delete_offsets(ds, manifest, groups)
+    op = Update(
+        removed_fragment_ids=removed, updated_fragments=updated, new_fragments=tuple(new_fragments),
+        fields_modified=(), update_mode=REWRITE_ROWS,
+        fields_for_preserving_frag_bitmap=tuple(f.id for f in lschema.fields),
+    )
+    return await commit(c.store, c.root, op, ds.version, affected_rows=groups)
+
+
+class MergeInsertBuilder:
+    """Configure then :meth:`execute` a merge insert (see :mod:`lancejit.table.write.merge_insert`)."""
+
+    def __init__(self, ds: "DatasetReader", on: str | Sequence[str]) -> None:
+        keys = [on] if isinstance(on, str) else list(on)
+        if not keys or not all(isinstance(k, str) for k in keys):
+            raise InvalidInputError("merge_insert needs one or more key column names")
+        for k in keys:
+            if ds.schema.get_field_index(k) < 0:
+                raise InvalidInputError(f"merge_insert key {k!r} is not a column of {ds.uri}")
+        self._ds = ds
+        self._keys = keys
+        self._update = False
+        self._condition: str | None = None
+        self._insert = False
+        self._delete = False
+        self._delete_expr: str | None = None
+        self._retries = DEFAULT_CONFLICT_RETRIES
+
+    def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
+        """Replace matched target rows (where ``condition`` over ``source.*`` / ``target.*`` holds)."""
+        self._update, self._condition = True, condition
+        return self
+
+    def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
+        """Insert source rows that match no target row."""
+        self._insert = True
+        return self
+
+    def when_not_matched_by_source_delete(self, expr: str | None = None) -> "MergeInsertBuilder":
+        """Delete target rows no source row matches (those satisfying ``expr`` when given)."""
+        self._delete, self._delete_expr = True, expr
+        return self
+
+    def conflict_retries(self, retries: int) -> "MergeInsertBuilder":
+        """How many times to redo the operation when a concurrent commit conflicts."""
+        if retries < 0:
+            raise InvalidInputError("conflict_retries must be >= 0")
+        self._retries = int(retries)
+        return self
+
+    async def execute_async(self, data: Any) -> dict[str, int]:
+        if not (self._update or self._insert or self._delete):
+            raise InvalidInputError("The merge insert job is not configured to change the data in any way")
+        src_all = source_table(data)
+        file_schema = self._ds.schema
+        src = _conform_source(src_all, file_schema, self._keys)
+        if src.num_columns < len(file_schema) and self._delete:
+            raise NotSupportedError("when_not_matched_by_source_delete needs source data with every column "
+                                    "of the dataset (as in the reference)")
+        if self._delete_expr is not None:
+            compile_filter(self._delete_expr, file_schema)
+        if self._condition is not None:  # bad conditions fail before any work
+            row = pa.struct(list(file_schema))
+            compile_filter(self._condition, pa.schema([("source", row), ("target", row)]))
+        current = self._ds
+        for attempt in range(self._retries + 1):
+            try:
+                return await self._execute_once(current, src)
+            except RetryableCommitError:
+                if attempt >= self._retries:
+                    raise
+                current = await current.latest_async()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def execute(self, data: Any) -> dict[str, int]:
+        """Run the merge insert on ``data``; returns the inserted / updated / deleted row counts."""
+        from lancejit.io.sync import run_sync
+
+        return run_sync(self.execute_async(data))
+
+    # ------------------------------------------------------------------------------ the work
+    async def _matched_updates(self, ds: "DatasetReader", src: pa.Table, tgt: pa.Table,
+                               s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The (source row, target row) pairs to update: condition applied, ambiguity checked."""
+        if self._condition is not None and len(s):
+            target_rows = await ds.take_rows_async(tgt.column(ROWID).to_numpy()[t], columns=ds.schema.names)
+            both = pa.table({
+                "source": pa.StructArray.from_arrays([src.column(n).take(pa.array(s)).combine_chunks()
+                                                      for n in src.column_names], names=src.column_names),
+                "target": pa.StructArray.from_arrays([target_rows.column(n).combine_chunks()
+                                                      for n in target_rows.column_names],
+                                                     names=target_rows.column_names),
+            })
+            compiled = compile_filter(self._condition, both.schema)
+            keep = evaluate_filter(compiled, both).to_numpy()
+            s, t = s[keep], t[keep]
+        if len(t) > 1:
+            dup = np.flatnonzero(t[1:] == t[:-1])
+            if len(dup):
+                raise ambiguous_error(src, int(s[dup[0] + 1]), self._keys)
+        return s, t
+
+    async def _by_source_deletes(self, ds: "DatasetReader", tgt: pa.Table, matched_t: np.ndarray) -> np.ndarray:
+        """Row addresses of target rows to delete because no source row matches them."""
+        unmatched = np.ones(tgt.num_rows, dtype=bool)
+        unmatched[matched_t] = False
+        addrs = tgt.column(ROWADDR).to_numpy()[unmatched]
+        if self._delete_expr is not None and len(addrs):
+            hit = (await ds.to_table_async(columns=[], filter=self._delete_expr, with_row_address=True))
+            addrs = np.intersect1d(addrs, hit.column(ROWADDR).to_numpy())
+        return addrs.astype(np.uint64, copy=False)
+
+    async def _execute_once(self, ds: "DatasetReader", src: pa.Table) -> dict[str, int]:
+        c = ds.context
+        lm = await load_manifest(c.store, c.root, ds.version)
+        m = lm.manifest
+        lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
+        file_schema = lschema.to_arrow(dataset=False)
+        tgt = await ds.to_table_async(columns=self._keys, with_row_id=True, with_row_address=True)
+        s, t = _join(src, tgt, self._keys)
+        upd_s = upd_t = np.empty(0, np.int64)
+        if self._update:
+            upd_s, upd_t = await self._matched_updates(ds, src, tgt, s, t)
+        ins = np.empty(0, np.int64)
+        if self._insert:
+            matched = np.zeros(src.num_rows, dtype=bool)
+            matched[s] = True
+            ins = np.flatnonzero(~matched)
+        dels = await self._by_source_deletes(ds, tgt, np.unique(t)) if self._delete else np.empty(0, np.uint64)
+
+        kept_ids = tgt.column(ROWID).to_numpy()[upd_t] if ds.has_stable_row_ids else None
+        removed_addrs = np.concatenate([tgt.column(ROWADDR).to_numpy()[upd_t], dels]).astype(np.uint64)
+        storage = normalize_storage_version(m.data_format.version or "2.0")
+        writer = FragmentFileWriter(c.store, c.root, lschema.fields, dict(lschema.metadata), storage,
+                                    max_rows_per_file=DEFAULT_MAX_ROWS_PER_FILE,
+                                    storage_options=c.storage_options)
+        try:
+            out = []
+            if len(upd_s):
+                base = None
+                if src.num_columns < len(file_schema):
+                    base = await ds.take_rows_async(tgt.column(ROWID).to_numpy()[upd_t], columns=file_schema.names)
+                out.append(full_rows(src, upd_s, base, file_schema))
+            if len(ins):
+                out.append(full_rows(src, ins, None, file_schema))
+            for part in out:
+                for batch in part.cast(file_schema).to_batches():
+                    if batch.num_rows:
+                        await writer.write(batch)
+            files = await writer.finish()
+            new_frags, start = [], 0
+            for wf in files:
+                ids = kept_ids[start:start + wf.rows] if kept_ids is not None else None
+                row_ids = encode_row_id_sequence(ids) if ids is not None and len(ids) else None
+                new_frags.append(new_fragment([writer.data_file(wf)], wf.rows, row_ids=row_ids))
+                start += wf.rows
+            await commit_upsert_async(ds, m, new_frags, removed_addrs)
+        except BaseException:
+            await writer.cleanup()
+            raise
+        return {"num_inserted_rows": int(len(ins)), "num_updated_rows": int(len(upd_s)),
+                "num_deleted_rows": int(len(dels))}
+
+
+__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "ambiguous_error", "commit_upsert_async", "full_rows", "source_table"]

@@ -1,0 +1,257 @@
+"""First use and cold processes (issue 25, issue 29 item 1), side by side with the reference.
+
+Run:  .venv/bin/python perf/cold_start.py [--samples 5] [--skip-first-use]
+
+Builds a fresh virtualenv with lancejit installed from this checkout (``pip install --target``
+its site-packages, not editable; its dependencies come from the running interpreter's
+site-packages through a ``.pth`` file), so the kernel cache starts empty, then prints:
+
+(a) the first-use workload (``tests/cold_workload.py``: datasets the reference wrote in 0.1 /
+    2.0 / 2.1 / 2.2 with many fragments, every kind of filter, every write and table operation)
+    in a fresh process with the empty cache: per step wall time, time spent compiling in the
+    process, compilations in the process and calls served interpreted (kernels missing from the
+    cache run interpreted while the background process compiles them);
+(b) the same workload in a fresh process after ``lancejit warmup``: compilations and the
+    slowest step;
+(c) every kernel's compile time (its declared specializations, from the warmup's progress lines:
+    two worker processes on two cores);
+(d) fresh processes, local disk and the S3 emulator (moto), one library after the other for each
+    sample: import + open, + 100-row take, + full scan, + filtered scan; medians and ratios
+    (lancejit / reference);
+(e) the warmup's wall time.
+
+Writes ``perf/out/cold_start.json`` too.  Timings depend on the machine's load: the ratios of
+(d) alternate the two libraries sample by sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import site
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+FIRST_USE = r"""
+import json, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[1])
+import cold_workload as w
+import lancejit
+from lancejit.encoding.kernels import jit, tier0, background
+
+
+def compiled():
+    n, secs = 0, 0.0
+    for k in jit.kernels():
+        if k.materialized:
+            for sig, cres in k._disp.overloads.items():
+                if k._disp.stats.cache_misses.get(sig):
+                    n += 1
+                    secs += (cres.metadata or {}).get("timers", {}).get("compiler_lock", 0.0)
+    return n, secs
+
+
+rows = []
+for name, fn in w.steps(sys.argv[2], json.loads(sys.argv[3])):
+    c0, s0 = compiled()
+    i0 = tier0.stats["calls"]
+    t = time.perf_counter()
+    fn()
+    wall = time.perf_counter() - t
+    c1, s1 = compiled()
+    rows.append({"step": name, "wall_s": wall, "compile_s": s1 - s0, "compilations": c1 - c0,
+                 "interpreted": tier0.stats["calls"] - i0})
+total = time.perf_counter() - t0
+p = background.process()
+bg = None
+if p is not None:
+    p.stdin.close()
+    t = time.perf_counter()
+    p.wait()
+    bg = time.perf_counter() - t
+print(json.dumps({"rows": rows, "total_s": total, "background_left_s": bg,
+                  "lancejit": lancejit.__file__}))
+"""
+
+FRESH = r"""
+import json, sys, time
+t0 = time.perf_counter()
+who, uri, what = sys.argv[1], sys.argv[2], sys.argv[3]
+opts = json.loads(sys.argv[4]) or None
+if who == "lancejit":
+    import lancejit as lib
+    ds = lib.dataset(uri, storage_options=opts)
+else:
+    import lance as lib
+    ds = lib.dataset(uri, storage_options=opts)
+n = 0
+if what == "take":
+    n = ds.take(list(range(0, 100 * 997, 997))).num_rows
+elif what == "scan":
+    n = ds.to_table().num_rows
+elif what == "filter":
+    n = ds.to_table().num_rows + ds.to_table(filter="x > 0.5 AND id < 700000").num_rows + ds.take([1, 2, 3]).num_rows
+print(json.dumps({"s": time.perf_counter() - t0, "n": n}))
+"""
+
+
+def make_venv(root: str) -> str:
+    """A virtualenv with lancejit installed (not editable) from this checkout; its python."""
+    venv = os.path.join(root, "venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    py = os.path.join(venv, "bin", "python")
+    sp = subprocess.run([py, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
+                        text=True, check=True).stdout.strip()
+    with open(os.path.join(sp, "zz_shared_deps.pth"), "w") as f:
+        f.write("\n".join(site.getsitepackages()) + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--target", sp, REPO], check=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    return py
+
+
+def clear_cache(py: str) -> None:
+    pkg = subprocess.run([py, "-c", "import lancejit, os; print(os.path.dirname(lancejit.__file__))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    for pattern in ("**/*.nbi", "**/*.nbc"):
+        for f in glob.glob(os.path.join(pkg, pattern), recursive=True):
+            os.remove(f)
+
+
+def env_for(py: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR",
+                                                            "LANCEJIT_BACKGROUND_COMPILE", "NUMBA_DISABLE_JIT")}
+    return env
+
+
+def first_use(py: str, root: str, paths: dict) -> dict:
+    res = subprocess.run([py, "-c", FIRST_USE, os.path.join(REPO, "tests"), root, json.dumps(paths)],
+                         capture_output=True, text=True, env=env_for(py), timeout=3600)
+    if res.returncode:
+        raise SystemExit(res.stderr[-3000:])
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def warmup(py: str) -> tuple[float, list[tuple[str, float]]]:
+    t = time.perf_counter()
+    res = subprocess.run([py, "-m", "lancejit.cli", "warmup"], capture_output=True, text=True, env=env_for(py),
+                         timeout=3600)
+    took = time.perf_counter() - t
+    if res.returncode:
+        raise SystemExit(res.stderr[-3000:])
+    kernels = []
+    for line in res.stdout.splitlines():
+        if line.startswith("[") and "]" in line and ": " in line:
+            name, rest = line.split("] ", 1)[1].rsplit(": ", 1)
+            kernels.append((name, float(rest.split(" s")[0])))
+    return took, sorted(kernels, key=lambda kv: -kv[1])
+
+
+def fresh_rows(py: str, local: str, s3_uri: str | None, s3_opts: dict | None, samples: int) -> list[dict]:
+    rows = []
+    targets = [("local", local, None)] + ([("s3", s3_uri, s3_opts)] if s3_uri else [])
+    for where, uri, opts in targets:
+        for what, label in (("open", "import + open"), ("take", "+ 100-row take"), ("scan", "+ full scan"),
+                            ("filter", "+ full scan + filtered scan + take(3)")):
+            got = {"lancejit": [], "reference": []}
+            for i in range(samples + 1):
+                for who in ("lancejit", "reference"):
+                    res = subprocess.run([py, "-c", FRESH, who, uri, what, json.dumps(opts)], capture_output=True,
+                                         text=True, env=env_for(py), timeout=600)
+                    if res.returncode:
+                        raise SystemExit(res.stderr[-3000:])
+                    if i:  # the first sample warms the page cache and the server
+                        got[who].append(json.loads(res.stdout.strip().splitlines()[-1])["s"])
+            a, b = statistics.median(got["lancejit"]), statistics.median(got["reference"])
+            rows.append({"where": where, "work": f"fresh process: {label}", "lancejit_ms": a * 1e3,
+                         "reference_ms": b * 1e3, "ratio": a / b})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--samples", type=int, default=5)
+    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the fresh-process dataset")
+    ap.add_argument("--skip-first-use", action="store_true", help="only (d) and (e)")
+    args = ap.parse_args()
+    import lance
+    import numpy as np
+    import pyarrow as pa
+
+    import cold_workload
+
+    out: dict = {}
+    root = tempfile.mkdtemp(prefix="lancejit-cold-")
+    try:
+        py = make_venv(root)
+        paths = cold_workload.make_datasets(os.path.join(root, "data"))
+        if not args.skip_first_use:
+            clear_cache(py)
+            out["first_use"] = first_use(py, os.path.join(root, "data"), paths)
+        clear_cache(py)
+        out["warmup_s"], out["kernels"] = warmup(py)
+        out["after_warmup"] = first_use(py, os.path.join(root, "data"), paths)
+        n = args.rows
+        rng = np.random.default_rng(0)
+        t = pa.table({"id": np.arange(n, dtype=np.int64), "x": rng.standard_normal(n),
+                      "s": pa.array([f"user-{i % 5000:05d}" for i in range(n)])})
+        local = os.path.join(root, "one")
+        lance.write_dataset(t, local, data_storage_version="2.1")
+        from dataset_take import upload_dir
+        from s3_counter import CountingS3
+
+        with CountingS3() as s3:
+            uri = upload_dir(s3, local, "one")
+            out["fresh"] = fresh_rows(py, local, uri, s3.lancejit_options, args.samples)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
+    with open(os.path.join(HERE, "out", "cold_start.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    report(out)
+
+
+def report(out: dict) -> None:
+    for key, title in (("first_use", "(a) first use, empty cache (fresh venv, non-editable install)"),
+                       ("after_warmup", "(b) the same after lancejit warmup")):
+        fu = out.get(key)
+        if not fu:
+            continue
+        rows = fu["rows"]
+        print(f"\n{title}: total {fu['total_s']:.1f} s; compilations in the process "
+              f"{sum(r['compilations'] for r in rows)}, compile time {sum(r['compile_s'] for r in rows):.1f} s, "
+              f"slowest step {max(r['wall_s'] for r in rows):.2f} s"
+              + (f"; background compile finished {fu['background_left_s']:.1f} s after the workload"
+                 if fu.get("background_left_s") is not None else ""))
+        print("| step | wall s | compile s | compilations | interpreted calls |\n|---|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['step']} | {r['wall_s']:.2f} | {r['compile_s']:.2f} | {r['compilations']} | "
+                  f"{r['interpreted']} |")
+    if out.get("kernels"):
+        print("\n(c) compile time of each kernel's declared specializations (warmup, 2 workers)")
+        print("| kernel | s |\n|---|---:|")
+        for name, s in out["kernels"]:
+            print(f"| {name} | {s:.2f} |")
+    if out.get("fresh"):
+        print("\n(d) fresh processes (median; lancejit / reference)")
+        print("| store | work | lancejit ms | reference ms | ratio |\n|---|---|---:|---:|---:|")
+        for r in out["fresh"]:
+            print(f"| {r['where']} | {r['work']} | {r['lancejit_ms']:.0f} | {r['reference_ms']:.0f} | "
+                  f"{r['ratio']:.2f} |")
+    if "warmup_s" in out:
+        print(f"\n(e) lancejit warmup: {out['warmup_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Cold processes on object stores (issue 25): a fresh process reading a dataset on the S3
+emulator (open, count, take, scan, filtered scan) imports neither s3fs, aiobotocore nor botocore
+(lancejit signs its own GET, HEAD and listing requests), and reads what pylance reads; the first
+write imports them.  Subprocesses; counts of modules, no timings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+lance = pytest.importorskip("lance")
+
+CLIENTS = ("s3fs", "aiobotocore", "botocore", "gcsfs", "boto3")
+
+READ = """
+import json, sys
+import lancejit
+opts = json.loads(sys.argv[2])
+ds = lancejit.dataset(sys.argv[1], storage_options=opts)
+out = {"count": ds.count_rows(), "take": ds.take([3, 0, 1999]).to_pylist(),
+       "scan": ds.to_table(columns=["id"])["id"].to_pylist(),
+       "filtered": ds.to_table(columns=["id"], filter="x > 0.5")["id"].to_pylist()}
+out["loaded"] = [m for m in json.loads(sys.argv[3]) if m in sys.modules]
+if sys.argv[4] == "write":
+    lancejit.write_dataset(ds.to_table(limit=10), sys.argv[1] + "-copy", storage_options=opts)
+    out["after_write"] = [m for m in json.loads(sys.argv[3]) if m in sys.modules]
+print(json.dumps(out))
+"""
+
+
+def _run(*args: str) -> dict:
+    env = dict(os.environ)
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        env.pop(k, None)
+    res = subprocess.run([sys.executable, "-c", READ, *args], capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_s3_reads_import_no_botocore(s3_endpoint, version):
+    rng = np.random.default_rng(1)
+    t = pa.table({"id": np.arange(2000, dtype=np.int64), "x": rng.standard_normal(2000),
+                  "s": pa.array([f"v{i % 37}" for i in range(2000)])})
+    root = s3_endpoint.new_root()
+    uri = root.join("ds")
+    lance.write_dataset(t, uri, data_storage_version=version, max_rows_per_file=700,
+                        storage_options=s3_endpoint.storage_options)
+    got = _run(uri, json.dumps(s3_endpoint.storage_options), json.dumps(CLIENTS), "write")
+    ref = lance.dataset(uri, storage_options=s3_endpoint.storage_options)
+    assert got["count"] == 2000
+    assert got["take"] == ref.take([3, 0, 1999]).to_pylist()
+    assert got["scan"] == ref.to_table(columns=["id"])["id"].to_pylist()
+    assert got["filtered"] == ref.to_table(columns=["id"], filter="x > 0.5")["id"].to_pylist()
+    assert got["loaded"] == []
+    assert "s3fs" in got["after_write"]  # writes go through s3fs
