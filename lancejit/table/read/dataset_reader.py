@@ -56,7 +56,7 @@ class Scanner:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The scan's record batches, synchronously (bounded readahead)."""
-        return iter_sync(_scan.scan(self._ctx, self._spec))
+        return iter_sync(_scan.scan(self._ctx, self._spec), store=self._ctx.store)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())

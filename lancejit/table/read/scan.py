@@ -28,7 +28,7 @@ from .spec import DEFAULT_READAHEAD, OutColumn, ScanSpec, output_columns
 from .version_index import dataset_index
 from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _read_rows, read_small_group
 from .scan_multi import filter_members, member_lives, read_members
-from .scan_plan import ScanPlan, plan_units
+from .scan_plan import ScanPlan, plan_units, ramp_first_unit
 
 if TYPE_CHECKING:
     from ..filter.compile import CompiledFilter
@@ -327,7 +327,7 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
 async def _pipeline(
     index: "DatasetIndex", plan: ScanPlan, readahead: int,
     read: Callable[[list[tuple[FragmentReader, int, int]]], Awaitable[Any]], group_rows: int = 0,
-    unit_rows: int = SMALL_UNIT_ROWS,
+    unit_rows: int = SMALL_UNIT_ROWS, solo: int = 0,
 ) -> AsyncIterator[Any]:
     """``read(members)`` of every unit, results in plan order; with ``group_rows``, runs of
     consecutive units of at most ``unit_rows`` rows each are handed over together, up to
@@ -335,7 +335,8 @@ async def _pipeline(
     filter once, unfiltered ones decode a group's columns once).  Work runs ahead
     while fewer than ``readahead`` groups are in flight, or while their estimated bytes stay
     under ``READAHEAD_BYTES`` (at most ``MAX_UNITS_IN_FLIGHT``): many small fragments are read
-    and opened concurrently, a few big units bound memory.  Fragment readers come from the
+    and opened concurrently, a few big units bound memory.  The first ``solo`` units are read
+    alone (the ramp of :func:`.scan_plan.ramp_first_unit`).  Fragment readers come from the
     version index (made on first use, kept with the version: their opened files and layouts
     serve later scans)."""
     pending: deque[tuple[asyncio.Future, int]] = deque()
@@ -351,7 +352,7 @@ async def _pipeline(
             members = [(index.reader(pos[nxt]), lo[nxt], hi[nxt])]
             size, rows = est[nxt], hi[nxt] - lo[nxt]
             nxt += 1
-            if group_rows and rows <= unit_rows:
+            if group_rows and rows <= unit_rows and nxt > solo:
                 while (nxt < n and hi[nxt] - lo[nxt] <= unit_rows and rows + hi[nxt] - lo[nxt] <= group_rows
                        and size + est[nxt] <= GROUP_BYTES):
                     members.append((index.reader(pos[nxt]), lo[nxt], hi[nxt]))
@@ -385,6 +386,7 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
         return
     keep_scan_buffers()  # (once per process: freed scan buffers reused, see .heap)
     index, plan, to_skip = await _plan(ctx, spec)
+    plan, solo = ramp_first_unit(plan, spec.batch_size)
     limit = asyncio.Semaphore(MAX_UNITS_IN_FLIGHT)
 
     async def read(members: list[tuple[FragmentReader, int, int]]) -> Any:
@@ -396,9 +398,9 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
         return await read_plain_group(ctx, spec, members, limit)
 
     if spec.filter is not None:
-        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, EVAL_GROUP_ROWS)
+        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, EVAL_GROUP_ROWS, solo=solo)
     else:
-        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS)
+        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS, solo=solo)
     batches = _rebatch(pipeline, spec.batch_size)
     try:
         async for piece in batches:
@@ -421,60 +423,55 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
 async def _rebatch(
     results: AsyncIterator[pa.Table | list[pa.Table] | None], size: int
 ) -> AsyncIterator[pa.RecordBatch]:
-    """Batches of at most ``size`` rows: a unit of at least ``size`` rows is cut zero-copy (at
-    ``size`` and at its chunk edges); smaller units are gathered until ``size`` rows (one copy
-    of those rows), so a scan of many small fragments yields full batches.  ``results`` are
-    tables, lists of tables (one per unit) or None."""
-    buf: list[pa.Table] = []
-    buf_rows = 0
+    """Batches of exactly ``size`` rows, the last one excepted, as the reference yields them:
+    each unit's rows are cut zero-copy at multiples of ``size`` from where the previous batch
+    ended; a batch spanning units (or chunk edges inside a unit) copies its rows once.
+    ``results`` are tables, lists of tables (one per unit) or None."""
+    pending: pa.Table | None = None  # fewer than ``size`` rows waiting for the next unit
     try:
         async for result in results:
             for table in result if isinstance(result, list) else (result,):
                 if table is None or table.num_rows == 0:
                     continue
-                if table.num_rows >= size:
-                    if buf:
-                        for b in _gather(buf, size):
-                            yield b
-                        buf, buf_rows = [], 0
-                    for b in _split(table, size):
-                        yield b
-                    continue
-                buf.append(table)
-                buf_rows += table.num_rows
-                if buf_rows >= size:
-                    whole = _concat(buf)
-                    full = (buf_rows // size) * size
-                    for b in _split(whole.slice(0, full), size):
-                        yield b
-                    buf = [whole.slice(full)] if full < buf_rows else []
-                    buf_rows -= full
-        if buf:
-            for b in _gather(buf, size):
-                yield b
+                if pending is not None:
+                    table = _join(pending, table)
+                    pending = None
+                n = table.num_rows
+                full = n - n % size
+                for start in range(0, full, size):
+                    yield _one_batch(table.slice(start, size))
+                if full < n:
+                    pending = table.slice(full)
+        if pending is not None:
+            yield _one_batch(pending)
     finally:
         await results.aclose()  # type: ignore[attr-defined]
 
 
-def _concat(tables: list[pa.Table]) -> pa.Table:
-    """One table with one chunk per column (zero-column tables keep their row count)."""
-    if tables[0].num_columns == 0:
-        n = sum(t.num_rows for t in tables)
-        return pa.Table.from_batches([_no_column_batch(n, tables[0].schema)])
-    return pa.concat_tables(tables).combine_chunks()
+def _join(a: pa.Table, b: pa.Table) -> pa.Table:
+    """``a`` then ``b``, zero-copy (chunked); zero-column tables keep their row count."""
+    if a.num_columns == 0:
+        return pa.Table.from_batches([_no_column_batch(a.num_rows + b.num_rows, a.schema)])
+    return pa.concat_tables([a, b])
 
 
-def _gather(tables: list[pa.Table], size: int) -> Iterator[pa.RecordBatch]:
-    return _split(_concat(tables), size)
-
-
-def _split(table: pa.Table, size: int) -> Iterator[pa.RecordBatch]:
-    """Batches of at most ``size`` rows, zero-copy (cut at ``size`` and at chunk boundaries)."""
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    """``table`` as one record batch: zero-copy for every column whose rows lie in one chunk
+    (a slice keeps empty chunks at its edges), the others' rows copied once."""
     if table.num_columns == 0:
-        for start in range(0, table.num_rows, size):
-            yield _no_column_batch(min(size, table.num_rows - start), table.schema)
-        return
-    yield from table.to_batches(max_chunksize=size)
+        return _no_column_batch(table.num_rows, table.schema)
+    if all(c.num_chunks == 1 for c in table.columns):
+        return table.to_batches()[0]
+    cols = []
+    for col in table.columns:
+        chunks = col.chunks if col.num_chunks == 1 else [c for c in col.chunks if len(c)]
+        if len(chunks) == 1:
+            cols.append(chunks[0])
+        elif not chunks:
+            cols.append(pa.array([], col.type) if col.num_chunks == 0 else col.chunk(0))
+        else:
+            cols.append(pa.concat_arrays(chunks))
+    return pa.RecordBatch.from_arrays(cols, schema=table.schema)
 
 
 async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", readahead: int = DEFAULT_READAHEAD) -> int:

@@ -110,6 +110,30 @@ def plan_units(ctx: "DatasetContext", index: "DatasetIndex", positions: np.ndarr
     return ScanPlan(pos, lo, hi, est)
 
 
+def ramp_first_unit(plan: ScanPlan, first_rows: int) -> tuple[ScanPlan, int]:
+    """``plan`` with its first unit cut into units of ``first_rows``, twice that, four times...
+    (the first rows of a scan come back after a small read), and how many units the cut made
+    (0: the first unit was small enough)."""
+    if len(plan) == 0 or first_rows <= 0:
+        return plan, 0
+    lo0, hi0 = int(plan.lo[0]), int(plan.hi[0])
+    if hi0 - lo0 <= 2 * first_rows:
+        return plan, 0
+    bounds, at, step = [lo0], lo0, first_rows
+    while at + step < hi0:
+        at += step
+        bounds.append(at)
+        step *= 2
+    bounds.append(hi0)
+    k = len(bounds) - 1
+    lo = np.array(bounds[:-1], dtype=np.int64)
+    hi = np.array(bounds[1:], dtype=np.int64)
+    est = (int(plan.est_bytes[0]) * (hi - lo) // max(1, hi0 - lo0)).astype(np.int64)
+    return ScanPlan(np.concatenate([np.full(k, plan.pos[0], dtype=np.int64), plan.pos[1:]]),
+                    np.concatenate([lo, plan.lo[1:]]), np.concatenate([hi, plan.hi[1:]]),
+                    np.concatenate([est, plan.est_bytes[1:]])), k
+
+
 def _plan_pruned(ctx, index, positions, base, rows, step, bpr, compiled) -> ScanPlan:
     out: list[tuple[int, int, int, int]] = []
     for p, b0, n, s, b in zip(positions.tolist(), base.tolist(), rows.tolist(), step.tolist(), bpr.tolist()):
