@@ -71,7 +71,7 @@ class Scanner:
         # creates long-lived objects per data file, and full collections between groups would
         # walk them all again.
         with collector_paused(ctx, len(ctx.manifest.fragments)):
-            batches = [b async for b in _scan.scan(ctx, self._spec)]
+            batches = [b async for b in _scan.scan(ctx, self._spec, ramp=False)]
         return _table(batches, self.schema)
 
     async def count_rows_async(self) -> int:

@@ -378,15 +378,16 @@ async def _pipeline(
             await asyncio.gather(*(f for f, _ in pending), return_exceptions=True)
 
 
-async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBatch]:
-    """Output batches in scan order with offset and limit applied; batches hold at most
-    ``spec.batch_size`` rows and may span fragments (small units are gathered into one batch)."""
+async def scan(ctx: DatasetContext, spec: ScanSpec, *, ramp: bool = True) -> AsyncIterator[pa.RecordBatch]:
+    """Output batches in scan order with offset and limit applied; batches hold exactly
+    ``spec.batch_size`` rows but the last and may span fragments.  ``ramp``: the first unit is
+    read in growing pieces (the first batch sooner; off for scans consumed whole)."""
     remaining = spec.limit
     if remaining is not None and remaining <= 0:
         return
     keep_scan_buffers()  # (once per process: freed scan buffers reused, see .heap)
     index, plan, to_skip = await _plan(ctx, spec)
-    plan, solo = ramp_first_unit(plan, spec.batch_size)
+    plan, solo = ramp_first_unit(plan, spec.batch_size) if ramp else (plan, 0)
     limit = asyncio.Semaphore(MAX_UNITS_IN_FLIGHT)
 
     async def read(members: list[tuple[FragmentReader, int, int]]) -> Any:
