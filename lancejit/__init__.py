@@ -2,7 +2,7 @@
 
 Numba-compiled decoders fed by an asyncio I/O scheduler over local disk, memory, S3 and GCS.
 
-Public API (imported lazily, so ``import lancejit`` stays cheap and compiles nothing):
+Public API (``__all__``; imported lazily, so ``import lancejit`` stays cheap and compiles nothing):
 
 * :class:`LanceFileReader` / :class:`AsyncLanceFileReader`: read one ``.lance`` file.
 * :class:`SearchCache`: the LRU metadata/decoder-state cache (bounded in bytes).
@@ -14,13 +14,13 @@ Public API (imported lazily, so ``import lancejit`` stays cheap and compiles not
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lancejit.core.errors import (
     AlreadyExistsError,
     CommitConflictError,
     CorruptFileError,
+    FilterSyntaxError,
     InvalidInputError,
     LanceJitError,
     NotFoundError,
@@ -29,62 +29,77 @@ from lancejit.core.errors import (
     RowIndexError,
     SchemaMismatchError,
     StoreError,
+    UnknownColumnError,
 )
+from lancejit.core.lazy import lazy_exports
 
-__version__ = "0.1.0"
+from lancejit.core.version import __version__
 
-#: Lazily imported public names: attribute -> module holding it.
+#: Public names imported on first use: name -> module holding it.
 _LAZY = {
+    # files
     "LanceFileReader": "lancejit.file.reader",
     "AsyncLanceFileReader": "lancejit.file.reader",
-    "SearchCache": "lancejit.file.cache",
+    "LanceFileWriter": "lancejit.file.writer",
+    "AsyncLanceFileWriter": "lancejit.file.writer",
     "FileMetadata": "lancejit.file.container",
+    "SearchCache": "lancejit.file.cache",
+    # datasets
+    "dataset": "lancejit.table.dataset",
+    "open_dataset_async": "lancejit.table.dataset",
+    "write_dataset": "lancejit.table.dataset",
+    "write_dataset_async": "lancejit.table.dataset",
+    "Dataset": "lancejit.table.dataset",
+    "LanceDataset": "lancejit.table",
+    "Scanner": "lancejit.table.read.dataset_reader",
+    "Tag": "lancejit.table.meta.versions",
+    # configuration (the module: ``lancejit.config.override(...)``) and set-up
+    "config": "lancejit.core",
     "warmup": "lancejit.warm",
 }
 
-#: Lazily imported optional API (later layers: ``lancejit.dataset(...)`` etc.), exported when present.
-_OPTIONAL = {
-    "dataset": "lancejit.table",
-    "write_dataset": "lancejit.table",
-    "LanceDataset": "lancejit.table",
-    "LanceFileWriter": "lancejit.file.writer",
-}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name) or _OPTIONAL.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'lancejit' has no attribute {name!r}")
-    try:
-        module = importlib.import_module(module_name)
-        value = getattr(module, name)
-    except (ModuleNotFoundError, AttributeError):
-        if name in _LAZY:
-            raise
-        raise AttributeError(f"module 'lancejit' has no attribute {name!r} (not available in this build)") from None
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+if TYPE_CHECKING:  # the lazily imported names, for type checkers and editors
+    from lancejit.core import config
+    from lancejit.file.cache import SearchCache
+    from lancejit.file.container import FileMetadata
+    from lancejit.file.reader import AsyncLanceFileReader, LanceFileReader
+    from lancejit.file.writer import AsyncLanceFileWriter, LanceFileWriter
+    from lancejit.table import LanceDataset
+    from lancejit.table.dataset import Dataset, dataset, open_dataset_async, write_dataset, write_dataset_async
+    from lancejit.table.meta.versions import Tag
+    from lancejit.table.read.dataset_reader import Scanner
+    from lancejit.warm import warmup
 
 __all__ = [
     "AlreadyExistsError",
     "AsyncLanceFileReader",
+    "AsyncLanceFileWriter",
     "CommitConflictError",
     "CorruptFileError",
+    "Dataset",
     "FileMetadata",
+    "FilterSyntaxError",
     "InvalidInputError",
+    "LanceDataset",
     "LanceFileReader",
+    "LanceFileWriter",
     "LanceJitError",
     "NotFoundError",
     "NotSupportedError",
     "RetryableCommitError",
     "RowIndexError",
+    "Scanner",
     "SchemaMismatchError",
     "SearchCache",
     "StoreError",
+    "Tag",
+    "UnknownColumnError",
+    "config",
+    "dataset",
+    "open_dataset_async",
     "warmup",
+    "write_dataset",
+    "write_dataset_async",
 ]

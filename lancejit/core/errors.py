@@ -44,6 +44,25 @@ class InvalidInputError(LanceJitError, ValueError):
     """An argument is malformed: bad URI, bad filter, mismatched schema, bad option."""
 
 
+class FilterSyntaxError(InvalidInputError):
+    """A filter's SQL text does not parse.  ``position`` is the 1-based character of the filter
+    text where parsing stopped (``None`` when it cannot be told); the message names it."""
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        self.position = position
+        super().__init__(message)
+
+
+class UnknownColumnError(InvalidInputError):
+    """A name (``name``, dotted for nested fields) matches no column.  ``suggestions``: the
+    closest existing names, best first (possibly none); the message names them."""
+
+    def __init__(self, message: str, *, name: str, suggestions: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.suggestions = suggestions
+        super().__init__(message)
+
+
 class InvalidTypeError(LanceJitError, TypeError):
     """An argument or column has the wrong type for the operation (e.g. a vector search on a
     column that holds no vectors)."""
@@ -69,6 +88,7 @@ __all__ = [
     "AlreadyExistsError",
     "CommitConflictError",
     "CorruptFileError",
+    "FilterSyntaxError",
     "InvalidInputError",
     "InvalidTypeError",
     "LanceJitError",
@@ -78,4 +98,5 @@ __all__ = [
     "RowIndexError",
     "SchemaMismatchError",
     "StoreError",
+    "UnknownColumnError",
 ]

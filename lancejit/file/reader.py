@@ -23,7 +23,7 @@ from typing import Any, AsyncIterator, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES
+from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES, settings
 from lancejit.core.errors import (
     InvalidInputError,
     LanceJitError,
@@ -45,9 +45,8 @@ from lancejit.file.take_plan import (
     take_table,
 )
 from lancejit.file.windows import Slicer, windows
+from lancejit.io.sync import bridged
 
-#: Take requests with at least this many indices sort/reorder on a worker thread.
-OFFLOAD_ROWS = 1 << 16
 
 #: Projections whose take plan a reader keeps.
 MAX_PROJECTIONS = 64
@@ -456,7 +455,7 @@ class AsyncLanceFileReader:
             if projection[1] is not None:
                 arrays = await run_take(projection[1], self._scheduler, np.ascontiguousarray(idx))
                 return pa.Table.from_arrays(arrays, schema=projection[2])
-        big = idx.size >= OFFLOAD_ROWS
+        big = idx.size >= settings().take_offload_rows
         unique, inverse = await asyncio.to_thread(_sorted_unique, idx) if big else _sorted_unique(idx)
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
@@ -707,21 +706,6 @@ def _empty_projection_batch(num_rows: int) -> pa.RecordBatch:
 # ---------------------------------------------------------------------- synchronous face
 
 
-
-
-def _bridged(async_method):
-    """A sync method running ``AsyncLanceFileReader.<name>`` on the I/O loop (same docstring)."""
-    name = async_method.__name__
-
-    @functools.wraps(async_method)
-    def method(self, *args, **kwargs):
-        from lancejit.io.sync import run_sync
-
-        return run_sync(getattr(self._inner, name)(*args, **kwargs), store=self._inner.store)
-
-    return method
-
-
 class LanceFileReader:
     """Synchronous reader of one Lance file; see :class:`AsyncLanceFileReader` for details.
 
@@ -780,9 +764,9 @@ class LanceFileReader:
         """This reader's I/O counters (an ``IOStatsSnapshot``), opening included."""
         return self._inner.io_stats()
 
-    read_all = _bridged(AsyncLanceFileReader.read_all)
-    read_range = _bridged(AsyncLanceFileReader.read_range)
-    take_rows = _bridged(AsyncLanceFileReader.take_rows)
+    read_all = bridged(AsyncLanceFileReader.read_all, via="_inner")
+    read_range = bridged(AsyncLanceFileReader.read_range, via="_inner")
+    take_rows = bridged(AsyncLanceFileReader.take_rows, via="_inner")
 
     async def take_rows_async(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """``take_rows`` for async callers: awaited on the caller's own event loop."""

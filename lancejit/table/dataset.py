@@ -2,7 +2,7 @@
 
 The async methods (``*_async``) are the implementation: reads come from
 :class:`~.read.dataset_reader.DatasetReader`, changes from the operations of :mod:`.write`; the
-synchronous methods are derived from them (:func:`lancejit.io.sync.derive_sync`: in the caller's
+synchronous methods are derived from them (:func:`lancejit.io.sync.bridged`: in the caller's
 thread for local and memory stores, on lancejit's I/O loop for object stores).
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import pyarrow as pa
 
-from lancejit.io.sync import derive_sync, run_sync
+from lancejit.io.sync import bridged, run_sync
 
 from .meta.versions import Tag
 from .read.dataset_reader import DatasetReader, Scanner
@@ -24,13 +24,18 @@ if TYPE_CHECKING:
     from .write.maintenance import Tags
 
 
-@derive_sync
 class Dataset(DatasetReader):
     """One checked-out version of a Lance dataset.
 
     Open with :func:`lancejit.table.dataset` (sync) or ``await Dataset.open_async(...)``.  Every
-    ``x_async`` method has a synchronous twin ``x``.
+    ``x_async`` method has a synchronous twin ``x`` (:func:`lancejit.io.sync.bridged`).
     """
+
+    checkout_version = bridged(DatasetReader.checkout_version_async)
+    latest = bridged(DatasetReader.latest_async)
+    versions = bridged(DatasetReader.versions_async)
+    take = bridged(DatasetReader.take_async)
+    take_rows = bridged(DatasetReader.take_rows_async)
 
     # ------------------------------------------------------------------ scans and vector search
     def scanner(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
@@ -64,6 +69,8 @@ class Dataset(DatasetReader):
         return await self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
                                   batch_size, fragment_ids, nearest=nearest, prefilter=prefilter).to_table_async()
 
+
+    to_table = bridged(to_table_async)
     def to_batches(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
                    limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
                    with_row_address: bool = False, batch_size: int | None = None,
@@ -81,6 +88,8 @@ class Dataset(DatasetReader):
 
         return await create_index_async(self, column, index_type, **kwargs)
 
+
+    create_index = bridged(create_index_async)
     def count_rows(self, filter: str | pc.Expression | None = None) -> int:
         """Rows after deletions (matching ``filter`` if given)."""
         if filter is None:  # the manifest's counts: no I/O, no event loop
@@ -118,6 +127,8 @@ class Dataset(DatasetReader):
 
         return await delete_async(self, predicate)
 
+
+    delete = bridged(delete_async)
     async def update_async(self, values: dict[str, Any], where: str | pc.Expression | None = None,
                            **kwargs: Any) -> "Dataset":
         """Set ``values`` (column -> SQL expression or value) where ``where``; returns the new version."""
@@ -125,6 +136,8 @@ class Dataset(DatasetReader):
 
         return await update_async(self, values, where, **kwargs)
 
+
+    update = bridged(update_async)
     async def add_columns_async(self, transforms: Any, read_columns: Sequence[str] | None = None) -> "Dataset":
         """Add columns (SQL expressions, a batch function, aligned data or null fields; see
         :mod:`.write.evolve`)."""
@@ -132,24 +145,32 @@ class Dataset(DatasetReader):
 
         return await add_columns_async(self, transforms, read_columns)
 
+
+    add_columns = bridged(add_columns_async)
     async def drop_columns_async(self, columns: Sequence[str]) -> "Dataset":
         """Remove top-level columns (or struct fields); returns the new version."""
         from .write.evolve import drop_columns_async
 
         return await drop_columns_async(self, columns)
 
+
+    drop_columns = bridged(drop_columns_async)
     async def alter_columns_async(self, *alterations: dict[str, Any]) -> "Dataset":
         """Rename / relax nullability: ``alter_columns({"path": "a", "name": "b"})``."""
         from .write.evolve import alter_columns_async
 
         return await alter_columns_async(self, *alterations)
 
+
+    alter_columns = bridged(alter_columns_async)
     async def restore_async(self, version: int | str | None = None) -> "Dataset":
         """Make ``version`` (default: this one) the latest version again; returns it."""
         from .write.maintenance import restore_async
 
         return await restore_async(self, version)
 
+
+    restore = bridged(restore_async)
     async def cleanup_old_versions_async(self, older_than: Any = None, *, delete_unverified: bool = False,
                                          error_if_tagged_old_versions: bool = True) -> Any:
         """Remove versions older than ``older_than`` (a timedelta) and files only they use."""
@@ -158,10 +179,14 @@ class Dataset(DatasetReader):
         return await cleanup_old_versions_async(self, older_than, delete_unverified=delete_unverified,
                                                 error_if_tagged_old_versions=error_if_tagged_old_versions)
 
+
+    cleanup_old_versions = bridged(cleanup_old_versions_async)
     async def insert_async(self, data: Any, mode: str = "append", **kwargs: Any) -> "Dataset":
         """Append (or overwrite with ``mode="overwrite"``) ``data``; returns the new version."""
         return await write_dataset_async(data, self.uri, mode, storage_options=self._ctx.storage_options, **kwargs)
 
+
+    insert = bridged(insert_async)
     @property
     def optimize(self) -> Any:
         """Maintenance operations (``ds.optimize.compact_files(...)``), as in the reference."""

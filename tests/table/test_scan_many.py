@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 
 import lancejit.table as lt
+from lancejit.core import config
 import lancejit.table.read.scan as scan_module
-import lancejit.table.read.scan_plan as scan_plan
 
 lance = pytest.importorskip("lance")
 
@@ -69,8 +69,8 @@ def many(request, tmp_path_factory):
 
 
 @pytest.fixture(params=[True, False], ids=["late", "early"])
-def late(request, monkeypatch):
-    monkeypatch.setattr(scan_module, "LATE_MATERIALIZATION", request.param)
+def late(knobs, request, monkeypatch):
+    knobs(late_materialization=request.param)
     return request.param
 
 
@@ -113,8 +113,8 @@ def test_fragment_ids_order(many):
     assert got.equals(expected)
 
 
-def test_readahead_is_bounded_by_bytes(many, monkeypatch):
-    """Many small units run ahead together; never more than MAX_UNITS_IN_FLIGHT."""
+def test_readahead_is_bounded_by_bytes(knobs, many, monkeypatch):
+    """Many small units run ahead together; never more than ``scan_units_in_flight``."""
     seen = []
     original = scan_module.read_unit_table
     live = {"now": 0}
@@ -128,41 +128,48 @@ def test_readahead_is_bounded_by_bytes(many, monkeypatch):
             live["now"] -= 1
 
     monkeypatch.setattr(scan_module, "read_unit_table", counting)
-    monkeypatch.setattr(scan_module, "MAX_UNITS_IN_FLIGHT", 16)
+    knobs(scan_units_in_flight=16)
     ours = lt.dataset(many)
     assert ours.to_table().num_rows == lance.dataset(many).count_rows()
     assert max(seen) <= 16
     if len(ours.get_fragments()) > 16:
-        assert max(seen) > scan_module.DEFAULT_READAHEAD  # small units: more than the unit minimum
+        assert max(seen) > config.settings().scan_readahead  # small units: more than the unit minimum
 
 
-def test_page_pruning_hook(many):
+def test_page_pruning_hook(many, monkeypatch):
     """A pruner that keeps only the first half of each fragment: rows outside are not read."""
+    from lancejit.table.read import pruning
+
     ref, ours = lance.dataset(many), lt.dataset(many)
     calls = []
 
-    def half(ctx, fragment_id, lo, hi, compiled):
-        calls.append(fragment_id)
-        return [(lo, lo + (hi - lo) // 2)]
+    class Half:
+        def fragment_ids(self):
+            return np.array([f.fragment_id for f in ours.get_fragments()], dtype=np.int64)
 
-    scan_plan.set_pruner(half)
-    try:
+        def kept(self, fragment_id, lo, hi):
+            calls.append(fragment_id)
+            return np.array([[lo, lo + (hi - lo) // 2]], dtype=np.int64), 1, hi - lo - (hi - lo) // 2
+
+    async def prepare(ctx, filt):
+        return Half()
+
+    with monkeypatch.context() as m:
+        m.setattr(pruning, "prepare", prepare)
         got = ours.to_table(filter="a >= 0", with_row_address=True)
-    finally:
-        scan_plan.set_pruner(None)
     assert calls
     addr = got["_rowaddr"].to_numpy()
     local = addr & 0xFFFFFFFF
     phys = {f.fragment_id: f.physical_rows for f in ours.get_fragments()}
     assert all(local[i] < phys[int(addr[i] >> 32)] // 2 for i in range(len(addr)))
     assert got.num_rows < ref.count_rows()
-    assert ours.to_table(filter="a >= 0").num_rows == ref.count_rows()  # hook removed
+    assert ours.to_table(filter="a >= 0").num_rows == ref.count_rows()  # pruner gone
 
 
-def test_late_materialization_reads_less(tmp_path, monkeypatch):
+def test_late_materialization_reads_less(knobs, tmp_path, monkeypatch):
     import lancejit.table.read.datafile as datafile
 
-    monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
+    knobs(whole_file_bytes=0)
     path = str(tmp_path / "ds")
     n = 50_000
     rng = np.random.default_rng(2)
@@ -171,7 +178,7 @@ def test_late_materialization_reads_less(tmp_path, monkeypatch):
                         path, data_storage_version="2.1")
     read = {}
     for flag in (True, False):
-        monkeypatch.setattr(scan_module, "LATE_MATERIALIZATION", flag)
+        knobs(late_materialization=flag)
         ours = lt.dataset(path)
         ours.io_stats()
         got = ours.to_table(filter="id % 1000 = 0")

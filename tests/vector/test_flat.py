@@ -126,16 +126,15 @@ def test_cache_off_and_new_deletions(vec_root, cache_bytes):
 
 
 @pytest.mark.parametrize("merge", [True, False])
-def test_concurrent_searches_merged(flat_paths, merge, monkeypatch):
+def test_concurrent_searches_merged(knobs, flat_paths, merge, monkeypatch):
     """Concurrent async searches on one dataset (merged into one batched search, or not) answer
     as each search alone does."""
     import asyncio
 
     import lancejit
-    from lancejit.table.vector import merge as M
     from lancejit.table.vector.scanner import nearest_table
 
-    monkeypatch.setattr(M, "ENABLED", merge)
+    knobs(vector_merge=merge)
     p = flat_paths["float32"]
     ds = lancejit.dataset(p)
     qs = np.random.default_rng(40).standard_normal((6, 16))

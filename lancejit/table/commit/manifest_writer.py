@@ -64,7 +64,7 @@ DEFAULT_STORAGE_VERSION = "2.2"
 def writer_version() -> str:
     """lancejit's version string written in ``Manifest.writer_version.version``."""
     try:
-        from lancejit import __version__
+        from lancejit.core.version import __version__
 
         return str(__version__)
     except ImportError:

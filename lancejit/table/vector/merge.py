@@ -8,13 +8,12 @@ cached chunk against every query while it is in cache; an index search loads the
 Each caller gets its own queries' results.  The first caller (the leader) yields one event-loop
 iteration while others join; the merged search runs in a task of its own, so a cancelled caller
 does not cancel the others; an error reaches every caller of the batch.
-``LANCEJIT_VECTOR_MERGE=0`` turns merging off.
+The ``vector_merge`` knob turns merging off.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Hashable
 
@@ -23,10 +22,11 @@ import numpy as np
 from ..indices.vector.query import NearestQuery
 from ..indices.vector.topk import Result
 
+from lancejit.core.config import settings
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-ENABLED = os.environ.get("LANCEJIT_VECTOR_MERGE", "1") != "0"
 _PENDING: dict[Hashable, list[tuple[NearestQuery, asyncio.Future]]] = {}
 
 
@@ -41,7 +41,7 @@ async def search_merged(ds: "DatasetReader", query: NearestQuery, *, filter: Any
     """:func:`.search.search`, merged with concurrent callers (see the module docstring)."""
     from .search import search
 
-    if not ENABLED:
+    if not settings().vector_merge:
         return await search(ds, query, filter=filter, prefilter=prefilter)
     loop = asyncio.get_running_loop()
     key = _key(ds, query, filter, prefilter)
@@ -85,4 +85,4 @@ async def search_merged(ds: "DatasetReader", query: NearestQuery, *, filter: Any
     return await fut
 
 
-__all__ = ["ENABLED", "search_merged"]
+__all__ = ["search_merged"]

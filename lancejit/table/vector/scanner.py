@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError
-from lancejit.io.sync import derive_sync
+from lancejit.io.sync import bridged
 
 from ..indices.vector.query import parse_nearest
 from .merge import search_merged
@@ -85,7 +85,6 @@ async def nearest_table(ds: "DatasetReader", nearest: Any, *, columns: Sequence[
     return table
 
 
-@derive_sync
 class NearestScanner:
     """A configured vector search (see :func:`nearest_table` for the arguments)."""
 
@@ -110,6 +109,8 @@ class NearestScanner:
     async def to_table_async(self) -> pa.Table:
         """The search's result rows."""
         return await nearest_table(self._ds, self._nearest, **self._kw)
+
+    to_table = bridged(to_table_async)
 
     async def batches_async(self) -> AsyncIterator[pa.RecordBatch]:
         for b in (await self.to_table_async()).to_batches(max_chunksize=self._batch):

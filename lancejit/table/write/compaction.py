@@ -39,6 +39,7 @@ from lancejit.core.errors import InvalidInputError, NotSupportedError, Retryable
 from lancejit.core.schema import LanceSchema
 from lancejit.io.store import join_path
 from lancejit.pb import table_pb2
+from lancejit.core.config import settings
 
 from ..commit import ReserveFragments, Transaction, commit, commit_transaction, load_manifest, read_deleted_offsets
 from ..commit.operations import Rewrite, RewriteGroup
@@ -49,7 +50,6 @@ from .data_files import DATA_DIR, DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-DEFAULT_MAX_RETRIES = 5
 #: Rows gathered from the scan before each write (the writer's per-call cost dominates otherwise).
 WRITE_CHUNK_ROWS = 64 * 1024
 
@@ -419,11 +419,13 @@ async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> Comp
 
 
 async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
-                              max_retries: int = DEFAULT_MAX_RETRIES) -> CompactionMetrics:
+                              max_retries: int | None = None) -> CompactionMetrics:
     """Compact ``ds`` (re-planned on the latest version when a concurrent commit touched the
     same fragments); returns the metrics (all zero and no commit when nothing needed it)."""
     options = options.validated()
     current = ds
+    if max_retries is None:
+        max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         try:
             return await _compact_once(current, options)
@@ -441,7 +443,7 @@ class DatasetOptimizer:
         self._ds = ds
 
     async def compact_files_async(self, **kwargs: Any) -> CompactionMetrics:
-        max_retries = kwargs.pop("max_retries", DEFAULT_MAX_RETRIES)
+        max_retries = kwargs.pop("max_retries", None)
         return await compact_files_async(self._ds, CompactionOptions(**kwargs), max_retries)
 
     def compact_files(
@@ -457,7 +459,7 @@ class DatasetOptimizer:
         defer_index_remap: bool | None = None,
         compaction_mode: str | None = None,
         excluded_fragment_ids: Sequence[int] | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retries: int | None = None,
     ) -> CompactionMetrics:
         """Merge small fragments into fragments of about ``target_rows_per_fragment`` rows and
         rewrite fragments with more than ``materialize_deletions_threshold`` (fraction) of their

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
+from lancejit.core.config import settings
 
 from ..commit import REWRITE_ROWS, Update, commit, load_manifest, new_fragment
 from ..commit.rowid_writer import encode_row_id_sequence
@@ -46,7 +47,6 @@ from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_b
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-DEFAULT_CONFLICT_RETRIES = 10
 _S, _T = "__lancejit_src", "__lancejit_tgt"
 
 
@@ -226,7 +226,7 @@ class MergeInsertBuilder:
         self._insert = False
         self._delete = False
         self._delete_expr: str | None = None
-        self._retries = DEFAULT_CONFLICT_RETRIES
+        self._retries = settings().conflict_retries
 
     def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
         """Replace matched target rows (where ``condition`` over ``source.*`` / ``target.*`` holds)."""

@@ -5,7 +5,7 @@ arrays stay in memory so the next search of that fragment only runs the scoring 
 names immutable things only: the dataset root, the fragment id, its data files, its deletion
 file and the column, so versions sharing a fragment share its entry and a new deletion file
 makes a new one.  Entries are evicted least recently used first beyond :func:`budget` bytes
-(``LANCEJIT_VECTOR_CACHE_MB``; default an eighth of physical memory, at most 2 GiB; 0 turns
+(the ``vector_cache_mb`` knob; default an eighth of physical memory, at most 2 GiB; 0 turns
 the cache off).
 """
 
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Hashable
 
 import numpy as np
+
+from lancejit.core.config import settings
 
 _LOCK = threading.Lock()
 _ITEMS: "OrderedDict[Hashable, Entry]" = OrderedDict()
@@ -56,12 +58,9 @@ def budget() -> int:
     """The cache's size bound in bytes (see the module docstring)."""
     global _BUDGET
     if _BUDGET is None:
-        env = os.environ.get("LANCEJIT_VECTOR_CACHE_MB")
-        if env is not None:
-            try:
-                _BUDGET = max(0, int(env)) << 20
-            except ValueError:
-                _BUDGET = 0
+        mb = settings().vector_cache_mb
+        if mb >= 0:
+            _BUDGET = mb << 20
         else:
             try:
                 phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
