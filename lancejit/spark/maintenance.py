@@ -80,8 +80,8 @@ def compact_files(spark: Any, uri: str, *, storage_options: Mapping[str, str] | 
     :class:`~lancejit.table.write.compaction.CompactionMetrics`."""
     from lancejit.io.sync import run_sync
     from lancejit.table import dataset
+    from lancejit.core.config import settings
     from lancejit.table.write.compaction import (
-        DEFAULT_MAX_RETRIES,
         CompactionMetrics,
         CompactionOptions,
         commit_compaction_async,
@@ -96,7 +96,7 @@ def compact_files(spark: Any, uri: str, *, storage_options: Mapping[str, str] | 
         raise InvalidInputError(f"unknown compaction options {sorted(unknown)}")
     options = CompactionOptions(**{k: v for k, v in kwargs.items() if v is not None}).validated()
     so = _so(storage_options)
-    retries = DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries)
+    retries = settings().conflict_retries if max_retries is None else int(max_retries)
     for attempt in range(retries + 1):
         ds = dataset(uri, storage_options=so)
         plan = run_sync(plan_compaction_async(ds, options), store=ds.store)
@@ -240,7 +240,7 @@ def merge_insert(
     when_not_matched_by_source_delete: bool = False,
     delete_expr: str | None = None,
     storage_options: Mapping[str, str] | None = None,
-    conflict_retries: int = 10,
+    conflict_retries: int | None = None,
     max_rows_per_file: int = 1 << 20,
 ) -> dict[str, int]:
     """Upsert the Spark DataFrame ``df`` into the dataset at ``uri`` on key column(s) ``on``
@@ -264,10 +264,13 @@ def merge_insert(
         raise InvalidInputError("merge_insert needs one or more key column names")
     if not (when_matched_update_all or when_not_matched_insert_all or when_not_matched_by_source_delete):
         raise InvalidInputError("The merge insert job is not configured to change the data in any way")
+    from lancejit.core.config import settings
+
     so = _so(storage_options)
     spark = df.sparkSession
     register(spark)
-    for attempt in range(conflict_retries + 1):
+    retries = settings().conflict_retries if conflict_retries is None else int(conflict_retries)
+    for attempt in range(retries + 1):
         ds = dataset(uri, storage_options=so)
         schema = ds.schema
         match = match_columns(df.columns, schema.names)
@@ -323,7 +326,7 @@ def merge_insert(
                 run_sync(commit_upsert_async(ds, m, frags, removed), store=ds.store)
         except RetryableCommitError:
             _sweep(uri, so, prefix)
-            if attempt >= conflict_retries:
+            if attempt >= retries:
                 raise
             continue
         except BaseException:
