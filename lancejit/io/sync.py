@@ -322,12 +322,14 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None, *, stor
 _END = object()
 
 
-def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
+def iter_sync(agen: AsyncIterator[T], *, store: Any = None) -> Iterator[T]:
     """Iterate the async generator ``agen`` synchronously: each item is fetched with
-    :func:`run_sync` on the I/O loop thread.
+    :func:`run_sync` -- in the caller's thread on its own loop when ``store`` is a local or
+    memory store (as :func:`run_sync` runs such work; work ``agen`` left running, e.g. reads
+    ahead, goes on while the next item is fetched), else on the I/O loop thread.
 
-    When the returned iterator finishes, fails or is closed early, ``agen`` is closed on the loop
-    too (skipped when the iterator is collected on the loop thread itself, which cannot block).
+    When the returned iterator finishes, fails or is closed early, ``agen`` is closed the same
+    way (skipped when the iterator is collected on the loop thread itself, which cannot block).
     """
 
     async def step() -> Any:
@@ -336,14 +338,20 @@ def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
         except StopAsyncIteration:
             return _END
 
+    here = store is not None and runs_inline(store) and asyncio._get_running_loop() is None
+    hint = store if here else None
+    thread = threading.get_ident()
     try:
         while True:
-            item = run_sync(step())
+            item = run_sync(step(), store=hint)
             if item is _END:
                 return
             yield item
     finally:
-        if not in_loop_thread():
+        if here:  # agen lives on this thread's loop: close it there (not from a collector elsewhere)
+            if threading.get_ident() == thread and asyncio._get_running_loop() is None:
+                run_sync(agen.aclose(), store=hint)
+        elif not in_loop_thread():
             run_sync(agen.aclose())
 
 

@@ -13,6 +13,8 @@ import lance
 
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from lancejit.spark.partitions import default_min_partitions
+
 
 def _table(start: int, n: int, seed: int) -> pa.Table:
     rng = np.random.default_rng(seed)
@@ -104,8 +106,8 @@ def test_schema_maps_every_type(spark, rich):
 def test_full_read_equals_pylance(spark, rich):
     df = spark.read.format("lancejit").load(rich)
     expected = lance.dataset(rich).to_table()
-    # one partition per fragment (5 fragments, none above the default partition size)
-    assert df.rdd.getNumPartitions() == len(lance.dataset(rich).get_fragments())
+    # small fragments are packed: one partition per core of the planning host (local[2] here)
+    assert df.rdd.getNumPartitions() <= default_min_partitions()
     _assert_same(_collect(df), _expected(df, expected))
 
 
@@ -114,7 +116,8 @@ def test_split_fragments_projection_and_batch_size(spark, rich):
           .option("columns", "st,id,vec,m").load(rich))
     assert df.columns == ["st", "id", "vec", "m"]
     frags = lance.dataset(rich).get_fragments()
-    assert df.rdd.getNumPartitions() == sum(-(-f.metadata.physical_rows // 33) for f in frags)
+    # every fragment split into ranges of at most 33 rows, none packed over 33 rows
+    assert df.rdd.getNumPartitions() >= sum(-(-f.metadata.physical_rows // 33) for f in frags)
     expected = lance.dataset(rich).to_table(columns=["st", "id", "vec", "m"])
     _assert_same(_collect(df), _expected(df, expected))
 
@@ -161,3 +164,124 @@ def test_empty_result_and_bad_options(spark, rich):
         spark.read.format("lancejit").option("columns", "id,nope").load(rich).schema
     with pytest.raises(Exception, match="no version 99"):
         spark.read.format("lancejit").option("version", "99").load(rich).schema
+    # lancejit's message comes first, not a traceback
+    for opt, val, text in [("version", "99", "no version 99"), ("colums", "id", "did you mean 'columns'"),
+                           ("filter", "nope > 1", "no column 'nope'"), ("max_rows_per_file", "3", "applies to writes"),
+                           ("maxPartitionBytes", "-1", "must be >= 1")]:
+        with pytest.raises(Exception) as info:
+            spark.read.format("lancejit").option(opt, val).load(rich).collect()
+        first = str(info.value).splitlines()[0]
+        assert text in first and "lancejit.core.errors." in first, first
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """57 small fragments (some with deletions, 3 deleted whole) and one big one."""
+    uri = str(tmp_path_factory.mktemp("spark-many") / "many.lance")
+    lance.write_dataset(_table(0, 600, 3), uri, max_rows_per_file=10)
+    lance.write_dataset(_table(600, 3000, 4), uri, mode="append")
+    lance.dataset(uri).delete("id % 17 = 3 OR (id >= 100 AND id < 130)")
+    return uri
+
+
+PACKINGS = [
+    {},  # defaults: one partition per core
+    {"minPartitionNum": "7"},
+    {"maxPartitionBytes": "4096", "openCostInBytes": "0"},
+    {"maxPartitionBytes": "20000", "openCostInBytes": "1000", "minPartitionNum": "1"},
+    {"rows_per_partition": "37", "batch_size": "5"},
+    {"minPartitionNum": "1", "maxPartitionBytes": str(1 << 30)},
+]
+
+
+@pytest.mark.parametrize("packing", PACKINGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "default")
+def test_every_packing_reads_what_pylance_reads(spark, many, packing):
+    cols = "id,s,vec,st,ts"
+    r = spark.read.format("lancejit").option("columns", cols)
+    for k, v in packing.items():
+        r = r.option(k, v)
+    df = r.load(many)
+    n = df.rdd.getNumPartitions()
+    if packing.get("minPartitionNum") == "7":
+        assert n >= 7
+    if "rows_per_partition" in packing:
+        assert n >= 3600 // 37
+    if packing.get("maxPartitionBytes") == str(1 << 30):
+        assert n == 1
+    expected = lance.dataset(many).to_table(columns=cols.split(","))
+    # partitions in order give the dataset's scan order
+    _assert_same(_collect(df), _expected(df, expected))
+    flt = "id % 3 = 1 AND s IS NOT NULL"
+    got = r.option("filter", flt).load(many).toArrow()
+    _assert_same(got, _expected(df, lance.dataset(many).to_table(columns=cols.split(","), filter=flt)))
+
+
+def test_small_fragments_make_few_tasks(spark, many):
+    df = spark.read.format("lancejit").load(many)
+    assert len(lance.dataset(many).get_fragments()) == 58
+    assert df.rdd.getNumPartitions() <= 2 * default_min_partitions()
+
+
+def test_meta_columns(spark, many):
+    df = spark.read.format("lancejit").option("columns", "id,_rowaddr,_rowid").load(many)
+    from pyspark.sql import types as T
+
+    assert [f.dataType for f in df.schema.fields] == [T.LongType()] * 3
+    want = lance.dataset(many).to_table(columns=["id"], with_row_address=True, with_row_id=True)
+    got = df.toArrow()
+    assert got["_rowaddr"].to_pylist() == want["_rowaddr"].to_pylist()
+    assert got["_rowid"].to_pylist() == want["_rowid"].to_pylist()
+
+
+def test_explain_says_what_lancejit_reads(spark, many):
+    import lancejit.spark
+
+    df = (spark.read.format("lancejit").option("columns", "id,s").option("filter", "id > 5")
+          .option("minPartitionNum", 3).load(many).where("s IS NOT NULL"))
+    text = lancejit.spark.explain(df)
+    version = lance.dataset(many).version
+    assert f"lancejit scan of {many} version {version}" in text
+    assert "columns read: id, s" in text and "filter applied by lancejit: id > 5" in text
+    assert "fragments: 58 (" in text and f"partitions (tasks): {df.rdd.getNumPartitions()}," in text
+    plain = lancejit.spark.explain(spark.read.format("lancejit").load(many))
+    assert "every column" in plain
+    assert lancejit.spark.explain(spark.range(3)) == "(no lancejit scan)"
+
+
+COLD_TASK = """
+import pickle, sys, json
+import pyarrow, pyspark.sql.datasource  # what a Spark Python worker has loaded before a task
+import lancejit.table.filter.compile as f
+def refuse(*a, **k):
+    raise AssertionError("a task compiled a filter")
+f.compile_filter = refuse
+reader, part = pickle.loads(sys.stdin.buffer.read())
+rows = sum(b.num_rows for b in reader.read(part))
+print(json.dumps({"rows": rows, "pandas": "pandas" in sys.modules}))
+"""
+
+
+def test_cold_task_needs_no_sql_parse_nor_pandas(many):
+    """A task gets its scan compiled at planning: a fresh worker process reads its partition
+    without compiling the filter and without importing pandas."""
+    import json
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    from lancejit.spark.options import ReadOptions
+    from lancejit.spark.reader import make_reader, open_dataset
+    from lancejit.spark.source import read_arrow_schema
+    from lancejit.spark.types import arrow_to_spark_schema
+
+    opts = ReadOptions.parse({"path": many, "columns": "id,s", "filter": "id % 3 = 1 AND s IS NOT NULL"})
+    reader = make_reader(opts, arrow_to_spark_schema(read_arrow_schema(opts, open_dataset(many, None, None))))
+    parts = reader.partitions()
+    want = sum(b.num_rows for p in parts for b in reader.read(p))
+    got = [json.loads(subprocess.run([sys.executable, "-c", COLD_TASK], input=pickle.dumps((reader, p)),
+                                     capture_output=True, env=dict(os.environ), check=True).stdout)
+           for p in parts[:2]]
+    assert not any(g["pandas"] for g in got)
+    if len(parts) <= 2:
+        assert sum(g["rows"] for g in got) == want

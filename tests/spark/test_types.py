@@ -11,7 +11,6 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from lancejit.core.errors import NotSupportedError, SchemaMismatchError
-from lancejit.spark.reader import plan_partitions
 from lancejit.spark.types import arrow_to_spark_schema, arrow_to_spark_type, cast_batch
 
 CASES = [
@@ -92,17 +91,3 @@ def test_unrepresentable_types_raise():
         cast_batch(pa.RecordBatch.from_pydict({"a": [1]}), pa.schema([("b", pa.int64())]))
     with pytest.raises(SchemaMismatchError):
         cast_batch(pa.RecordBatch.from_pydict({"a": ["x"]}), pa.schema([("a", pa.int64())]))
-
-
-@pytest.mark.parametrize("sizes,limit", [([10, 0, 7], 3), ([100], 100), ([101], 100), ([5, 1], 1)])
-def test_partitions_cover_every_row_once(sizes, limit):
-    from types import SimpleNamespace
-
-    frags = [SimpleNamespace(id=i * 3, physical_rows=n) for i, n in enumerate(sizes)]
-    parts = plan_partitions(frags, limit)
-    for f in frags:
-        ranges = [(p.lo, p.hi) for p in parts if p.fragment_id == f.id]
-        covered = [r for lo, hi in ranges for r in range(lo, hi)]
-        assert covered == list(range(f.physical_rows))
-        assert all(0 < hi - lo <= limit for lo, hi in ranges)
-        assert len(ranges) == -(-f.physical_rows // limit)

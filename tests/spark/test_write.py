@@ -162,3 +162,94 @@ def test_schema_mismatch_is_rejected(spark, tmp_path):
     with pytest.raises(Exception, match="cannot append"):
         spark.range(3).selectExpr("id AS z").write.format("lancejit").mode("append").save(uri)
     assert lance.dataset(uri).version == 1
+
+
+# ----------------------------------------------------------------------------- save modes
+def test_plain_save_needs_a_mode(spark, tmp_path):
+    """pyspark gives Python data sources only append/overwrite: the default mode is refused by
+    Spark itself (the README sends users to lancejit.spark.write)."""
+    with pytest.raises(Exception, match="Append|Overwrite"):
+        spark.range(3).write.format("lancejit").save(str(tmp_path / "x.lance"))
+
+
+def test_write_helper_modes(spark, tmp_path):
+    from lancejit.core.errors import AlreadyExistsError
+
+    uri = str(tmp_path / "modes.lance")
+    df = spark.range(0, 30, numPartitions=3).selectExpr("id", "cast(id AS STRING) AS s")
+    lancejit.spark.write(df, uri)  # errorifexists on a new dataset: creates it
+    assert lance.dataset(uri).version == 1
+    with pytest.raises(AlreadyExistsError):
+        lancejit.spark.write(df, uri, mode="error")
+    lancejit.spark.write(spark.range(5).selectExpr("id", "'z' AS s"), uri, mode="ignore")
+    assert lance.dataset(uri).version == 1 and lance.dataset(uri).count_rows() == 30
+    lancejit.spark.write(spark.range(100, 105).selectExpr("id", "'z' AS s"), uri, mode="append")
+    assert lance.dataset(uri).version == 2 and lance.dataset(uri).count_rows() == 35
+    lancejit.spark.write(spark.range(7).selectExpr("id", "'o' AS s"), uri, mode="overwrite", max_rows_per_file=3)
+    ds = lance.dataset(uri)
+    assert ds.version == 3 and ds.to_table().sort_by("id")["id"].to_pylist() == list(range(7))
+    ignored = str(tmp_path / "ignored.lance")
+    lancejit.spark.write(df, ignored, mode="ignore")  # ignore on a new dataset: creates it
+    assert lance.dataset(ignored).count_rows() == 30
+    with pytest.raises(Exception, match="mode must be one of"):
+        lancejit.spark.write(df, uri, mode="upsert")
+
+
+def test_errorifexists_at_commit_when_created_meanwhile(spark, tmp_path):
+    """The check before the job is repeated at commit: a dataset created while the job ran
+    makes the write fail, and its files are removed."""
+    uri = str(tmp_path / "race.lance")
+    df = spark.range(0, 20, numPartitions=2).selectExpr("id")
+    w = df.write.format("lancejit").mode("append").option("write_mode", "errorifexists")
+    lance.write_dataset(pa.table({"id": pa.array([1], pa.int64())}), uri)  # "meanwhile"
+    with pytest.raises(Exception, match="already exists"):
+        w.save(uri)
+    assert lance.dataset(uri).version == 1 and lance.dataset(uri).count_rows() == 1
+    assert len(_files(uri)) == 1
+    ok = str(tmp_path / "race-ignore.lance")
+    lance.write_dataset(pa.table({"id": pa.array([1], pa.int64())}), ok)
+    df.write.format("lancejit").mode("append").option("write_mode", "ignore").save(ok)
+    assert lance.dataset(ok).version == 1 and len(_files(ok)) == 1
+
+
+def test_append_subset_and_merge_schema(spark, tmp_path):
+    """Missing nullable columns read back as nulls; new columns only with mergeSchema, in ONE
+    new version (existing rows read them as nulls), as the reference's add_columns + append."""
+    uri = str(tmp_path / "evolve.lance")
+    lance.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}), uri)
+    spark.range(3, 5).selectExpr("id").write.format("lancejit").mode("append").save(uri)
+    got = lance.dataset(uri).to_table().sort_by("id")
+    assert got["s"].to_pylist() == ["a", "b", None, None]
+    wider = spark.range(5, 8, numPartitions=2).selectExpr("id", "concat('s', id) AS s", "id * 1.5D AS score",
+                                                           "array(cast(id AS FLOAT)) AS v")
+    with pytest.raises(Exception, match="mergeSchema"):
+        wider.write.format("lancejit").mode("append").save(uri)
+    assert lance.dataset(uri).version == 2
+    wider.write.format("lancejit").mode("append").option("mergeSchema", "true").save(uri)
+    ds = lance.dataset(uri)
+    versions = [v["version"] for v in ds.versions()]
+    assert ds.schema.names == ["id", "s", "score", "v"] and ds.schema.field("score").nullable
+    t = ds.to_table().sort_by("id")
+    assert t["id"].to_pylist() == [1, 2, 3, 4, 5, 6, 7]
+    assert t["score"].to_pylist() == [None] * 4 + [7.5, 9.0, 10.5]
+    assert t["v"].to_pylist() == [None] * 4 + [[5.0], [6.0], [7.0]]
+    # one ReserveFragments (no content change) then the Merge
+    assert versions[-1] == 4 and lance.dataset(uri, version=3).count_rows() == 4
+    back = spark.read.format("lancejit").load(uri).toArrow().sort_by("id")
+    assert back["score"].to_pylist() == t["score"].to_pylist()
+    # the reference appends to the evolved dataset too
+    lance.write_dataset(pa.table({"id": pa.array([9], pa.int64()), "s": ["x"], "score": [1.0],
+                                  "v": pa.array([[1.0]], pa.list_(pa.float32()))}).cast(ds.schema),
+                        uri, mode="append")
+    assert lance.dataset(uri).count_rows() == 8
+
+
+def test_unknown_option_names_the_closest(spark, tmp_path):
+    uri = str(tmp_path / "opts.lance")
+    with pytest.raises(Exception) as info:
+        spark.range(3).write.format("lancejit").mode("append").option("max_row_per_file", 2).save(uri)
+    first = str(info.value).splitlines()[0]
+    assert "unknown write option 'max_row_per_file'" in first and "did you mean 'max_rows_per_file'" in first
+    with pytest.raises(Exception, match="applies to reads"):
+        spark.range(3).write.format("lancejit").mode("append").option("columns", "id").save(uri)
+    assert not os.path.exists(uri) or not _files(uri)

@@ -54,6 +54,7 @@ GROUP_EQUALITIES = 8
 #: Filters with a kernel plan are evaluated by :mod:`.filter_fast` (False: always by Arrow,
 #: for measurements and tests).
 USE_KERNELS = True
+#: (made from an array: pa.scalar() of a Python value makes pyarrow import pandas)
 _NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 _COMPARE = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,

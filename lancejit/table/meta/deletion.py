@@ -45,7 +45,11 @@ def decode_arrow_deletions(data: bytes | memoryview, path: str, physical_rows: i
         raise CorruptFileError("deletion file contains nulls", path=path)
     if physical_rows is not None:
         claim(len(col), physical_rows, "deleted rows of the Arrow deletion file", path)
-    values = col.to_numpy(zero_copy_only=False).astype(np.uint32, copy=False)
+    # from the values buffer: Array.to_numpy() makes pyarrow import pandas
+    buf = col.buffers()[1]
+    if buf is None or len(col) == 0:
+        return np.empty(0, dtype=np.uint32)
+    values = np.frombuffer(buf, dtype=np.uint32)[col.offset:col.offset + len(col)]
     if len(values) > 1 and not bool((values[1:] > values[:-1]).all()):
         values = np.unique(values)
     return values

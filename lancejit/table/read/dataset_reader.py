@@ -61,7 +61,7 @@ class Scanner:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The scan's record batches, synchronously (bounded readahead)."""
-        return iter_sync(_scan.scan(self._ctx, self._spec))
+        return iter_sync(_scan.scan(self._ctx, self._spec), store=self._ctx.store)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
@@ -76,7 +76,7 @@ class Scanner:
         # creates long-lived objects per data file, and full collections between groups would
         # walk them all again.
         with collector_paused(ctx, len(ctx.manifest.fragments)):
-            batches = [b async for b in _scan.scan(ctx, self._spec)]
+            batches = [b async for b in _scan.scan(ctx, self._spec, ramp=False)]
         return _table(batches, self.schema)
 
     async def count_rows_async(self) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -192,14 +192,20 @@ class FragmentReader:
         got = self._handles.get(df.path)
         if got is None:
             handle = await open_data_file(self.ctx, df)
-            store, path = self.ctx.data_file_location(df)
-            if self.physical_rows and handle.num_rows < self.physical_rows:
-                with self.ctx.errors(path, store):
-                    raise CorruptFileError(
-                        f"fragment {self.fragment.id} records {self.physical_rows} rows but its data "
-                        f"file holds {handle.num_rows}")
+            store, path = self.check_file_rows(df, handle.num_rows)
             got = self._handles[df.path] = (handle, store, path)
         return got
+
+    def check_file_rows(self, df: DataFile, num_rows: int) -> tuple[Any, str]:
+        """The data file's ``(store, path)``; :class:`CorruptFileError` when it holds fewer
+        rows than the fragment records."""
+        store, path = self.ctx.data_file_location(df)
+        if self.physical_rows and num_rows < self.physical_rows:
+            with self.ctx.errors(path, store):
+                raise CorruptFileError(
+                    f"fragment {self.fragment.id} records {self.physical_rows} rows but its data "
+                    f"file holds {num_rows}")
+        return store, path
 
     async def read(
         self, tops: Sequence[TopField], rows: tuple[int, int] | np.ndarray

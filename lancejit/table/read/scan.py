@@ -29,7 +29,7 @@ from .spec import ScanSpec
 from .version_index import dataset_index
 from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _read_rows, read_small_group
 from .scan_multi import filter_members, member_lives, read_members
-from .scan_plan import ScanPlan, bytes_per_row, plan_units, with_takes
+from .scan_plan import ScanPlan, bytes_per_row, plan_units, ramp_first_unit, with_takes
 
 if TYPE_CHECKING:
     from ..filter.compile import CompiledFilter
@@ -173,6 +173,19 @@ def _positions(index: "DatasetIndex", fragment_ids: tuple[int, ...] | None) -> n
     return pos[found]
 
 
+def _range_positions(index: "DatasetIndex", ranges: tuple[tuple[int, int, int], ...]
+                     ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Index positions and clipped physical row bounds ``(lo, hi)`` of ``(fragment id, lo, hi)``
+    ranges, in the given order (ranges of fragments not in the version dropped)."""
+    arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 3)
+    pos, found = index.positions_of(arr[:, 0])
+    arr, pos = arr[found], pos[found]
+    rows = index.physical_rows[pos].astype(np.int64, copy=False)
+    lo = np.clip(arr[:, 1], 0, rows)
+    hi = np.clip(arr[:, 2], lo, rows)
+    return pos, (lo, hi)
+
+
 async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tuple["DatasetIndex", ScanPlan, int]:
     """The version index, the units to read and the rows still to skip for the offset (whole
     fragments inside the offset are dropped from the plan when there is no filter).  With a
@@ -180,9 +193,13 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tup
     (:mod:`.index_plan`) when that beats scanning them (``count``: also when the indices count
     the matches exactly: the plan's ``indexed`` then holds the count and no unit reads them)."""
     index = await dataset_index(ctx)
-    positions = _positions(index, spec.fragment_ids)
+    bounds = None
+    if spec.fragment_ranges is not None:
+        positions, bounds = _range_positions(index, spec.fragment_ranges)
+    else:
+        positions = _positions(index, spec.fragment_ids)
     to_skip = spec.offset
-    if spec.filter is None and to_skip > 0 and len(positions):
+    if spec.filter is None and to_skip > 0 and len(positions) and bounds is None:
         ends = np.cumsum(index.live_rows[positions])
         k = int(np.searchsorted(ends, to_skip, side="right"))
         if k:
@@ -192,9 +209,10 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tup
     scanned = positions
     pruner = None
     if spec.filter is not None:
-        from .index_plan import plan_indexed  # scalar indices: candidates taken instead of scanned
+        if bounds is None:  # (row ranges of fragments are scanned)
+            from .index_plan import plan_indexed  # scalar indices: candidates taken instead of scanned
 
-        indexed = await plan_indexed(ctx, index, spec.filter, positions)
+            indexed = await plan_indexed(ctx, index, spec.filter, positions)
         if indexed is not None and (indexed.worth_taking() or (count and indexed.matches() is not None)):
             scanned = positions if not len(indexed.positions) else (
                 positions[:0] if len(indexed.positions) == len(positions)
@@ -210,7 +228,7 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tup
     max_rows = knobs.scan_unit_rows * (FILTERED_UNIT_FACTOR if filtered_late else 1)
     if spec.unit_rows is not None:
         max_rows = spec.unit_rows
-    plan = plan_units(ctx, index, scanned, spec.batch_size, knobs.scan_unit_bytes, max_rows, pruner)
+    plan = plan_units(ctx, index, scanned, spec.batch_size, knobs.scan_unit_bytes, max_rows, pruner, bounds)
     if indexed is not None:
         if count and indexed.matches() is not None:
             plan = ScanPlan(plan.pos, plan.lo, plan.hi, plan.est_bytes, None, indexed)
@@ -223,6 +241,7 @@ async def _pipeline(
     index: "DatasetIndex", plan: ScanPlan, readahead: int,
     read: Callable[[list[tuple[FragmentReader, int, int]]], Awaitable[Any]], group_rows: int = 0,
     unit_rows: int = SMALL_UNIT_ROWS, read_take: Callable[[int, int], Awaitable[Any]] | None = None,
+    solo: int = 0,
 ) -> AsyncIterator[Any]:
     """``read(members)`` of every unit, results in plan order; with ``group_rows``, runs of
     consecutive units of at most ``unit_rows`` rows each are handed over together, up to
@@ -230,7 +249,8 @@ async def _pipeline(
     filter once, unfiltered ones decode a group's columns once).  Work runs ahead
     while fewer than ``readahead`` groups are in flight, or while their estimated bytes stay
     under the ``scan_readahead_bytes`` knob (at most ``scan_units_in_flight``): many small fragments are read
-    and opened concurrently, a few big units bound memory.  Fragment readers come from the
+    and opened concurrently, a few big units bound memory.  The first ``solo`` units are read
+    alone (the ramp of :func:`.scan_plan.ramp_first_unit`).  Fragment readers come from the
     version index (made on first use, kept with the version: their opened files and layouts
     serve later scans).  Take units (see :class:`~.scan_plan.ScanPlan`) go to ``read_take(a,
     b)`` (a range of the indices' candidate rows), consecutive ones together up to
@@ -261,7 +281,7 @@ async def _pipeline(
             members = [(index.reader(pos[nxt]), lo[nxt], hi[nxt])]
             size, rows = est[nxt], hi[nxt] - lo[nxt]
             nxt += 1
-            if group_rows and rows <= unit_rows:
+            if group_rows and rows <= unit_rows and nxt > solo:
                 while (nxt < n and (take is None or not take[nxt]) and hi[nxt] - lo[nxt] <= unit_rows
                        and rows + hi[nxt] - lo[nxt] <= group_rows
                        and size + est[nxt] <= GROUP_BYTES):
@@ -288,14 +308,16 @@ async def _pipeline(
             await asyncio.gather(*(f for f, _ in pending), return_exceptions=True)
 
 
-async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBatch]:
-    """Output batches in scan order with offset and limit applied; batches hold at most
-    ``spec.batch_size`` rows and may span fragments (small units are gathered into one batch)."""
+async def scan(ctx: DatasetContext, spec: ScanSpec, *, ramp: bool = True) -> AsyncIterator[pa.RecordBatch]:
+    """Output batches in scan order with offset and limit applied; batches hold exactly
+    ``spec.batch_size`` rows but the last and may span fragments.  ``ramp``: the first unit is
+    read in growing pieces (the first batch sooner; off for scans consumed whole)."""
     remaining = spec.limit
     if remaining is not None and remaining <= 0:
         return
     keep_scan_buffers()  # (once per process: freed scan buffers reused, see .heap)
     index, plan, to_skip = await _plan(ctx, spec)
+    plan, solo = ramp_first_unit(plan, spec.batch_size) if ramp else (plan, 0)
     limit = asyncio.Semaphore(settings().scan_units_in_flight)
 
     async def read(members: list[tuple[FragmentReader, int, int]]) -> Any:
@@ -319,9 +341,10 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
             not len(plan.hi) or int(plan.hi[-1]) - int(plan.lo[0]) <= TAKE_GROUP_ROWS):
         pipeline = _one(read_take(int(plan.lo[0]), int(plan.hi[-1])) if len(plan.hi) else None)
     elif spec.filter is not None:
-        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, EVAL_GROUP_ROWS, read_take=read_take)
+        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, EVAL_GROUP_ROWS, read_take=read_take,
+                             solo=solo)
     else:
-        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS)
+        pipeline = _pipeline(index, plan, max(1, spec.readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS, solo=solo)
     batches = _rebatch(pipeline, spec.batch_size)
     try:
         async for piece in batches:
@@ -350,60 +373,55 @@ async def _one(work: Awaitable[Any] | None) -> AsyncIterator[Any]:
 async def _rebatch(
     results: AsyncIterator[pa.Table | list[pa.Table] | None], size: int
 ) -> AsyncIterator[pa.RecordBatch]:
-    """Batches of at most ``size`` rows: a unit of at least ``size`` rows is cut zero-copy (at
-    ``size`` and at its chunk edges); smaller units are gathered until ``size`` rows (one copy
-    of those rows), so a scan of many small fragments yields full batches.  ``results`` are
-    tables, lists of tables (one per unit) or None."""
-    buf: list[pa.Table] = []
-    buf_rows = 0
+    """Batches of exactly ``size`` rows, the last one excepted, as the reference yields them:
+    each unit's rows are cut zero-copy at multiples of ``size`` from where the previous batch
+    ended; a batch spanning units (or chunk edges inside a unit) copies its rows once.
+    ``results`` are tables, lists of tables (one per unit) or None."""
+    pending: pa.Table | None = None  # fewer than ``size`` rows waiting for the next unit
     try:
         async for result in results:
             for table in result if isinstance(result, list) else (result,):
                 if table is None or table.num_rows == 0:
                     continue
-                if table.num_rows >= size:
-                    if buf:
-                        for b in _gather(buf, size):
-                            yield b
-                        buf, buf_rows = [], 0
-                    for b in _split(table, size):
-                        yield b
-                    continue
-                buf.append(table)
-                buf_rows += table.num_rows
-                if buf_rows >= size:
-                    whole = _concat(buf)
-                    full = (buf_rows // size) * size
-                    for b in _split(whole.slice(0, full), size):
-                        yield b
-                    buf = [whole.slice(full)] if full < buf_rows else []
-                    buf_rows -= full
-        if buf:
-            for b in _gather(buf, size):
-                yield b
+                if pending is not None:
+                    table = _join(pending, table)
+                    pending = None
+                n = table.num_rows
+                full = n - n % size
+                for start in range(0, full, size):
+                    yield _one_batch(table.slice(start, size))
+                if full < n:
+                    pending = table.slice(full)
+        if pending is not None:
+            yield _one_batch(pending)
     finally:
         await results.aclose()  # type: ignore[attr-defined]
 
 
-def _concat(tables: list[pa.Table]) -> pa.Table:
-    """One table with one chunk per column (zero-column tables keep their row count)."""
-    if tables[0].num_columns == 0:
-        n = sum(t.num_rows for t in tables)
-        return pa.Table.from_batches([_no_column_batch(n, tables[0].schema)])
-    return pa.concat_tables(tables).combine_chunks()
+def _join(a: pa.Table, b: pa.Table) -> pa.Table:
+    """``a`` then ``b``, zero-copy (chunked); zero-column tables keep their row count."""
+    if a.num_columns == 0:
+        return pa.Table.from_batches([_no_column_batch(a.num_rows + b.num_rows, a.schema)])
+    return pa.concat_tables([a, b])
 
 
-def _gather(tables: list[pa.Table], size: int) -> Iterator[pa.RecordBatch]:
-    return _split(_concat(tables), size)
-
-
-def _split(table: pa.Table, size: int) -> Iterator[pa.RecordBatch]:
-    """Batches of at most ``size`` rows, zero-copy (cut at ``size`` and at chunk boundaries)."""
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    """``table`` as one record batch: zero-copy for every column whose rows lie in one chunk
+    (a slice keeps empty chunks at its edges), the others' rows copied once."""
     if table.num_columns == 0:
-        for start in range(0, table.num_rows, size):
-            yield _no_column_batch(min(size, table.num_rows - start), table.schema)
-        return
-    yield from table.to_batches(max_chunksize=size)
+        return _no_column_batch(table.num_rows, table.schema)
+    if all(c.num_chunks == 1 for c in table.columns):
+        return table.to_batches()[0]
+    cols = []
+    for col in table.columns:
+        chunks = col.chunks if col.num_chunks == 1 else [c for c in col.chunks if len(c)]
+        if len(chunks) == 1:
+            cols.append(chunks[0])
+        elif not chunks:
+            cols.append(pa.array([], col.type) if col.num_chunks == 0 else col.chunk(0))
+        else:
+            cols.append(pa.concat_arrays(chunks))
+    return pa.RecordBatch.from_arrays(cols, schema=table.schema)
 
 
 async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", readahead: int | None = None) -> int:

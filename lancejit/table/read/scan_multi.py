@@ -107,7 +107,7 @@ async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequ
         if df is None:
             per[key] = None
         else:
-            todo.append((i, per, df))
+            todo.append((i, per, df, frag))
     if not todo:
         return out
     # the collector policy of batched opens, shared with the take (datafile.collector_paused)
@@ -118,18 +118,22 @@ async def _file_scans(ctx: DatasetContext, tops: Sequence[TopField], frags: Sequ
 
 async def _open_scans(ctx: DatasetContext, tops: Sequence[TopField], key: tuple[str, ...], types: tuple,
                       todo: list, out: list) -> None:
-    """Open ``todo``'s data files (``(index in out, per-fragment cache, data file)``) and put
-    each one's ``FileScan`` (or None) in ``out`` and in its fragment's cache."""
+    """Open ``todo``'s data files (``(index in out, per-fragment cache, data file, fragment
+    reader)``) and put each one's ``FileScan`` (or None) in ``out`` and in its fragment's cache;
+    a data file holding fewer rows than its fragment records is refused as the per-fragment
+    read refuses it."""
     from lancejit.core.errors import LanceJitError
 
     from ..meta.context import with_context
     from .datafile import open_data_files
 
-    handles = await open_data_files(ctx, [df for _, _, df in todo])
+    handles = await open_data_files(ctx, [df for _, _, df, _ in todo])
+    for (_, _, df, frag), handle in zip(todo, handles):
+        frag.check_file_rows(df, handle.num_rows)
     names = [handle._columns(tops) for handle in handles]
     if len(todo) > 1:
         await _take_tables([(h, u) for h, (n, u) in zip(handles, names) if len(n) == len(u)])
-    for (i, per, df), handle, (names_i, unique) in zip(todo, handles, names):
+    for (i, per, df, _), handle, (names_i, unique) in zip(todo, handles, names):
         got = None
         if len(unique) == len(names_i):
             try:

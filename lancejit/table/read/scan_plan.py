@@ -90,7 +90,7 @@ def bytes_per_row(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
 _FILE_BYTES: dict[str, np.ndarray] = {}  # per version (dataset uri | manifest path)
 
 
-def _file_bytes(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
+def fragment_bytes(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
     """Encoded bytes of each fragment's data files (manifest sizes; cached per version)."""
     key = f"{ctx.uri}|{ctx.manifest_path}"
     got = _FILE_BYTES.get(key)
@@ -106,28 +106,35 @@ def _file_bytes(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
 
 
 def plan_units(ctx: "DatasetContext", index: "DatasetIndex", positions: np.ndarray, batch_size: int,
-               target_bytes: int, max_rows: int, pruner: Pruner | None = None) -> ScanPlan:
+               target_bytes: int, max_rows: int, pruner: Pruner | None = None,
+               bounds: tuple[np.ndarray, np.ndarray] | None = None) -> ScanPlan:
     """Units of the fragments at index ``positions`` (in that order), vectorized: one unit per
     fragment (per kept range with a ``pruner``) unless it holds more than ``target_bytes`` or
-    ``max_rows`` rows.  Rows a pruner drops are counted in ``ctx.stats``."""
+    ``max_rows`` rows.  ``bounds``: per position, the physical rows ``[lo, hi)`` to read
+    (default: all).  Rows a pruner drops are counted in ``ctx.stats``."""
     positions = np.asarray(positions, dtype=np.int64)
     rows = index.physical_rows[positions]
-    fbytes = _file_bytes(ctx, index)[positions]
+    fbytes = fragment_bytes(ctx, index)[positions]
     bpr = np.where(rows > 0, fbytes / np.maximum(rows, 1), 0.0)
     by_bytes = np.where(bpr > 0, target_bytes / np.maximum(bpr, 1e-9), max_rows)
     step = np.clip(np.maximum(batch_size, by_bytes), 1, max_rows).astype(np.int64)
-    lo, hi, owner = np.zeros(len(positions), dtype=np.int64), rows.astype(np.int64), np.arange(len(positions))
+    if bounds is None:
+        lo, hi = np.zeros(len(positions), dtype=np.int64), rows.astype(np.int64)
+    else:
+        lo, hi = np.asarray(bounds[0], dtype=np.int64), np.asarray(bounds[1], dtype=np.int64)
+    owner = np.arange(len(positions))
     if pruner is not None and len(positions):
         ids = index.fragment_ids[positions]
         hit = np.flatnonzero(np.isin(ids, pruner.fragment_ids()))
         if len(hit):
-            lo, hi, owner = _pruned_ranges(ctx, pruner, ids, rows, hit)
+            lo, hi, owner = _pruned_ranges(ctx, pruner, ids, lo, hi, hit)
     return _split(positions[owner], lo, hi, step[owner], bpr[owner])
 
 
-def _pruned_ranges(ctx: "DatasetContext", pruner: Pruner, ids: np.ndarray, rows: np.ndarray,
+def _pruned_ranges(ctx: "DatasetContext", pruner: Pruner, ids: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                    hit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row ranges to read, in order: whole fragments, and the kept ranges of those at ``hit``."""
+    """Row ranges to read, in order: each position's ``[lo, hi)``, and the kept ranges of it
+    for those at ``hit``."""
     parts: list[np.ndarray] = []
     owners: list[np.ndarray] = []
     prev = 0
@@ -135,10 +142,10 @@ def _pruned_ranges(ctx: "DatasetContext", pruner: Pruner, ids: np.ndarray, rows:
     for i in hit.tolist():
         if i > prev:
             whole = np.arange(prev, i)
-            parts.append(np.stack([np.zeros(len(whole), dtype=np.int64), rows[whole]], axis=1))
+            parts.append(np.stack([lo[whole], hi[whole]], axis=1))
             owners.append(whole)
-        got = pruner.kept(int(ids[i]), 0, int(rows[i]))
-        kept = np.array([[0, rows[i]]], dtype=np.int64) if got is None else got[0].reshape(-1, 2)
+        got = pruner.kept(int(ids[i]), int(lo[i]), int(hi[i]))
+        kept = np.array([[lo[i], hi[i]]], dtype=np.int64) if got is None else got[0].reshape(-1, 2)
         if got is not None:
             pages, dropped = pages + got[1], dropped + got[2]
         parts.append(kept.astype(np.int64))
@@ -146,12 +153,36 @@ def _pruned_ranges(ctx: "DatasetContext", pruner: Pruner, ids: np.ndarray, rows:
         prev = i + 1
     if prev < len(ids):
         whole = np.arange(prev, len(ids))
-        parts.append(np.stack([np.zeros(len(whole), dtype=np.int64), rows[whole]], axis=1))
+        parts.append(np.stack([lo[whole], hi[whole]], axis=1))
         owners.append(whole)
     if dropped:
         ctx.stats.record_pruned(pages, dropped)
     ranges = np.concatenate(parts)
     return ranges[:, 0], ranges[:, 1], np.concatenate(owners).astype(np.int64)
+
+
+def ramp_first_unit(plan: ScanPlan, first_rows: int) -> tuple[ScanPlan, int]:
+    """``plan`` with its first unit cut into units of ``first_rows``, twice that, four times...
+    (the first rows of a scan come back after a small read), and how many units the cut made
+    (0: the first unit was small enough)."""
+    if len(plan) == 0 or first_rows <= 0 or plan.indexed is not None:  # (take units stay whole)
+        return plan, 0
+    lo0, hi0 = int(plan.lo[0]), int(plan.hi[0])
+    if hi0 - lo0 <= 2 * first_rows:
+        return plan, 0
+    bounds, at, step = [lo0], lo0, first_rows
+    while at + step < hi0:
+        at += step
+        bounds.append(at)
+        step *= 2
+    bounds.append(hi0)
+    k = len(bounds) - 1
+    lo = np.array(bounds[:-1], dtype=np.int64)
+    hi = np.array(bounds[1:], dtype=np.int64)
+    est = (int(plan.est_bytes[0]) * (hi - lo) // max(1, hi0 - lo0)).astype(np.int64)
+    return ScanPlan(np.concatenate([np.full(k, plan.pos[0], dtype=np.int64), plan.pos[1:]]),
+                    np.concatenate([lo, plan.lo[1:]]), np.concatenate([hi, plan.hi[1:]]),
+                    np.concatenate([est, plan.est_bytes[1:]])), k
 
 
 def _split(pos: np.ndarray, lo: np.ndarray, hi: np.ndarray, step: np.ndarray, bpr: np.ndarray) -> ScanPlan:

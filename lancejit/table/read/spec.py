@@ -52,6 +52,10 @@ class ScanSpec:
     batch_size: int = field(default_factory=lambda: settings().batch_size)
     readahead: int = field(default_factory=lambda: settings().scan_readahead)
     fragment_ids: tuple[int, ...] | None = None
+    #: Physical row ranges to read instead of whole fragments, in scan order: ``(fragment id,
+    #: lo, hi)``, half-open, clipped to the fragment (ids not in the version are skipped);
+    #: ``fragment_ids`` is ignored when set.
+    fragment_ranges: tuple[tuple[int, int, int], ...] | None = None
     outputs: tuple[OutColumn, ...] | None = None
     #: Most rows per unit (None: the scan's own bound); a scan reading whole fragments for a
     #: rewrite raises it, so each fragment's columns are read together.

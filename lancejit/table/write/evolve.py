@@ -58,7 +58,8 @@ def _groups(frags: list[table_pb2.DataFragment], rows: int) -> list[list[table_p
     return out
 
 
-def _next_field_id(manifest: table_pb2.Manifest) -> int:
+def next_field_id(manifest: table_pb2.Manifest) -> int:
+    """The id a new field gets: after the largest id the schema or any data file uses."""
     top = max((f.id for f in manifest.fields), default=-1)
     for frag in manifest.fragments:
         for df in frag.files:
@@ -189,7 +190,7 @@ async def add_columns_async(
         clash = [f.name for f in schema if f.name in ds_schema.names]
         if clash:
             raise InvalidInputError(f"dataset {ds.uri} already has columns {clash}")
-        counter = [_next_field_id(m)]
+        counter = [next_field_id(m)]
         new_fields = tuple(LanceField.from_arrow(f, next_id=counter) for f in schema)
 
     def new_writer() -> FragmentFileWriter:

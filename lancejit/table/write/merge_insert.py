@@ -49,6 +49,7 @@ from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_b
 from .on_version import commit_result, loaded_manifest, open_data_files_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..commit import LoadedManifest
     from ..read.dataset_reader import DatasetReader
 
 _S, _T = "__lancejit_src", "__lancejit_tgt"
@@ -166,7 +167,7 @@ def _same_family(a: pa.DataType, b: pa.DataType) -> bool:
     return any(all(any(f(t) for f in fam) for t in (a, b)) for fam in (strings, binaries))
 
 
-def _full_rows(src: pa.Table, rows: np.ndarray, base: pa.Table | None, schema: pa.Schema) -> pa.Table:
+def full_rows(src: pa.Table, rows: np.ndarray, base: pa.Table | None, schema: pa.Schema) -> pa.Table:
     """Source ``rows`` with every column of ``schema``: columns the source lacks come from
     ``base`` (the target rows being replaced) or are null (inserts)."""
     cols = []
@@ -205,12 +206,30 @@ def _row_ids(tgt: pa.Table) -> np.ndarray:
     return tgt.column(ROWID if ROWID in tgt.column_names else ROWADDR).to_numpy()
 
 
-def _ambiguous(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbiguousError:
+def ambiguous_error(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbiguousError:
     shown = ", ".join(f"{k} = {src.column(k)[row].as_py()!r}" for k in keys)
     return MergeInsertAmbiguousError(
         f"Ambiguous merge inserts are prohibited: multiple source rows match the same target row on "
         f"({shown}); ensure each target row is matched by at most one source row"
     )
+
+
+async def commit_upsert_async(ds: "DatasetReader", manifest: Any, new_fragments: Sequence[Any],
+                              removed_addrs: np.ndarray, *, loaded: LoadedManifest | None = None) -> int:
+    """Commit a merge insert of ``ds`` (its version's ``manifest``): rows at ``removed_addrs``
+    (updated or deleted; uint64 row addresses) deleted (deletion files written here), the
+    ``new_fragments`` (updated rows, then inserted ones) added -- ONE ``Update`` (``REWRITE_ROWS``),
+    the reference's transaction.  Concurrent deletions in the same fragments are merged by the
+    committer; :class:`RetryableCommitError` when the operation must be redone."""
+    lschema = LanceSchema.from_pb(manifest.fields, dict(manifest.schema_metadata))
+    groups = _group_addresses(np.asarray(removed_addrs, dtype=np.uint64))
+    updated, removed = await _delete_offsets(ds, manifest, groups)
+    op = Update(
+        removed_fragment_ids=removed, updated_fragments=updated, new_fragments=tuple(new_fragments),
+        fields_modified=(), update_mode=REWRITE_ROWS,
+        fields_for_preserving_frag_bitmap=tuple(f.id for f in lschema.fields),
+    )
+    return (await commit_result(ds, op, loaded=loaded, affected_rows=groups)).version
 
 
 class MergeInsertBuilder:
@@ -303,7 +322,7 @@ class MergeInsertBuilder:
         if len(t) > 1:
             dup = np.flatnonzero(t[1:] == t[:-1])
             if len(dup):
-                raise _ambiguous(src, int(s[dup[0] + 1]), self._keys)
+                raise ambiguous_error(src, int(s[dup[0] + 1]), self._keys)
         return s, t
 
     async def _by_source_deletes(self, ds: "DatasetReader", tgt: pa.Table, matched_t: np.ndarray) -> np.ndarray:
@@ -350,9 +369,9 @@ class MergeInsertBuilder:
                 base = None
                 if src.num_columns < len(file_schema):
                     base = await ds.take_rows_async(_row_ids(tgt)[upd_t], columns=file_schema.names)
-                out.append(_full_rows(src, upd_s, base, file_schema))
+                out.append(full_rows(src, upd_s, base, file_schema))
             if len(ins):
-                out.append(_full_rows(src, ins, None, file_schema))
+                out.append(full_rows(src, ins, None, file_schema))
             for part in out:
                 for batch in part.cast(file_schema).to_batches():
                     if batch.num_rows:
@@ -364,14 +383,7 @@ class MergeInsertBuilder:
                 row_ids = encode_row_id_sequence(ids) if ids is not None and len(ids) else None
                 new_frags.append(new_fragment([writer.data_file(wf)], wf.rows, row_ids=row_ids))
                 start += wf.rows
-            groups = _group_addresses(removed_addrs)
-            updated, removed = await _delete_offsets(ds, m, groups)
-            op = Update(
-                removed_fragment_ids=removed, updated_fragments=updated, new_fragments=tuple(new_frags),
-                fields_modified=(), update_mode=REWRITE_ROWS,
-                fields_for_preserving_frag_bitmap=tuple(f.id for f in lschema.fields),
-            )
-            await commit_result(ds, op, loaded=lm, affected_rows=groups)
+            await commit_upsert_async(ds, m, new_frags, removed_addrs, loaded=lm)
         except BaseException:
             await writer.cleanup()
             raise
@@ -379,4 +391,4 @@ class MergeInsertBuilder:
                 "num_deleted_rows": int(len(dels))}
 
 
-__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "source_table"]
+__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "ambiguous_error", "commit_upsert_async", "full_rows", "source_table"]
