@@ -84,7 +84,7 @@ def with_takes(plan: ScanPlan, indexed: Any, positions: np.ndarray, bytes_per_ro
 def bytes_per_row(ctx: "DatasetContext", index: "DatasetIndex") -> np.ndarray:
     """Estimated encoded bytes per physical row of each fragment (by version-index position)."""
     rows = index.physical_rows
-    return np.where(rows > 0, _file_bytes(ctx, index) / np.maximum(rows, 1), 0.0)
+    return np.where(rows > 0, fragment_bytes(ctx, index) / np.maximum(rows, 1), 0.0)
 
 
 _FILE_BYTES: dict[str, np.ndarray] = {}  # per version (dataset uri | manifest path)
