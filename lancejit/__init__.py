@@ -44,14 +44,31 @@ _LAZY = {
 
 #: Lazily imported optional API (later layers: ``lancejit.dataset(...)`` etc.), exported when present.
 _OPTIONAL = {
-    "dataset": "lancejit.table",
     "write_dataset": "lancejit.table",
     "LanceDataset": "lancejit.table",
     "LanceFileWriter": "lancejit.file.writer",
+    "LanceOperation": "lancejit.table.operation",
+    "Transaction": "lancejit.table.operation",
+    "LanceFragment": "lancejit.table.fragment",
+    "FragmentMetadata": "lancejit.table.meta.fragment_meta",
+    "LanceScanner": "lancejit.dataset",
+    "MergeInsertBuilder": "lancejit.dataset",
+    "DataStatistics": "lancejit.dataset",
+    "FieldStatistics": "lancejit.dataset",
+    "CleanupStats": "lancejit.dataset",
+    "json_to_schema": "lancejit.core.schema_json",
+    "schema_to_json": "lancejit.core.schema_json",
 }
+
+#: Submodules named like the reference's (``lancejit.dataset`` is also callable: it opens a dataset).
+_MODULES = {"dataset": "lancejit.dataset", "fragment": "lancejit.fragment"}
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        module = importlib.import_module(_MODULES[name])
+        globals()[name] = module
+        return module
     module_name = _LAZY.get(name) or _OPTIONAL.get(name)
     if module_name is None:
         raise AttributeError(f"module 'lancejit' has no attribute {name!r}")

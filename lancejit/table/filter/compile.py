@@ -34,6 +34,7 @@ from .evaluate import (
 )
 from .columns import resolve_column as _resolve
 from .fast import FastNode, fast_positions, plan_fast
+from .functions import compile_function
 from .floats import float_key, key_set, literal_key
 from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
 
@@ -278,6 +279,9 @@ class _Compiler:
             return negate(self.visit(node.this))
         if isinstance(node, exp.Neg):
             return pc.negate(v(node.this))
+        func = compile_function(self, node)
+        if func is not None:
+            return func
         op = _COMPARE_NODES.get(type(node))
         if op is not None:
             return self.compare(op, node.this, node.expression)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -310,7 +310,7 @@ async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tupl
         if failed:
             raise failed[0]
         groups = await _reserve_ids(ds, [r.group for r in done])
-        await commit(c.store, c.root, Rewrite(tuple(groups)), ds.version)
+        version = await commit(c.store, c.root, Rewrite(tuple(groups)), ds.version)
     except BaseException:
         for r in done:
             await _delete_written(r.writer)
@@ -318,7 +318,7 @@ async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tupl
     total = CompactionMetrics()
     for r in done:
         total = total + r.metrics
-    return total, ds.version
+    return total, version
 
 
 async def _delete_written(writer: FragmentFileWriter) -> None:
@@ -330,14 +330,18 @@ async def _delete_written(writer: FragmentFileWriter) -> None:
 
 
 async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
-                              max_retries: int = DEFAULT_MAX_RETRIES) -> CompactionMetrics:
+                              max_retries: int = DEFAULT_MAX_RETRIES,
+                              on_commit: Callable[[int], Awaitable[None]] | None = None) -> CompactionMetrics:
     """Compact ``ds`` (re-planned on the latest version when a concurrent commit touched the
-    same fragments); returns the metrics (all zero and no commit when nothing needed it)."""
+    same fragments); returns the metrics (all zero and no commit when nothing needed it).
+    ``on_commit`` is given the version committed."""
     options = options.validated()
-    current = ds
+    current = ds.snapshot()
     for attempt in range(max_retries + 1):
         try:
-            metrics, _ = await _compact_once(current, options)
+            metrics, version = await _compact_once(current, options)
+            if version is not None and on_commit is not None:
+                await on_commit(version)
             return metrics
         except RetryableCommitError:
             if attempt >= max_retries:
@@ -349,12 +353,13 @@ async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
 class DatasetOptimizer:
     """``ds.optimize``: table maintenance with the reference's API shape."""
 
-    def __init__(self, ds: "DatasetReader") -> None:
+    def __init__(self, ds: "DatasetReader", on_commit: Callable[[int], Awaitable[None]] | None = None) -> None:
         self._ds = ds
+        self._on_commit = on_commit
 
     async def compact_files_async(self, **kwargs: Any) -> CompactionMetrics:
         max_retries = kwargs.pop("max_retries", DEFAULT_MAX_RETRIES)
-        return await compact_files_async(self._ds, CompactionOptions(**kwargs), max_retries)
+        return await compact_files_async(self._ds, CompactionOptions(**kwargs), max_retries, self._on_commit)
 
     def compact_files(
         self,
@@ -392,7 +397,7 @@ class DatasetOptimizer:
             num_threads, batch_size,
             tuple(int(i) for i in excluded_fragment_ids) if excluded_fragment_ids is not None else (),
         )
-        return run_sync(compact_files_async(self._ds, opts, max_retries))
+        return run_sync(compact_files_async(self._ds, opts, max_retries, self._on_commit))
 
 
 __all__ = ["CompactionMetrics", "CompactionOptions", "DatasetOptimizer", "compact_files_async", "plan_bins"]

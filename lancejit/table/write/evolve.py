@@ -15,6 +15,7 @@ field ids continue after the largest id the schema or any data file uses.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -29,6 +30,7 @@ from ..commit import Merge, Project, commit, load_manifest
 from ..filter.compile import compile_filter
 from ..read.fragment import ROWADDR
 from .data_files import FragmentFileWriter, normalize_storage_version
+from .sources import from_pandas, is_pandas, is_polars
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -98,8 +100,52 @@ async def add_columns_async(
     ds: "DatasetReader",
     transforms: Any,
     read_columns: Sequence[str] | None = None,
+    *,
+    reader_schema: pa.Schema | None = None,
 ) -> "DatasetReader":
     """Add columns to every fragment (see the module docstring); returns the new version."""
+    staged = await stage_columns_async(ds, transforms, read_columns, reader_schema=reader_schema)
+    c = ds.context
+    try:
+        version = await commit(c.store, c.root, staged.operation(), ds.version)
+    except BaseException:
+        await staged.cleanup()
+        raise
+    return await ds.checkout_version_async(version)
+
+
+@dataclass
+class StagedColumns:
+    """New columns written for some fragments and not committed yet: the fragments with their
+    new data files, and the schema after the merge (the reference's ``merge_columns`` result)."""
+
+    fragments: tuple[table_pb2.DataFragment, ...]
+    schema: LanceSchema
+    new_schema: pa.Schema
+    writer: FragmentFileWriter | None
+    written: list
+
+    def operation(self) -> Merge:
+        fields, meta = self.schema.to_pb(), dict(self.schema.metadata)
+        return Merge(self.fragments, tuple(fields), meta,
+                     preserves_nullability=all(f.nullable for f in self.new_schema))
+
+    async def cleanup(self) -> None:
+        if self.writer is not None:
+            self.writer.files.extend(self.written)
+            await self.writer.cleanup()
+
+
+async def stage_columns_async(
+    ds: "DatasetReader",
+    transforms: Any,
+    read_columns: Sequence[str] | None = None,
+    *,
+    reader_schema: pa.Schema | None = None,
+    fragment_ids: Sequence[int] | None = None,
+) -> StagedColumns:
+    """Write the new columns of every fragment (of ``fragment_ids`` when given) without
+    committing them (see the module docstring)."""
     c = ds.context
     lm = await load_manifest(c.store, c.root, ds.version)
     m = lm.manifest
@@ -144,9 +190,11 @@ async def add_columns_async(
 
             read_columns = cols
             new_schema = None
-        elif isinstance(transforms, (pa.Table, pa.RecordBatchReader)):
-            source = _AlignedSource(transforms)
-            new_schema = transforms.schema
+        elif isinstance(transforms, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) or is_pandas(transforms) \
+                or is_polars(transforms) or hasattr(transforms, "__arrow_c_stream__"):
+            data = aligned_data(transforms, reader_schema)
+            source = _AlignedSource(data)
+            new_schema = data.schema
         else:
             raise InvalidInputError(f"unsupported add_columns transforms {type(transforms).__name__}")
 
@@ -171,10 +219,11 @@ async def add_columns_async(
     try:
         if new_schema is not None:
             writer = start(new_schema)
+        selected = [f for f in m.fragments if fragment_ids is None or f.id in set(fragment_ids)]
         if null_only:
-            fragments = list(m.fragments)
+            fragments = selected
         else:
-            for frag in m.fragments:
+            for frag in selected:
                 if source is not None:
                     live_t = await ds.to_table_async(columns=[], fragment_ids=[frag.id], with_row_address=True)
                     addrs = live_t.column(ROWADDR).to_numpy()
@@ -205,16 +254,29 @@ async def add_columns_async(
             if writer is None:  # a dataset without fragments: ask the function for its schema
                 new_schema = compute(ds_schema.empty_table().select(read_columns or [])).schema
                 writer = start(new_schema)
-        schema_pb = tuple(lschema.to_pb()) + tuple(p for f in new_fields for p in LanceSchema((f,)).to_pb())
-        op = Merge(tuple(fragments), schema_pb, dict(m.schema_metadata),
-                   preserves_nullability=all(f.nullable for f in new_schema))
-        version = await commit(c.store, c.root, op, ds.version)
+        merged = LanceSchema(tuple(lschema.fields) + tuple(new_fields), dict(m.schema_metadata))
     except BaseException:
         if writer is not None:
             writer.files.extend(written)
             await writer.cleanup()
         raise
-    return await ds.checkout_version_async(version)
+    return StagedColumns(tuple(fragments), merged, new_schema, writer, written)
+
+
+def aligned_data(data: Any, schema: pa.Schema | None = None) -> pa.Table | pa.RecordBatchReader:
+    """New columns given as data (a table, batch, reader, pandas / polars frame or Arrow stream)
+    as a table or reader (cast to ``schema`` when given)."""
+    if is_pandas(data):
+        data = from_pandas(data, schema)
+    elif is_polars(data):
+        data = data.to_arrow()
+    elif isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    elif not isinstance(data, (pa.Table, pa.RecordBatchReader)):
+        data = pa.RecordBatchReader.from_stream(data)
+    if schema is not None and not data.schema.equals(schema):
+        data = data.cast(schema)
+    return data
 
 
 def _drop_paths(lschema: LanceSchema, paths: list[list[str]]) -> LanceSchema:
@@ -309,4 +371,5 @@ def _quoted(path: str) -> str:
     return ".".join(f"`{p}`" for p in parse_field_path(path))
 
 
-__all__ = ["add_columns_async", "alter_columns_async", "drop_columns_async"]
+__all__ = ["StagedColumns", "add_columns_async", "aligned_data", "alter_columns_async", "drop_columns_async",
+           "stage_columns_async"]

@@ -87,6 +87,13 @@ class Tags:
     def get_version(self, name: str) -> int:
         return self[name].version
 
+    def list_ordered(self, order: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, tag)`` pairs by version: newest first (``order`` None or "desc") or oldest first ("asc")."""
+        if order not in (None, "asc", "desc"):
+            raise InvalidInputError(f"order must be 'asc' or 'desc', got {order!r}")
+        tags = sorted(run_sync(self.list_async()), key=lambda t: (t.version, t.name), reverse=order != "asc")
+        return [(t.name, t.to_dict()) for t in tags]
+
     def list(self) -> dict[str, dict[str, Any]]:
         return {t.name: t.to_dict() for t in run_sync(self.list_async())}
 

@@ -74,8 +74,9 @@ async def _delete_offsets(ds: "DatasetReader", lm_manifest: Any, groups: Mapping
 
 
 async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
-                       max_retries: int = DEFAULT_MAX_RETRIES) -> "DatasetReader":
-    """Delete the rows of ``ds`` matching ``predicate``; returns the new version."""
+                       max_retries: int = DEFAULT_MAX_RETRIES) -> tuple["DatasetReader", int]:
+    """Delete the rows of ``ds`` matching ``predicate``; returns the new version and the number
+    of rows deleted."""
     compile_filter(predicate, ds.schema)  # bad predicates fail before any write
     current = ds
     for attempt in range(max_retries + 1):
@@ -92,7 +93,7 @@ async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
                 raise
             current = await current.latest_async()
             continue
-        return await current.checkout_version_async(version)
+        return await current.checkout_version_async(version), t.num_rows
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -132,11 +133,12 @@ async def update_async(
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_retries: int = DEFAULT_MAX_RETRIES,
-) -> "DatasetReader":
+) -> tuple["DatasetReader", int]:
     """Set columns of the rows matching ``where`` (all rows when None).
 
     ``values`` maps top-level column names to a SQL expression string (``"x + 1"``, ``"'text'"``),
-    a ``pyarrow.compute.Expression`` or a Python value.  Returns the new version.
+    a ``pyarrow.compute.Expression`` or a Python value.  Returns the new version and the number
+    of rows updated.
     """
     if not values:
         raise InvalidInputError("update needs at least one column to set")
@@ -151,7 +153,8 @@ async def update_async(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: Any, max_rows_per_file: int) -> "DatasetReader":
+async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: Any,
+                       max_rows_per_file: int) -> tuple["DatasetReader", int]:
     c = ds.context
     lm = await load_manifest(c.store, c.root, ds.version)
     m = lm.manifest
@@ -197,7 +200,7 @@ async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: An
     except BaseException:
         await writer.cleanup()
         raise
-    return await ds.checkout_version_async(version)
+    return await ds.checkout_version_async(version), len(addrs)
 
 
 __all__ = ["delete_async", "update_async"]
