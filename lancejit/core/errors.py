@@ -37,9 +37,9 @@ class NotSupportedError(LanceJitError, NotImplementedError):
     """A valid input uses a feature lancejit does not implement (unknown flag, encoding...)."""
 
 
-class RowIndexError(LanceJitError, IndexError, OSError):
-    """A row index or row id is outside the file or dataset (also an ``OSError``, as the
-    reference raises it)."""
+class RowIndexError(LanceJitError, IndexError, OSError, ValueError):
+    """A row index or row id is outside the file or dataset (also an ``OSError`` and a
+    ``ValueError``: the reference raises the first for datasets, the second for files)."""
 
 
 class NegativeIndexError(RowIndexError, OverflowError):

@@ -86,12 +86,17 @@ async def commit_batch_async(uri: str, transactions: Sequence[Any], *, commit_lo
     return uri, version, merged
 
 
-async def drop_async(uri: str, storage_options: dict[str, str] | None = None) -> None:
-    """Delete every object under the dataset at ``uri``."""
+async def drop_async(uri: str, storage_options: dict[str, str] | None = None, ignore_not_found: bool = False) -> None:
+    """Delete every object under the dataset at ``uri`` (NotFoundError when there is no dataset,
+    unless ``ignore_not_found``)."""
+    from lancejit.core.errors import NotFoundError
+
     store, root = open_store(uri, storage_options)
     root = root.rstrip("/")
     objects = await store.list(root)
-    await store.delete_many([o.path if hasattr(o, "path") else o for o in objects])
+    if not objects and not ignore_not_found:
+        raise NotFoundError(f"dataset {uri} not found")
+    await store.delete_many([o.path for o in objects])
 
 
 __all__ = ["commit_async", "commit_batch_async", "drop_async", "transaction_from_internal"]

@@ -54,9 +54,29 @@ class Dataset(ArrowDatasetFace, DatasetReader):
     ``x_async`` method has a synchronous twin ``x``.
     """
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, uri: Any, version: int | str | None = None, block_size: int | None = None,
+                 index_cache_size: int | None = None, metadata_cache_size: int | None = None,
+                 commit_lock: Any = None, storage_options: dict[str, str] | None = None,
+                 serialized_manifest: bytes | None = None, default_scan_options: dict[str, Any] | None = None,
+                 metadata_cache_size_bytes: int | None = None, index_cache_size_bytes: int | None = None,
+                 read_params: dict[str, Any] | None = None, session: Any = None, namespace_client: Any = None,
+                 table_id: Any = None, namespace_client_managed_versioning: bool = False,
+                 base_store_params: Any = None) -> None:
+        """``Dataset(uri, version=None, ...)`` opens a dataset (the arguments of :func:`dataset`);
+        lancejit itself builds them from a checked-out version's context."""
+        from .meta.context import DatasetContext
+
+        if isinstance(uri, DatasetContext):
+            ctx = uri
+        else:
+            if serialized_manifest is not None:
+                raise NotSupportedError("opening from a serialized manifest is not supported by lancejit")
+            opened = dataset(uri, version, storage_options=storage_options, default_scan_options=default_scan_options,
+                             namespace_client=namespace_client, table_id=table_id,
+                             base_store_params=base_store_params)
+            ctx, default_scan_options = opened.context, opened._default_scan_options
         super().__init__(ctx)
-        self._default_scan_options: dict[str, Any] | None = None
+        self._default_scan_options: dict[str, Any] | None = default_scan_options
 
     def _adopt(self, new: DatasetReader) -> None:
         """Move this object to ``new``'s version (what a change committed)."""
@@ -362,14 +382,70 @@ class Dataset(ArrowDatasetFace, DatasetReader):
 
         self._adopt(await restore_async(self.snapshot(), version))
 
-    async def cleanup_old_versions_async(self, older_than: timedelta | None = None, *,
-                                         delete_unverified: bool = False,
-                                         error_if_tagged_old_versions: bool = True) -> Any:
-        """Remove versions older than ``older_than`` (default two weeks) and files only they use."""
+    async def cleanup_old_versions_async(self, older_than: timedelta | None = None,
+                                         retain_versions: int | None = None, *, delete_unverified: bool = False,
+                                         error_if_tagged_old_versions: bool = True,
+                                         delete_rate_limit: int | None = None, versions: Sequence[int] | None = None,
+                                         delete_concurrency: int | None = None) -> Any:
+        """Remove versions older than ``older_than`` (default two weeks) and files only they use.
+        (``delete_rate_limit`` / ``delete_concurrency`` are accepted; lancejit deletes in its
+        own batches.)"""
         from .write.maintenance import cleanup_old_versions_async
 
+        if retain_versions is not None or versions is not None:
+            raise NotSupportedError("cleanup by retained count or version list is not supported by lancejit")
         return await cleanup_old_versions_async(self.snapshot(), older_than, delete_unverified=delete_unverified,
                                                 error_if_tagged_old_versions=error_if_tagged_old_versions)
+
+    async def merge_async(self, data_obj: Any, left_on: str, right_on: str | None = None, schema: Any = None) -> None:
+        """Add the columns of ``data_obj`` (joined on ``left_on`` = ``right_on``; rows without a
+        match get nulls), and move to the new version."""
+        import pyarrow.compute as pc
+
+        from .write.sources import source_table
+
+        right = await source_table(data_obj, schema)
+        right_on = right_on or left_on
+        if right_on not in right.column_names:
+            raise InvalidChangeError(f"the data has no column {right_on!r} to join on")
+        left = await self.to_table_async(columns=[left_on])
+        keys = right.column(right_on)
+        if keys.type != left.column(left_on).type:
+            keys = keys.cast(left.column(left_on).type)
+        pos = pc.index_in(left.column(left_on), value_set=keys)
+        await self.add_columns_async(right.drop_columns([right_on]).take(pos))
+
+    def get_version(self) -> dict[str, Any]:
+        """This version: ``{"version", "timestamp", "metadata"}`` (from the loaded manifest)."""
+        from .meta.open import version_summary
+        from .meta.versions import timestamp_to_datetime
+
+        m = self._ctx.manifest
+        return {"version": m.version, "timestamp": timestamp_to_datetime(m.timestamp_ns),
+                "metadata": version_summary(m)}
+
+    async def version_refs_async(self) -> list[dict[str, int]]:
+        """``[{"version": n}]`` for every version (one listing, no manifest read)."""
+        from .meta.versions import list_manifests
+
+        c = self._ctx
+        return [{"version": loc.version} for loc in await list_manifests(c.store, c.root, c.stats)]
+
+    def slice(self, start: int, end: int, columns: Any = None) -> pa.Table:
+        """Rows ``[start, end)`` by position (an offset/limit scan)."""
+        if start < 0 or end < start:
+            raise InvalidInputError(f"slice needs 0 <= start <= end, got [{start}, {end})")
+        return self.to_table(columns=columns, offset=start, limit=end - start)
+
+    @property
+    def initial_storage_options(self) -> dict[str, str] | None:
+        return self._ctx.storage_options
+
+    def latest_storage_options(self) -> dict[str, str] | None:
+        return self._ctx.storage_options
+
+    def session(self) -> Any:
+        raise NotSupportedError("sessions are not supported by lancejit (each dataset keeps its own caches)")
 
     async def insert_async(self, data: Any, *, mode: str = "append", **kwargs: Any) -> None:
         """Append (or overwrite with ``mode="overwrite"``) ``data``, and move to the new version."""
@@ -499,12 +575,12 @@ class Dataset(ArrowDatasetFace, DatasetReader):
         return {"dataset": ds, "merged": merged}
 
     @staticmethod
-    def drop(base_uri: Any, storage_options: dict[str, str] | None = None) -> None:
+    def drop(base_uri: Any, storage_options: dict[str, str] | None = None, ignore_not_found: bool | None = None) -> None:
         """Delete the dataset at ``base_uri`` and every file under it."""
         from .commit_api import drop_async
 
         uri, storage_options = _uri_of(base_uri, storage_options)
-        run_sync(drop_async(uri, storage_options), store=store_hint(uri))
+        run_sync(drop_async(uri, storage_options, bool(ignore_not_found)), store=store_hint(uri))
 
     def __repr__(self) -> str:
         return f"lancejit.Dataset({self.uri!r}, version={self.version})"

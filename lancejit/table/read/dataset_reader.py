@@ -152,8 +152,8 @@ class Scanner(ArrowScannerFace):
                          f"outputs={p.schema.names}, order_by={[o.column_name for o in p.order_by]}")
         return "\n".join(lines)
 
-    def analyze_plan(self) -> str:
-        """:meth:`explain_plan` after running the scan, with its row count and I/O."""
+    def analyze_plan(self, count_rows: bool = False) -> str:
+        """:meth:`explain_plan` after running the scan, with its row count."""
         rows = self.count_rows()
         return self.explain_plan() + f"\n  output_rows={rows}"
 

@@ -174,8 +174,9 @@ def _ambiguous(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsertAmbig
 class MergeInsertBuilder:
     """Configure then :meth:`execute` a merge insert (see :mod:`lancejit.table.write.merge_insert`)."""
 
-    def __init__(self, ds: "DatasetReader", on: str | Sequence[str],
+    def __init__(self, dataset: "DatasetReader", on: str | Sequence[str],
                  on_commit: Callable[[int], Awaitable[None]] | None = None) -> None:
+        ds = dataset
         keys = [on] if isinstance(on, str) else list(on)
         if not keys or not all(isinstance(k, str) for k in keys):
             raise InvalidInputError("merge_insert needs one or more key column names")
@@ -223,14 +224,15 @@ class MergeInsertBuilder:
         self._delete, self._delete_expr = True, expr
         return self
 
-    def conflict_retries(self, retries: int) -> "MergeInsertBuilder":
+    def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
         """How many times to redo the operation when a concurrent commit conflicts."""
-        if retries < 0:
+        if max_retries < 0:
             raise InvalidInputError("conflict_retries must be >= 0")
-        self._retries = int(retries)
+        self._retries = int(max_retries)
         return self
 
-    async def execute_async(self, data: Any, *, schema: pa.Schema | None = None) -> dict[str, int]:
+    async def execute_async(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict[str, int]:
+        data = data_obj
         if not (self._update or self._insert or self._delete or self._delete_matched):
             raise InvalidInputError("The merge insert job is not configured to change the data in any way")
         src_all = await source_table(data, schema)
@@ -258,11 +260,11 @@ class MergeInsertBuilder:
             return stats
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def execute(self, data: Any, *, schema: pa.Schema | None = None) -> dict[str, int]:
-        """Run the merge insert on ``data``; returns the inserted / updated / deleted row counts."""
+    def execute(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict[str, int]:
+        """Run the merge insert on ``data_obj``; returns the inserted / updated / deleted row counts."""
         from lancejit.io.sync import run_sync
 
-        return run_sync(self.execute_async(data, schema=schema))
+        return run_sync(self.execute_async(data_obj, schema=schema))
 
     # ------------------------------------------------------------------------------ the work
     async def _matched_updates(self, ds: "DatasetReader", src: pa.Table, tgt: pa.Table,
