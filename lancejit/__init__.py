@@ -2,7 +2,7 @@
 
 Numba-compiled decoders fed by an asyncio I/O scheduler over local disk, memory, S3 and GCS.
 
-Public API (imported lazily, so ``import lancejit`` stays cheap and compiles nothing):
+Public API (``__all__``; imported lazily, so ``import lancejit`` stays cheap and compiles nothing):
 
 * :class:`LanceFileReader` / :class:`AsyncLanceFileReader`: read one ``.lance`` file.
 * :class:`SearchCache`: the LRU metadata/decoder-state cache (bounded in bytes).
@@ -15,38 +15,49 @@ Public API (imported lazily, so ``import lancejit`` stays cheap and compiles not
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancejit.core.errors import (
     AlreadyExistsError,
     CommitConflictError,
     CorruptFileError,
+    ExecutionError,
+    FilterSyntaxError,
+    InvalidChangeError,
     InvalidInputError,
+    InvalidTypeError,
     LanceJitError,
+    NegativeIndexError,
     NotFoundError,
     NotSupportedError,
     RetryableCommitError,
     RowIndexError,
     SchemaMismatchError,
     StoreError,
+    UnknownColumnError,
 )
+from lancejit.core.lazy import lazy_exports
 
-__version__ = "0.1.0"
+from lancejit.core.version import __version__
 
-#: Lazily imported public names: attribute -> module holding it.
+#: Public names imported on first use: name -> module holding it.
 _LAZY = {
+    # files
     "LanceFileReader": "lancejit.file.reader",
     "AsyncLanceFileReader": "lancejit.file.reader",
-    "SearchCache": "lancejit.file.cache",
-    "FileMetadata": "lancejit.file.container",
-    "warmup": "lancejit.warm",
-}
-
-#: Lazily imported optional API (later layers: ``lancejit.dataset(...)`` etc.), exported when present.
-_OPTIONAL = {
-    "write_dataset": "lancejit.table",
-    "LanceDataset": "lancejit.table",
     "LanceFileWriter": "lancejit.file.writer",
+    "AsyncLanceFileWriter": "lancejit.file.writer",
+    "FileMetadata": "lancejit.file.container",
+    "SearchCache": "lancejit.file.cache",
+    # datasets
+    "open_dataset_async": "lancejit.table.dataset",
+    "write_dataset": "lancejit.table.dataset",
+    "write_dataset_async": "lancejit.table.dataset",
+    "Dataset": "lancejit.table.dataset",
+    "LanceDataset": "lancejit.table",
+    "Scanner": "lancejit.table.read.dataset_reader",
+    "Tag": "lancejit.table.meta.versions",
+    # the reference's (pylance's) names
     "LanceOperation": "lancejit.table.operation",
     "Transaction": "lancejit.table.operation",
     "LanceFragment": "lancejit.table.fragment",
@@ -58,7 +69,12 @@ _OPTIONAL = {
     "CleanupStats": "lancejit.dataset",
     "json_to_schema": "lancejit.core.schema_json",
     "schema_to_json": "lancejit.core.schema_json",
+    # configuration (the module: ``lancejit.config.override(...)``) and set-up
+    "config": "lancejit.core",
+    "warmup": "lancejit.warm",
 }
+
+_lazy_getattr, _lazy_dir = lazy_exports(__name__, globals(), _LAZY)
 
 #: Submodules named like the reference's (``lancejit.dataset`` is also callable: it opens a dataset).
 _MODULES = {"dataset": "lancejit.dataset", "fragment": "lancejit.fragment"}
@@ -69,39 +85,74 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(_MODULES[name])
         globals()[name] = module
         return module
-    module_name = _LAZY.get(name) or _OPTIONAL.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'lancejit' has no attribute {name!r}")
-    try:
-        module = importlib.import_module(module_name)
-        value = getattr(module, name)
-    except (ModuleNotFoundError, AttributeError):
-        if name in _LAZY:
-            raise
-        raise AttributeError(f"module 'lancejit' has no attribute {name!r} (not available in this build)") from None
-    globals()[name] = value
-    return value
+    return _lazy_getattr(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(_lazy_dir()) | set(_MODULES))
 
+if TYPE_CHECKING:  # the lazily imported names, for type checkers and editors
+    from lancejit.core import config
+    from lancejit.file.cache import SearchCache
+    from lancejit.file.container import FileMetadata
+    from lancejit.file.reader import AsyncLanceFileReader, LanceFileReader
+    from lancejit.file.writer import AsyncLanceFileWriter, LanceFileWriter
+    from lancejit.table import LanceDataset
+    from lancejit import dataset, fragment
+    from lancejit.core.schema_json import json_to_schema, schema_to_json
+    from lancejit.dataset import CleanupStats, DataStatistics, FieldStatistics, LanceScanner, MergeInsertBuilder
+    from lancejit.table.dataset import Dataset, open_dataset_async, write_dataset, write_dataset_async
+    from lancejit.table.fragment import LanceFragment
+    from lancejit.table.meta.fragment_meta import FragmentMetadata
+    from lancejit.table.operation import LanceOperation, Transaction
+    from lancejit.table.meta.versions import Tag
+    from lancejit.table.read.dataset_reader import Scanner
+    from lancejit.warm import warmup
 
 __all__ = [
     "AlreadyExistsError",
     "AsyncLanceFileReader",
+    "AsyncLanceFileWriter",
+    "CleanupStats",
     "CommitConflictError",
     "CorruptFileError",
+    "DataStatistics",
+    "Dataset",
+    "ExecutionError",
+    "FieldStatistics",
     "FileMetadata",
+    "FilterSyntaxError",
+    "FragmentMetadata",
+    "InvalidChangeError",
     "InvalidInputError",
+    "InvalidTypeError",
+    "LanceDataset",
     "LanceFileReader",
+    "LanceFileWriter",
+    "LanceFragment",
     "LanceJitError",
+    "LanceOperation",
+    "LanceScanner",
+    "MergeInsertBuilder",
+    "NegativeIndexError",
     "NotFoundError",
     "NotSupportedError",
     "RetryableCommitError",
     "RowIndexError",
+    "Scanner",
     "SchemaMismatchError",
     "SearchCache",
     "StoreError",
+    "Tag",
+    "Transaction",
+    "UnknownColumnError",
+    "config",
+    "dataset",
+    "fragment",
+    "json_to_schema",
+    "open_dataset_async",
+    "schema_to_json",
     "warmup",
+    "write_dataset",
+    "write_dataset_async",
 ]

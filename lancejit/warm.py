@@ -56,11 +56,13 @@ class WarmupReport:
     seconds: float
 
 
+#: The directory of the ``lancejit`` package (this module lives at its top).
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 def kernel_modules() -> list[str]:
     """Names of the modules under ``lancejit/`` that define kernels with the lazy ``njit``."""
-    import lancejit
-
-    root = os.path.dirname(os.path.abspath(lancejit.__file__))
+    root = _PACKAGE_DIR
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(("__", ".")))
@@ -149,8 +151,10 @@ def _worker(index: int, count: int, out: TextIO) -> None:
     kernels = discover()
     for k in shares(kernels, count)[index] if index < len(shares(kernels, count)) else []:
         t0 = time.perf_counter()
+        c0 = time.process_time()
         compiled = compile_kernel(k)
-        out.write(json.dumps({"kernel": _name(k), "seconds": time.perf_counter() - t0, "compiled": compiled}) + "\n")
+        out.write(json.dumps({"kernel": _name(k), "seconds": time.perf_counter() - t0,
+                              "cpu_seconds": time.process_time() - c0, "compiled": compiled}) + "\n")
         out.flush()
 
 
@@ -211,9 +215,7 @@ def _background(requests: TextIO) -> None:
 
 
 def _byte_compile() -> None:
-    import lancejit
-
-    root = os.path.dirname(os.path.abspath(lancejit.__file__))
+    root = _PACKAGE_DIR
     try:
         compileall.compile_dir(root, quiet=2, workers=1)
     except OSError:  # a read-only installation: nothing to do
@@ -253,6 +255,7 @@ def warmup(*, byte_compile: bool = True, jobs: int | None = None,
             done.append(item)
             if progress is not None:
                 progress(f"[{len(done):3d}/{total}] {item['kernel']}: {item['seconds']:.1f} s"
+                         f" ({item.get('cpu_seconds', 0.0):.1f} s CPU)"
                          + (f", {item['compiled']} compiled" if item["compiled"] else ", cached"))
 
     if jobs <= 0:
@@ -262,8 +265,10 @@ def warmup(*, byte_compile: bool = True, jobs: int | None = None,
         for k in kernels:
             if k.specs:
                 t = time.perf_counter()
+                c0 = time.process_time()
                 c = compile_kernel(k)
-                record({"kernel": _name(k), "seconds": time.perf_counter() - t, "compiled": c})
+                record({"kernel": _name(k), "seconds": time.perf_counter() - t,
+                        "cpu_seconds": time.process_time() - c0, "compiled": c})
     else:
         n = min(jobs, max(1, len(shares(kernels, jobs))))
         env = dict(os.environ)

@@ -141,7 +141,7 @@ def bench_one(root: str, version: str, repeat: int) -> list[dict]:
 def bench_late_materialization(root: str, version: str) -> list[dict]:
     """Bytes read by lancejit for filtered scans with and without late materialization."""
     import lancejit.table as lt
-    import lancejit.table.read.scan as scan_module
+    from lancejit.core import config
 
     path = os.path.join(root, "one")
     out = []
@@ -149,16 +149,10 @@ def bench_late_materialization(root: str, version: str) -> list[dict]:
         row = {"filter": text}
         for late in (True, False):
             ours = lt.dataset(path)  # cold: opening costs counted in both
-            saved = getattr(scan_module, "LATE_MATERIALIZATION", None)
-            if saved is not None:
-                scan_module.LATE_MATERIALIZATION = late
-            try:
+            with config.override(late_materialization=late):
                 ours.io_stats()
                 ours.to_table(filter=text)
                 st = ours.io_stats()
-            finally:
-                if saved is not None:
-                    scan_module.LATE_MATERIALIZATION = saved
             row["late" if late else "early"] = {"read_iops": st.read_iops, "read_bytes": st.read_bytes}
             if saved is None:
                 row["early"] = None

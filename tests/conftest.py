@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-# Keep gcsfs on its plain HTTP client (see /work/shared/notes/stores.md) whoever imports it first.
+# Keep gcsfs on its plain HTTP client whoever imports it first.
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 # Kernel tests call kernels with types no caller uses: compile them here, as before, rather than
 # interpreting them while a background process compiles (tests/api/test_background_compile.py
@@ -108,6 +108,16 @@ def store_uri(request, tmp_path):
     """Alias of ``store_root`` (same indirect parametrization)."""
     kind = getattr(request, "param", "local")
     return _make_root(request, kind, tmp_path)
+
+
+@pytest.fixture
+def knobs():
+    """``knobs(name=value, ...)`` sets lancejit's configuration knobs (:mod:`lancejit.core.config`)
+    for the rest of the test, process-wide; they are back to their defaults afterwards."""
+    from lancejit.core import config as lj_config
+
+    yield lj_config.configure
+    lj_config.reset()
 
 
 def pytest_collection_modifyitems(config, items):

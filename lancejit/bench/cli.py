@@ -89,7 +89,7 @@ def cmd_bench_dataset(args: argparse.Namespace) -> int:
     model = _model(args, args.uri, options)
     total = total_operations(len(sizes), args.repeats, args.scan_repeats, not args.no_scan,
                              3 if args.compare else 1)
-    with progress(total, "bench dataset", not args.no_progress) as bar:
+    with progress(total, "bench dataset", not args.no_progress, unit="op") as bar:
         result = bench_dataset(
             args.uri, options, sizes=sizes, columns=columns, repeats=args.repeats,
             scan_repeats=args.scan_repeats, scan=not args.no_scan, compare=args.compare, model=model,

@@ -1,10 +1,14 @@
 """``lancejit explain scan URI --filter F``: what page statistics let a filtered scan skip.
 
-The plan lists the filter's conditions that statistics can decide (:mod:`lancejit.table.read.pruning`)
-and, per fragment, the physical rows, the row ranges kept and the batches ("pages": one page per
-column of a legacy batch) skipped.  With ``run`` the scan runs twice, with pruning and without,
-and the dataset's ``io_stats()`` of both runs are reported (requests, bytes, ``pages_pruned``,
-``rows_pruned``, seconds) with the rows each returned.
+The plan lists the filter's conditions that statistics could decide (:mod:`lancejit.table.read.pruning`),
+which statistics the dataset has for each (a zone-map index, legacy page statistics, none) and in
+how many fragments, and, per fragment, the physical rows, the batches ("pages": zones of a zone
+map, or batches of a legacy data file, one page per column) its statistics hold, those skipped and
+the row ranges kept.  Its words say what happened: a dataset without statistics for the
+conditions reads every page, and the plan says so rather than reporting conditions as decided.
+With ``run`` the scan runs twice, with pruning and without, and the dataset's ``io_stats()`` of
+both runs are reported (requests, bytes, ``pages_pruned``, ``rows_pruned``, seconds) with the
+rows each returned.
 
 Row ranges are half-open ``[start, end)``; times in seconds; bytes are payload bytes.
 """
@@ -26,6 +30,16 @@ class FragmentPrune:
     kept: list[tuple[int, int]]
     pages_pruned: int
     rows_pruned: int
+    pages: int = 0  # batches held by the fragment's statistics for the conditions (0: none)
+
+
+@dataclass(slots=True)
+class ConditionStats:
+    """The statistics for one condition: ``source`` (``zone map``, ``page statistics`` or None)
+    and the fragments holding them."""
+
+    source: str | None
+    fragments: int
 
 
 @dataclass(slots=True)
@@ -37,6 +51,12 @@ class ScanPlan:
     conditions: list[str]
     fragments: list[FragmentPrune] = field(default_factory=list)
     measured: dict[str, dict[str, Any]] | None = None
+    statistics: list[ConditionStats] = field(default_factory=list)
+    data_storage_version: str = ""
+
+    @property
+    def pages(self) -> int:
+        return sum(f.pages for f in self.fragments)
 
     @property
     def pages_pruned(self) -> int:
@@ -49,27 +69,60 @@ class ScanPlan:
     def to_dict(self) -> dict[str, Any]:
         return {
             "uri": self.uri, "filter": self.filter, "conditions": self.conditions,
-            "pages_pruned": self.pages_pruned, "rows_pruned": self.rows_pruned,
-            "fragments": [{"id": f.fragment_id, "physical_rows": f.physical_rows, "kept": f.kept,
+            "statistics": [{"condition": c, "source": st.source, "fragments": st.fragments}
+                           for c, st in zip(self.conditions, self.statistics)],
+            "pages": self.pages, "pages_pruned": self.pages_pruned, "rows_pruned": self.rows_pruned,
+            "fragments": [{"id": f.fragment_id, "physical_rows": f.physical_rows, "kept": f.kept, "pages": f.pages,
                            "pages_pruned": f.pages_pruned, "rows_pruned": f.rows_pruned} for f in self.fragments],
             "measured": self.measured,
         }
 
-    def render(self, max_fragments: int = 20) -> str:
+    def _statistics_lines(self) -> list[str]:
+        n = len(self.fragments)
+        if not self.conditions:
+            return ["conditions statistics could decide: none (they decide `column op literal`, BETWEEN and IN "
+                    "terms of the filter's top-level AND)"]
+        lines = ["conditions statistics could decide: " + ", ".join(self.conditions), "statistics:"]
+        for cond, st in zip(self.conditions, self.statistics):
+            if st.fragments:
+                lines.append(f"  {cond}: {st.source} in {st.fragments} of {n} fragments")
+            elif st.source == "zone map":
+                lines.append(f"  {cond}: none (the column's zone map covers none of the {n} fragments)")
+            elif st.source is not None:
+                lines.append(f"  {cond}: none (the legacy data files hold no statistics for the column)")
+            else:
+                lines.append(f"  {cond}: none (no ZONEMAP index on the column, and data files of version "
+                             f"{self.data_storage_version} keep no page statistics)")
+        return lines
+
+    def verdict(self) -> str:
+        """One line saying what the statistics did."""
         total = sum(f.physical_rows for f in self.fragments)
-        lines = [f"scan {self.uri}", f"filter: {self.filter}",
-                 "conditions decided by statistics: " + (", ".join(self.conditions) or "none"),
-                 f"pages pruned: {self.pages_pruned}; rows pruned: {self.rows_pruned} of {total}"]
+        rows = f"rows pruned: {self.rows_pruned} of {total}"
+        if not self.conditions:
+            return f"pages pruned: none, nothing for statistics to decide: every page is read ({rows})"
+        if not self.pages:
+            return f"pages pruned: none, no statistics for these conditions: every page is read ({rows})"
+        if not self.pages_pruned:
+            return (f"pages pruned: 0 of {self.pages}: the statistics leave every page possibly matching; "
+                    f"every page is read ({rows})")
+        return f"pages pruned: {self.pages_pruned} of {self.pages} ({rows})"
+
+    def render(self, max_fragments: int = 20) -> str:
+        lines = [f"scan {self.uri}", f"filter: {self.filter}", *self._statistics_lines(), self.verdict()]
         for f in self.fragments[:max_fragments]:
             shown = ", ".join(f"[{a}, {b})" for a, b in f.kept[:6]) + (" ..." if len(f.kept) > 6 else "")
-            lines.append(f"  fragment {f.fragment_id}: {f.physical_rows} rows, {f.pages_pruned} pages pruned, "
-                         f"kept {shown or 'nothing'}")
+            pages = (f"{f.pages_pruned} of {f.pages} pages pruned" if f.pages else
+                     "no statistics" if self.conditions else "read whole")
+            lines.append(f"  fragment {f.fragment_id}: {f.physical_rows} rows, {pages}, kept {shown or 'nothing'}")
         if len(self.fragments) > max_fragments:
             lines.append(f"  ... {len(self.fragments) - max_fragments} more fragments")
         if self.measured:
-            lines.append("measured (io_stats of one scan):")
+            same = "" if self.pages else " (no statistics: both read every page)"
+            lines.append(f"measured, io_stats of one scan each way{same}:")
             for name, m in self.measured.items():
-                lines.append(f"  {name:>13}: {m['rows']} rows, {m['read_iops']} reads, {m['read_bytes']} bytes, "
+                label = {"pruned": "with pruning", "not pruned": "without"}.get(name, name)
+                lines.append(f"  {label:>12}: {m['rows']} rows, {m['read_iops']} reads, {m['read_bytes']} bytes, "
                              f"pages_pruned {m['pages_pruned']}, rows_pruned {m['rows_pruned']}, "
                              f"{m['seconds']:.4f} s")
         return "\n".join(lines)
@@ -81,50 +134,95 @@ async def plan_scan(ds: Any, filter: str, columns: Sequence[str] | None = None, 
     scan of dataset ``ds`` (a ``Dataset``)."""
     from lancejit.table.read import pruning
     from lancejit.table.filter.compile import compile_filter
+    from lancejit.table.indices.zonemap import zone_maps
     from lancejit.table.read.fragment import FragmentReader
 
     ctx = ds.context
     compiled = compile_filter(filter, ctx.schema)
     conds = pruning.conditions_of(compiled.text, ctx.schema)
-    plan = ScanPlan(ds.uri, filter, [f"{c.column} {c.op} {list(c.values)}" for c in conds])
+    plan = ScanPlan(ds.uri, filter, [condition_text(c) for c in conds])
+    plan.data_storage_version = ctx.manifest.data_storage_version
+    zmaps = await zone_maps(ctx)
+    sources = _sources(ctx, conds, zmaps)
+    plan.statistics = [ConditionStats(src, 0) for _, src in sources]
     for frag in ctx.manifest.fragments:
         reader = FragmentReader(ctx, frag)
+        pages = await _statistics_of(ctx, reader, sources, zmaps, plan.statistics)
         before = ctx.stats.snapshot()
         kept = await pruning.may_match_ranges(ctx, reader, 0, reader.physical_rows, compiled)
         delta = ctx.stats.snapshot() - before
         plan.fragments.append(FragmentPrune(frag.id, reader.physical_rows, [(int(a), int(b)) for a, b in kept],
-                                            delta.pages_pruned, delta.rows_pruned))
+                                            delta.pages_pruned, delta.rows_pruned, pages))
     if run:
         plan.measured = await _measure(ds, filter, columns, repeats)
     return plan
 
 
+_OPS = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def condition_text(cond: Any) -> str:
+    """``id > 100``, ``id BETWEEN 1 AND 5``, ``s IN ('a', 'b')`` for a pruning condition."""
+    values = cond.values.to_pylist() if hasattr(cond.values, "to_pylist") else list(cond.values)
+    shown = [repr(v) for v in values]
+    if cond.op == "between":
+        return f"{cond.column} BETWEEN {shown[0]} AND {shown[1]}"
+    if cond.op == "in":
+        return f"{cond.column} IN ({', '.join(shown)})"
+    return f"{cond.column} {_OPS.get(cond.op, cond.op)} {shown[0]}"
+
+
+def _sources(ctx: Any, conds: Sequence[Any], zmaps: Any) -> list[tuple[Any, str | None]]:
+    """Each condition with the kind of statistics the dataset may hold for its column: a zone map
+    (an index on the column), legacy page statistics (0.1 data files) or none."""
+    by_name = {t.name: t for t in ctx.top_fields}
+    legacy = ctx.manifest.data_storage_version in ("0.1", "legacy")
+    out: list[tuple[Any, str | None]] = []
+    for cond in conds:
+        top = by_name.get(cond.column)
+        if top is not None and top.id in zmaps:
+            out.append((cond, "zone map"))
+        else:
+            out.append((cond, "page statistics" if legacy and top is not None else None))
+    return out
+
+
+async def _statistics_of(ctx: Any, reader: Any, sources: list[tuple[Any, str | None]], zmaps: Any,
+                         counts: list[ConditionStats]) -> int:
+    """Batches the fragment's statistics hold for the conditions (0: none); counts the fragment
+    in ``counts`` for each condition it holds statistics for."""
+    from lancejit.table.read import pruning
+
+    conds = tuple(c for c, src in sources if src is not None)
+    for (cond, src), st in zip(sources, counts):
+        if src is not None and await pruning._masks(ctx, reader, (cond,), zmaps):
+            st.fragments += 1
+    masks = await pruning._masks(ctx, reader, conds, zmaps) if conds else []
+    return int(sum(len(offsets) - 1 for offsets, _ in masks))
+
+
 async def _measure(ds: Any, filter: str, columns: Sequence[str] | None, repeats: int) -> dict[str, dict[str, Any]]:
     """Counters of one scan with and without pruning and the median seconds of ``repeats``
     alternating runs each (the first run of each way warms caches and is not timed)."""
-    from lancejit.table.read import pruning
+    from lancejit.core import config
 
     out: dict[str, dict[str, Any]] = {}
     times: dict[str, list[float]] = {"pruned": [], "not pruned": []}
-    old = pruning.ENABLED
-    try:
-        for i in range(repeats + 1):
-            for name, enabled in (("pruned", True), ("not pruned", False)):
-                pruning.ENABLED = enabled
+    for i in range(repeats + 1):
+        for name, enabled in (("pruned", True), ("not pruned", False)):
+            with config.override(page_pruning=enabled):
                 ds.io_stats()
                 t0 = time.perf_counter()
                 rows = (await ds.to_table_async(columns=columns, filter=filter)).num_rows
                 seconds = time.perf_counter() - t0
                 s = ds.io_stats()
-                if i:
-                    times[name].append(seconds)
-                out[name] = {"rows": rows, "read_iops": s.read_iops, "read_bytes": s.read_bytes,
-                             "pages_pruned": s.pages_pruned, "rows_pruned": s.rows_pruned}
-    finally:
-        pruning.ENABLED = old
+            if i:
+                times[name].append(seconds)
+            out[name] = {"rows": rows, "read_iops": s.read_iops, "read_bytes": s.read_bytes,
+                         "pages_pruned": s.pages_pruned, "rows_pruned": s.rows_pruned}
     for name, m in out.items():
         m["seconds"] = float(statistics.median(times[name])) if times[name] else 0.0
     return out
 
 
-__all__ = ["FragmentPrune", "ScanPlan", "plan_scan"]
+__all__ = ["ConditionStats", "FragmentPrune", "ScanPlan", "condition_text", "plan_scan"]

@@ -156,13 +156,14 @@ def clean_json(obj: Any) -> Any:
 
 
 @contextmanager
-def progress(total: int, desc: str, enabled: bool = True) -> Iterator[Any]:
-    """A tqdm bar on stderr (``update(n)``); a no-op object when ``enabled`` is False."""
+def progress(total: int, desc: str, enabled: bool = True, *, unit: str) -> Iterator[Any]:
+    """A tqdm bar on stderr (``update(n)``) counting ``total`` things called ``unit`` (``req``
+    for requests, ``op`` for timed operations); a no-op object when ``enabled`` is False."""
     if not enabled:
         yield _NoBar()
         return
     tqdm = require("tqdm").tqdm
-    bar = tqdm(total=total, desc=desc, unit="req", file=sys.stderr, leave=False, dynamic_ncols=True)
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
     try:
         yield bar
     finally:

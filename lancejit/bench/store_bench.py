@@ -247,7 +247,7 @@ def bench_store(uri: str, storage_options: dict[str, Any] | None = None, *, show
 
     points = plan_points(kwargs.get("sizes", DEFAULT_SIZES), kwargs.get("concurrency", DEFAULT_CONCURRENCY),
                          kwargs.get("requests", 256), kwargs.get("large_requests", 16))
-    with progress(sum(n for _, _, n in points), "bench store", show_progress) as bar:
+    with progress(sum(n for _, _, n in points), "bench store", show_progress, unit="req") as bar:
         return run_sync(bench_store_async(uri, storage_options, on_progress=bar.update, **kwargs))
 
 

@@ -50,8 +50,28 @@ class InvalidInputError(LanceJitError, ValueError):
     """An argument is malformed: bad URI, bad filter, mismatched schema, bad option."""
 
 
+class FilterSyntaxError(InvalidInputError):
+    """A filter's SQL text does not parse.  ``position`` is the 1-based character of the filter
+    text where parsing stopped (``None`` when it cannot be told); the message names it."""
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        self.position = position
+        super().__init__(message)
+
+
+class UnknownColumnError(InvalidInputError):
+    """A name (``name``, dotted for nested fields) matches no column.  ``suggestions``: the
+    closest existing names, best first (possibly none); the message names them."""
+
+    def __init__(self, message: str, *, name: str, suggestions: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.suggestions = suggestions
+        super().__init__(message)
+
+
 class InvalidTypeError(InvalidInputError, TypeError):
-    """An argument of the wrong type (also a ``TypeError``, as the reference raises it)."""
+    """An argument or column has the wrong type for the operation (e.g. a vector search on a
+    column that holds no vectors); a ``TypeError``, as the reference raises it."""
 
 
 class SchemaMismatchError(InvalidInputError, OSError):
@@ -92,6 +112,7 @@ __all__ = [
     "CommitConflictError",
     "CorruptFileError",
     "ExecutionError",
+    "FilterSyntaxError",
     "InvalidChangeError",
     "InvalidInputError",
     "InvalidTypeError",
@@ -103,4 +124,5 @@ __all__ = [
     "RowIndexError",
     "SchemaMismatchError",
     "StoreError",
+    "UnknownColumnError",
 ]

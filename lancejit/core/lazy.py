@@ -24,7 +24,11 @@ def lazy_exports(package: str, namespace: dict[str, Any],
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
+        mod = importlib.import_module(module, package)
+        try:
+            value = getattr(mod, name)
+        except AttributeError:  # a submodule exported by name (``lancejit.config``)
+            value = importlib.import_module(f"{mod.__name__}.{name}")
         namespace[name] = value
         return value
 

@@ -284,3 +284,15 @@ def scalar_of(value: object, arrow_type: pa.DataType | None = None) -> pa.Scalar
     """``pa.scalar(value, arrow_type)`` without importing pandas for plain Python values (see
     :func:`array_of`)."""
     return array_of([value], arrow_type)[0]
+
+
+def numbers_of(arr: pa.Array) -> np.ndarray:
+    """The values of an integer or floating-point array without nulls as a read-only NumPy view
+    of its buffer (``to_numpy`` imports pandas); other arrays through ``to_numpy``."""
+    if arr.null_count == 0 and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
+        dt = np.dtype(arr.type.to_pandas_dtype())
+        buf = arr.buffers()[1]
+        if buf is None or len(arr) == 0:
+            return np.empty(0, dtype=dt)
+        return np.frombuffer(buf, dtype=dt, count=len(arr), offset=arr.offset * dt.itemsize)
+    return arr.to_numpy(zero_copy_only=False)

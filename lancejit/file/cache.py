@@ -234,7 +234,7 @@ _default_lock = threading.Lock()
 
 
 def default_cache() -> SearchCache:
-    """The process-wide search cache (``METADATA_CACHE_BYTES``, env ``LANCEJIT_METADATA_CACHE_BYTES``)."""
+    """The process-wide search cache (bounded by the ``metadata_cache_bytes`` knob)."""
     global _default_cache
     if _default_cache is None:
         with _default_lock:

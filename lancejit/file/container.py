@@ -6,7 +6,7 @@
 
 Byte ranges are half-open ``(start, end)`` absolute file positions; sizes are in bytes.
 
-Layout of a v2 file's tail (see ``docs`` / FORMAT_NOTES section 1)::
+Layout of a v2 file's tail (see the Lance file format specification)::
 
     [global buffer 0 = FileDescriptor][ColumnMetadata 0..N-1][CMO table][GBO table][footer, 40 B]
 

@@ -30,19 +30,12 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.config import settings
 from lancejit.core.errors import CorruptFileError, RowIndexError
 from lancejit.file.take_plan import TakeTable, _as_ranges
 
 #: Value kinds decoded here (dictionary pages keep the per-file path).
 _INT32_MAX = (1 << 31) - 1
-#: Reads of at least this many rows, and of at least ``OFFLOAD_FILE_ROWS`` rows per file on
-#: average, decode their columns in a worker thread (the kernels release the GIL) while the
-#: event loop plans and reads the next group.  Measured on 2 cores (warm scans, medians of
-#: alternated runs): 10 files x 20,000 rows 10.0 -> 7.2 ms; groups of many small files
-#: (2,000 x 500, 1,000 x 200 rows) are slower in threads (the event loop's per-file Python
-#: work holds the GIL the worker needs between its kernels), so they decode inline.
-OFFLOAD_ROWS = 1 << 14
-OFFLOAD_FILE_ROWS = 8192
 _KINDS = frozenset({"fixed", "bitpacked", "variable", "fsst"})
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -221,7 +214,8 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
         b = a + int(nrun[j])
         runs = (run_seg[a:b], run_in[a:b], run_len[a:b], run_pos[a:b])
         jobs.append((lay.indexes[j], data, runs, k_all, seg_szw, seg_len, seg_count, seg_def))
-    if k_all < OFFLOAD_ROWS or k_all < OFFLOAD_FILE_ROWS * nfiles or not _BUSY.take():
+    knobs = settings()
+    if k_all < knobs.decode_offload_rows or k_all < knobs.decode_offload_file_rows * nfiles or not _BUSY.take():
         return [_decode_runs(*job) for job in jobs]
     # the group's columns decode in a worker thread (the kernels release the GIL) while the
     # event loop plans and reads the next group; when every worker is busy, this thread decodes
@@ -235,12 +229,15 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
     return await asyncio.wrap_future(job)
 
 
-#: Threads decoding groups (one job per group: its columns one after the other); the thread
-#: that reads decodes too (see :func:`_read`).  ``LANCEJIT_DECODE_THREADS=0`` decodes every
-#: group in the reading thread.
-OFFLOAD_THREADS = max(1, min(2, (os.cpu_count() or 2) - 1))
-if os.environ.get("LANCEJIT_DECODE_THREADS", "").isdigit():
-    OFFLOAD_THREADS = int(os.environ["LANCEJIT_DECODE_THREADS"])
+
+
+def offload_threads() -> int:
+    """Threads decoding groups (one job per group: its columns one after the other); the thread
+    that reads decodes too (see :func:`_read`).  The ``decode_threads`` knob: -1 = one per spare
+    core (at most 2), 0 = every group in the reading thread."""
+    n = settings().decode_threads
+    return max(1, min(2, (os.cpu_count() or 2) - 1)) if n < 0 else n
+
 #: Workers are used only while another core is idle: the kernel's count of runnable threads
 #: (``/proc/loadavg``), checked at most every ``SPARE_CHECK`` seconds, is at most the reading
 #: thread plus ``cpus - 2``.  On 2 cores with another process busy, a worker gets the core (and
@@ -268,7 +265,7 @@ class _Slots:
         if not self.spare:
             return False
         with self._lock:
-            if self.busy >= OFFLOAD_THREADS:
+            if self.busy >= offload_threads():
                 return False
             self.busy += 1
             return True
@@ -298,7 +295,7 @@ def _decode_pool() -> Any:
     if _POOL is None:
         from concurrent.futures import ThreadPoolExecutor
 
-        _POOL = ThreadPoolExecutor(OFFLOAD_THREADS, thread_name_prefix="lancejit-decode")
+        _POOL = ThreadPoolExecutor(max(1, offload_threads()), thread_name_prefix="lancejit-decode")
     return _POOL
 
 

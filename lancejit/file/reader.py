@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES
+from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES, settings
 from lancejit.core.errors import (
     InvalidInputError,
     LanceJitError,
@@ -44,9 +44,8 @@ from lancejit.file.take_plan import (
     take_table,
 )
 from lancejit.file.windows import Slicer, windows
+from lancejit.io.sync import bridged
 
-#: Take requests with at least this many indices sort/reorder on a worker thread.
-OFFLOAD_ROWS = 1 << 16
 
 #: Projections whose take plan a reader keeps.
 MAX_PROJECTIONS = 64
@@ -464,7 +463,7 @@ class AsyncLanceFileReader:
             if projection[1] is not None:
                 arrays = await run_take(projection[1], self._scheduler, np.ascontiguousarray(idx))
                 return pa.Table.from_arrays(arrays, schema=projection[2])
-        big = idx.size >= OFFLOAD_ROWS
+        big = idx.size >= settings().take_offload_rows
         unique, inverse = await asyncio.to_thread(_sorted_unique, idx) if big else _sorted_unique(idx)
         decoders = await self._decoders_for([t for t, _, _ in resolved])
         tops = list(dict.fromkeys(t for t, _, _ in resolved))
@@ -862,9 +861,7 @@ class LanceFileReader:
         return SimpleNamespace(columns=[SimpleNamespace(num_pages=c.num_pages, size_bytes=c.num_bytes)
                                         for c in cols])
 
-    def read_global_buffer(self, index: int) -> bytes:
-        """The bytes of global buffer ``index`` (0 is the file's schema)."""
-        return self._run(self._inner.read_global_buffer(index))
+    read_global_buffer = bridged(AsyncLanceFileReader.read_global_buffer, via="_inner")
 
     async def take_rows_async(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """``take_rows`` for async callers: awaited on the caller's own event loop."""

@@ -1,7 +1,7 @@
 """Writing one Lance file (versions 2.0, 2.1, 2.2): :class:`LanceFileWriter` (sync) over
 :class:`AsyncLanceFileWriter`.
 
-Layout written (FORMAT_NOTES 1.1): page buffers, each padded with 0x48 to a 64-byte boundary;
+Layout written (the Lance file format specification): page buffers, each padded with 0x48 to a 64-byte boundary;
 global buffer 0 (``FileDescriptor{schema, length}``); the column metadatas back to back; the
 column-metadata offset table and the global-buffer offset table (u64 position, u64 size each);
 the 40-byte footer ending in ``LANC``.  Pages are streamed as soon as a column has buffered

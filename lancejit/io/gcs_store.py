@@ -1,4 +1,6 @@
-"""GCS store: one bucket through gcsfs's JSON-API client (see :mod:`lancejit.io.fsspec_store`)."""
+"""GCS store: one bucket through gcsfs's JSON-API client (see :mod:`lancejit.io.fsspec_store`);
+with anonymous access (public buckets, emulators) reads go through lancejit's own requests
+(:mod:`lancejit.io.gcs_http`) and a process that only reads never imports gcsfs."""
 
 from __future__ import annotations
 
@@ -60,8 +62,19 @@ class GCSStore(FsspecStore):
         self.token = token
         self.project = project
 
+    def _reads_need_fs(self) -> bool:
+        return self.token != "anon"
+
+    def _http(self) -> Any:
+        """The anonymous read client of the running loop (made on first use)."""
+        from lancejit.io.gcs_http import GcsHttpClient
+
+        return self.loop_local("http", lambda: GcsHttpClient(
+            self.endpoint, self.bucket, limit=max(10, self.config.io_parallelism),
+            connect_timeout=min(10.0, self.timeout)))
+
     def _new_fs(self, loop: asyncio.AbstractEventLoop) -> Any:
-        from gcsfs.core import GCSFileSystem  # the plain client (see /work/shared/notes/stores.md)
+        from gcsfs.core import GCSFileSystem  # the plain HTTP client
 
         gcsfs_logger = logging.getLogger("gcsfs")
         if _QUIET not in gcsfs_logger.filters:
@@ -101,6 +114,8 @@ class GCSStore(FsspecStore):
         return fs.url(f"{self.bucket}/{key}")
 
     async def _get(self, fs: Any, key: str, range_header: str | None) -> tuple[bytes, int | None]:
+        if not self._reads_need_fs():
+            return await self._http().get(key, range_header)
         headers = {"Range": range_header} if range_header else {}
         resp_headers, data = await call_once(fs, "GET", self._download_url(fs, key), headers=headers)
         total = parse_content_range(resp_headers.get("Content-Range"))
@@ -109,6 +124,8 @@ class GCSStore(FsspecStore):
         return data, total
 
     async def _object_meta(self, fs: Any, key: str) -> dict[str, Any]:
+        if not self._reads_need_fs():
+            return await self._http().meta(key)
         return await call_once(fs, "GET", "b/{}/o/{}", self.bucket, key, json_out=True)
 
     async def size(self, path: str) -> int:
@@ -118,7 +135,7 @@ class GCSStore(FsspecStore):
             self.stats.record_meta()
             return int((await self._object_meta(fs, key))["size"])
 
-        return await self._call(path, op)
+        return await self._call(path, op, need_fs=self._reads_need_fs())
 
     async def list(self, prefix: str = "", *, recursive: bool = True) -> list[ObjectInfo]:
         base = prefix.strip("/")
@@ -129,11 +146,15 @@ class GCSStore(FsspecStore):
             token: str | None = None
             while True:
                 self.stats.record_list()
-                page = await call_once(
-                    fs, "GET", "b/{}/o", self.bucket, json_out=True,
-                    prefix=base or None, delimiter=None if recursive else "/",
-                    pageToken=token, maxResults=fsspec_store.LIST_PAGE_SIZE,
-                )
+                if fs is None:
+                    page = await self._http().list_page(base, None if recursive else "/",
+                                                        fsspec_store.LIST_PAGE_SIZE, token)
+                else:
+                    page = await call_once(
+                        fs, "GET", "b/{}/o", self.bucket, json_out=True,
+                        prefix=base or None, delimiter=None if recursive else "/",
+                        pageToken=token, maxResults=fsspec_store.LIST_PAGE_SIZE,
+                    )
                 for item in page.get("items", []) or []:
                     name = item["name"]
                     if name.endswith("/"):
@@ -150,7 +171,7 @@ class GCSStore(FsspecStore):
             out.sort(key=lambda info: info.path)
             return out
 
-        return await self._call(prefix, op)
+        return await self._call(prefix, op, need_fs=self._reads_need_fs())
 
     async def _put_single(self, path: str, data: Buffer, *, if_absent: bool) -> None:
         key = self._key(path)

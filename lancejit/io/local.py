@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from lancejit.core.config import LOCAL_IO, IOConfig
+from lancejit.core.config import LOCAL_IO, IOConfig, settings
 from lancejit.core.errors import AlreadyExistsError, CorruptFileError, InvalidInputError
 from lancejit.io.fd_cache import FdCache, tail_slice
 from lancejit.io.stats import IOStats
@@ -41,11 +41,6 @@ T = TypeVar("T")
 
 #: Bytes a local writer buffers before handing them to a worker thread.
 WRITE_BUFFER_BYTES = 1 << 20
-
-#: A read batch of at most this many bytes runs inline on the event loop (a ``preadv`` from
-#: the page cache is cheaper than the two thread hand-offs of a worker); larger batches go to
-#: the worker pool so that big scans overlap with decoding.  0 disables inline reads.
-INLINE_READ_BYTES = int(os.environ.get("LANCEJIT_LOCAL_INLINE_READ_BYTES", str(4 << 20)))
 
 #: A non-recursive listing of a directory of at most this many entries runs inline on the event
 #: loop (``os.scandir`` plus a ``stat`` per file costs microseconds, the worker hand-off more:
@@ -128,8 +123,11 @@ class LocalStore(ObjectStore):
 
     def __init__(self, config: IOConfig = LOCAL_IO, stats: IOStats | None = None) -> None:
         super().__init__(config, stats)
-        #: Batches of at most this many bytes are read inline on the loop (see INLINE_READ_BYTES).
-        self.inline_read_bytes = INLINE_READ_BYTES
+        #: A read batch of at most this many bytes runs inline on the event loop (a ``preadv``
+        #: from the page cache is cheaper than the two thread hand-offs of a worker); larger
+        #: batches go to the worker pool so that big scans overlap with decoding; 0 disables
+        #: inline reads (the ``local_inline_read_bytes`` knob).
+        self.inline_read_bytes = settings().local_inline_read_bytes
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         #: Open descriptors (and footer tails) of files read lately: reads after a file's tail

@@ -38,7 +38,7 @@ import threading
 from typing import Any, Mapping, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from lancejit.core.config import CLOUD_IO, LOCAL_IO, IOConfig
+from lancejit.core.config import IOConfig, cloud_io, local_io
 from lancejit.core.errors import InvalidInputError
 from lancejit.io.store import ObjectStore
 
@@ -163,14 +163,14 @@ def _make_local(options: Mapping[str, Any]) -> ObjectStore:
     from lancejit.io.local import LocalStore
 
     _, config = _split_options(options, {}, "file")
-    return LocalStore(_with_overrides(LOCAL_IO, config))
+    return LocalStore(_with_overrides(local_io(), config))
 
 
 def _make_memory(name: str, options: Mapping[str, Any]) -> ObjectStore:
     from lancejit.io.memory import MemoryStore
 
     _, config = _split_options(options, {}, "memory")
-    return MemoryStore(name, _with_overrides(CLOUD_IO, config))
+    return MemoryStore(name, _with_overrides(cloud_io(), config))
 
 
 def _make_s3(bucket: str, options: Mapping[str, Any]) -> ObjectStore:

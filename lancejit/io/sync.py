@@ -24,10 +24,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
+import functools
 import inspect
 import os
 import threading
-from typing import Any, AsyncIterator, Coroutine, Iterator, TypeVar
+from typing import Any, AsyncIterator, Callable, Concatenate, Coroutine, Iterator, ParamSpec, TypeVar
 
 T = TypeVar("T")
 
@@ -249,6 +251,40 @@ async def _noop() -> None:
     return None
 
 
+def _submit(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> concurrent.futures.Future:
+    """``asyncio.run_coroutine_threadsafe``, the task running in a copy of the caller's
+    :mod:`contextvars` context (so configuration overrides made around a sync call hold on the
+    I/O loop too)."""
+    ctx = contextvars.copy_context()
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def start() -> None:
+        if future.cancelled():
+            coro.close()
+            return
+        task = loop.create_task(coro, context=ctx)
+
+        def done(t: asyncio.Task) -> None:
+            if t.cancelled():
+                future.cancel()
+            elif future.set_running_or_notify_cancel():
+                exc = t.exception()
+                if exc is not None:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(t.result())
+
+        def cancel_task(f: concurrent.futures.Future) -> None:
+            if f.cancelled():
+                loop.call_soon_threadsafe(task.cancel)
+
+        task.add_done_callback(done)
+        future.add_done_callback(cancel_task)
+
+    loop.call_soon_threadsafe(start)
+    return future
+
+
 def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None, *, store: Any = None) -> T:
     """Run ``coro`` and return its result (exceptions re-raised as is).
 
@@ -271,7 +307,7 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None, *, stor
             "await the coroutine instead of calling a synchronous lancejit API from async code"
         )
     loop = get_loop()
-    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    future = _submit(coro, loop)
     try:
         return future.result(timeout)
     except BaseException as exc:
@@ -311,56 +347,48 @@ def iter_sync(agen: AsyncIterator[T]) -> Iterator[T]:
             run_sync(agen.aclose())
 
 
-def _sync_method(name: str, async_name: str, via: str | None, store_attr: str) -> Any:
-    """The synchronous twin of async method ``async_name`` (of ``self`` or of ``self.<via>``)."""
+P = ParamSpec("P")
+R = TypeVar("R")
 
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+
+def bridged(async_method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]], *, via: str | None = None,
+            store: str = "store") -> Callable[Concatenate[Any, P], R]:
+    """The synchronous face of ``async_method``, one way for every class of lancejit::
+
+        class Dataset(DatasetReader):
+            to_table = bridged(DatasetReader.to_table_async)
+
+        class LanceFileReader:
+            read_all = bridged(AsyncLanceFileReader.read_all, via="_inner")
+
+    The sync method calls ``async_method`` on ``self`` (or on ``self.<via>``) through
+    :func:`run_sync`: in the caller's thread when that object's ``<store>`` is a local or memory
+    store, on the I/O loop otherwise.  It carries the async method's docstring and signature, and
+    its name without the ``_async`` suffix."""
+    name = async_method.__name__
+
+    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
         target = self if via is None else getattr(self, via)
-        return run_sync(getattr(target, async_name)(*args, **kwargs), store=getattr(target, store_attr, None))
+        return run_sync(getattr(target, name)(*args, **kwargs), store=getattr(target, store, None))
 
-    method.__name__ = name
+    functools.update_wrapper(method, async_method)
+    method.__name__ = name.removesuffix("_async")
+    method.__qualname__ = method.__qualname__.removesuffix("_async")
     return method
 
 
-def derive_sync(cls: type | None = None, *, via: str | None = None, source: type | None = None,
-                store: str = "store") -> Any:
-    """Class decorator deriving a synchronous face from an async implementation, one way for
-    every class of lancejit.
+def async_methods_without_twin(cls: type) -> list[str]:
+    """Public ``*_async`` coroutine methods of ``cls`` that have no synchronous ``name`` (a test
+    keeps this empty for every public class)."""
+    out = []
+    for attr in dir(cls):
+        if attr.startswith("_") or not attr.endswith("_async"):
+            continue
+        if isinstance(inspect.getattr_static(cls, attr), classmethod):  # constructors: functions instead
+            continue
+        if inspect.iscoroutinefunction(getattr(cls, attr)) and not hasattr(cls, attr[: -len("_async")]):
+            out.append(attr)
+    return out
 
-    * ``@derive_sync``: for every coroutine method ``name_async`` the class has (its own or
-      inherited) and no attribute ``name``, adds ``name`` running ``name_async`` through
-      :func:`run_sync` (in the caller's thread for local and memory stores: ``self.<store>``).
-    * ``@derive_sync(via="_inner", source=AsyncCls)``: for every public coroutine method ``name``
-      of ``AsyncCls`` the class lacks, adds ``name`` running ``self._inner.name``.
-
-    Each derived method carries its async twin's docstring and signature.
-    """
-
-    def apply(klass: type) -> type:
-        origin = klass if source is None else source
-        for attr in dir(origin):
-            fn = getattr(origin, attr, None)
-            if not inspect.iscoroutinefunction(fn) or attr.startswith("_"):
-                continue
-            if source is None:
-                if not attr.endswith("_async"):
-                    continue
-                name = attr[: -len("_async")]
-            else:
-                name = attr
-            if not name or hasattr(klass, name):
-                continue
-            method = _sync_method(name, attr, via, store)
-            method.__doc__ = fn.__doc__
-            method.__qualname__ = f"{klass.__qualname__}.{name}"
-            method.__module__ = klass.__module__
-            sig = inspect.signature(fn)
-            method.__signature__ = sig.replace(return_annotation=sig.return_annotation)  # type: ignore[attr-defined]
-            setattr(klass, name, method)
-        return klass
-
-    return apply if cls is None else apply(cls)
-
-
-__all__ = ["derive_sync", "get_loop", "in_loop_thread", "iter_sync", "run_here", "run_sync", "runs_inline", "shutdown", "thread_loop",
+__all__ = ["async_methods_without_twin", "bridged", "get_loop", "in_loop_thread", "iter_sync", "run_here", "run_sync", "runs_inline", "shutdown", "thread_loop",
            "uri_runs_inline", "store_hint"]

@@ -2,7 +2,7 @@
 
 The async methods (``*_async``) are the implementation: reads come from
 :class:`~.read.dataset_reader.DatasetReader`, changes from the operations of :mod:`.write`; the
-synchronous methods are derived from them (:func:`lancejit.io.sync.derive_sync`: in the caller's
+synchronous methods are derived from them (:func:`lancejit.io.sync.bridged`: in the caller's
 thread for local and memory stores, on lancejit's I/O loop for object stores).
 
 As in the reference, a change made through a dataset object (``delete``, ``update``,
@@ -15,6 +15,7 @@ metrics, or None).  Checking out a version (``checkout_version``) returns a new 
 
 from __future__ import annotations
 
+import inspect
 import os
 import random
 from datetime import datetime, timedelta
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from lancejit.core.errors import InvalidChangeError, InvalidInputError, NotSupportedError
-from lancejit.io.sync import derive_sync, run_sync, store_hint
+from lancejit.io.sync import bridged, run_sync, store_hint
 
 from .meta.versions import Tag
 from .read.arrow_face import ArrowDatasetFace, filter_of
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 #: The reference's default ``retry_timeout`` of changes.
 RETRY_TIMEOUT = timedelta(seconds=30)
+_SCANNER_SIGNATURE = inspect.signature(DatasetReader.scanner)
 
 
 def _change_error(exc: InvalidInputError) -> InvalidChangeError:
@@ -46,7 +48,6 @@ def _change_error(exc: InvalidInputError) -> InvalidChangeError:
     return out
 
 
-@derive_sync
 class Dataset(ArrowDatasetFace, DatasetReader):
     """One checked-out version of a Lance dataset (the reference's ``LanceDataset``).
 
@@ -271,15 +272,24 @@ class Dataset(ArrowDatasetFace, DatasetReader):
                              fragment_readahead, scan_in_order, **scan).to_table()
         return table.to_pandas(**kwargs)
 
-    def scanner(self, *args: Any, **kwargs: Any) -> Scanner:
-        if "filter" in kwargs:
-            kwargs["filter"] = filter_of(kwargs["filter"])
-        elif len(args) > 1:
-            args = (args[0], filter_of(args[1])) + args[2:]
-        return DatasetReader.scanner(self, *args, **kwargs)
+    def scanner(self, *args: Any, **kwargs: Any) -> Any:
+        bound = _SCANNER_SIGNATURE.bind(self, *args, **kwargs).arguments
+        bound.pop("self")
+        if bound.get("filter") is not None:
+            bound["filter"] = filter_of(bound["filter"])
+        nearest = bound.pop("nearest", None)
+        if nearest is not None:  # a vector search (see lancejit.table.vector.search)
+            from .vector.scanner import NearestScanner
+
+            return NearestScanner(self, nearest, columns=bound.get("columns"), filter=bound.get("filter"),
+                                  prefilter=bool(bound.get("prefilter")), limit=bound.get("limit"),
+                                  offset=bound.get("offset"), with_row_id=bool(bound.get("with_row_id")),
+                                  with_row_address=bool(bound.get("with_row_address")),
+                                  batch_size=bound.get("batch_size"), fragment_ids=bound.get("fragment_ids"))
+        return DatasetReader.scanner(self, **bound)
 
     scanner.__doc__ = DatasetReader.scanner.__doc__
-    scanner.__signature__ = __import__("inspect").signature(DatasetReader.scanner)  # type: ignore[attr-defined]
+    scanner.__signature__ = _SCANNER_SIGNATURE  # type: ignore[attr-defined]
 
     def join(self, *args: Any, **kwargs: Any) -> Any:
         raise NotSupportedError("Dataset.join is not supported; scan both and join the tables")
@@ -581,6 +591,46 @@ class Dataset(ArrowDatasetFace, DatasetReader):
 
         uri, storage_options = _uri_of(base_uri, storage_options)
         run_sync(drop_async(uri, storage_options, bool(ignore_not_found)), store=store_hint(uri))
+
+    # ------------------------------------------------------------------ vector search
+    async def create_index_async(self, column: str, index_type: str, **kwargs: Any) -> "Dataset":
+        """Build a vector index (``IVF_PQ``, ``IVF_FLAT``, ``IVF_SQ``) on ``column`` and commit it;
+        this object moves to the new version and is returned (see
+        :func:`lancejit.table.vector.build.create_index_async` for the options)."""
+        from .vector.build import create_index_async
+
+        self._adopt(await create_index_async(self.snapshot(), column, index_type, **kwargs))
+        return self
+
+    # ------------------------------------------------------------------ synchronous twins
+    checkout_version = bridged(checkout_version_async)
+    latest = bridged(DatasetReader.latest_async)
+    versions = bridged(DatasetReader.versions_async)
+    take = bridged(DatasetReader.take_async)
+    take_rows = bridged(DatasetReader.take_rows_async)
+    to_table = bridged(DatasetReader.to_table_async)
+    list_indices = bridged(list_indices_async)
+    read_transaction = bridged(read_transaction_async)
+    get_transactions = bridged(get_transactions_async)
+    delete = bridged(delete_async)
+    update = bridged(update_async)
+    add_columns = bridged(add_columns_async)
+    drop_columns = bridged(drop_columns_async)
+    alter_columns = bridged(alter_columns_async)
+    restore = bridged(restore_async)
+    cleanup_old_versions = bridged(cleanup_old_versions_async)
+    merge = bridged(merge_async)
+    version_refs = bridged(version_refs_async)
+    insert = bridged(insert_async)
+    truncate_table = bridged(truncate_table_async)
+    update_config = bridged(update_config_async)
+    delete_config_keys = bridged(delete_config_keys_async)
+    update_metadata = bridged(update_metadata_async)
+    update_schema_metadata = bridged(update_schema_metadata_async)
+    update_field_metadata = bridged(update_field_metadata_async)
+    replace_schema_metadata = bridged(replace_schema_metadata_async)
+    replace_field_metadata = bridged(replace_field_metadata_async)
+    create_index = bridged(create_index_async)
 
     def __repr__(self) -> str:
         return f"lancejit.Dataset({self.uri!r}, version={self.version})"

@@ -104,12 +104,14 @@ print(json.dumps({"got": got, "pandas": "pandas" in sys.modules}))
 
 def test_first_filters_import_no_pandas(tmp_path):
     """A fresh process's first filtered scans (comparisons, AND/OR, BETWEEN, string equality and
-    IN, LIKE, IS NULL) build their literals without pyarrow's Python-object conversion, which
-    imports pandas (issue 29)."""
+    IN, integer and float IN, LIKE, IS NULL, an empty result) build their literals and sets
+    without pyarrow's Python-object conversion and ``to_numpy``, which import pandas (issue 29;
+    filters evaluated by Acero, e.g. arithmetic, still do)."""
     path = str(tmp_path / "ds")
     lance.write_dataset(_table(5, 3000, distinct=40), path, data_storage_version="2.2", max_rows_per_file=1000)
     filters = ["x > 0.5 AND id < 2000", "x BETWEEN -1 AND 1", "s = 'w00007-yyyyyyy'",
-               "s IN ('w00001-y', 'w00002-yy')", "s LIKE 'w0001%'", "NOT (id < 5) AND x IS NOT NULL"]
+               "s IN ('w00001-y', 'w00002-yy')", "s LIKE 'w0001%'", "NOT (id < 5) AND x IS NOT NULL",
+               "id IN (1, 2, 2999, NULL)", "x IN (0.5, 1.5)", "id > 10 AND x > 100.0"]
     res = subprocess.run([sys.executable, "-c", FILTERED, path, json.dumps(filters)], capture_output=True,
                          text=True, env=dict(os.environ), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,87 @@ def test_inspect_dataset(capsys, tmp_path):
 def test_inspect_plain_directory_is_an_error(capsys, tmp_path):
     assert main(["inspect", str(tmp_path)]) == 1
     assert "directory" in capsys.readouterr().err
+
+
+def _many_fragments(uri: str) -> None:
+    """2,000 fragments written by the reference: 10 of 1,000 rows then 1,990 of 20, a few rows
+    deleted."""
+    import numpy as np
+    import pyarrow as pa
+    from lance.fragment import write_fragments
+
+    small = pa.table({"id": pa.array(np.arange(1990 * 20, dtype=np.int64))})
+    big = pa.table({"id": pa.array(np.arange(10 * 1000, dtype=np.int64))})
+    frags = write_fragments(big, uri, max_rows_per_file=1000) + write_fragments(small, uri, max_rows_per_file=20)
+    ds = lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(small.schema, frags))
+    ds.delete("id >= 39790 OR id = 5")
+
+
+def test_inspect_summarizes_many_fragments(capsys, tmp_path):
+    """A 2,000-fragment dataset: counts, rows and bytes per fragment and a histogram of fragments
+    by live rows, all as the reference counts them, then the first and last 5 fragments;
+    ``--all`` lists every fragment and ``--json`` is always complete."""
+    import re
+    from collections import Counter
+
+    import numpy as np
+
+    uri = str(tmp_path / "many.lance")
+    _many_fragments(uri)
+    frags = lance.dataset(uri).get_fragments()
+    ids = [f.fragment_id for f in frags]
+    live = [f.count_rows() for f in frags]
+    sizes = [sum(d.file_size_bytes for d in f.data_files()) for f in frags]
+    assert len(frags) == 2000 and len(set(live)) > 2
+    assert main(["inspect", uri]) == 0
+    text = capsys.readouterr().out
+    assert len(text.splitlines()) < 40
+    assert f"fragments: 2000 (ids {ids[0]} to {ids[-1]})" in text
+    assert (f"live rows per fragment: min {min(live):,}, median {np.median(live):,.0f}, "
+            f"mean {np.mean(live):,.0f}, max {max(live):,}") in text
+    hist = {(int(a.replace(",", "")), int(b.replace(",", ""))): int(n.replace(",", ""))
+            for a, b, n in re.findall(r"\[([\d,]+), ([\d,]+)\)\s+([\d,]+) fragments?", text)}
+    want = Counter(r.bit_length() for r in live)
+    assert hist == {((1 << (k - 1)) if k else 0, 1 << k if k else 1): n for k, n in want.items()}
+    listed = [int(x) for x in re.findall(r"^  fragment (\d+): ", text, re.M)]
+    assert listed == ids[:5] + ids[-5:]
+    for f in frags[:5] + frags[-5:]:
+        assert f"  fragment {f.fragment_id}: {f.physical_rows} rows" in text
+    assert "... 1990 more fragments (--all lists them)" in text
+    assert main(["inspect", uri, "--all"]) == 0
+    assert [int(x) for x in re.findall(r"^  fragment (\d+): ", capsys.readouterr().out, re.M)] == ids
+    out = _inspect_json(capsys, uri)
+    assert [f["id"] for f in out["fragments"]] == ids and [f["rows"] for f in out["fragments"]] == live
+    stats = out["fragment_stats"]
+    assert (stats["count"], stats["first_id"], stats["last_id"]) == (2000, ids[0], ids[-1])
+    assert stats["rows"]["total"] == sum(live) and stats["bytes"]["total"] == sum(sizes)
+    assert (stats["bytes"]["min"], stats["bytes"]["max"]) == (min(sizes), max(sizes))
+    assert sum(h["bytes"] for h in stats["histogram"]) == sum(sizes)
+
+
+def test_inspect_cuts_long_version_lists(capsys, tmp_path):
+    import pyarrow as pa
+
+    uri = str(tmp_path / "versions.lance")
+    ds = lance.write_dataset(pa.table({"a": [0]}), uri)
+    for i in range(1, 13):
+        ds = lance.write_dataset(pa.table({"a": [i]}), uri, mode="append")
+    versions = [v["version"] for v in ds.versions()]
+    assert main(["inspect", uri]) == 0
+    text = capsys.readouterr().out
+    shown = ", ".join(map(str, versions[:5])) + ", ... 3 more ..., " + ", ".join(map(str, versions[-5:]))
+    assert f"versions ({len(versions)}): {shown}" in text
+    assert re.search(r"\[1, 2\)\s+13 fragments", text)  # 13 one-row fragments
+    assert len(re.findall(r"^  fragment \d+: ", text, re.M)) == 10
+    assert main(["inspect", uri, "--all"]) == 0
+    assert f"versions ({len(versions)}): {', '.join(map(str, versions))}" in capsys.readouterr().out
+
+
+def test_inspect_file_cuts_long_column_lists(capsys, samples):
+    path = str(samples[("2.2", "many")])
+    ref = lance.file.LanceFileReader(path).metadata()
+    assert main(["inspect", path]) == 0
+    text = capsys.readouterr().out
+    assert f"... {len(ref.columns) - 20} more columns (--all lists them)" in text
+    assert main(["inspect", path, "--all"]) == 0
+    assert len(re.findall(r"^  column \d+", capsys.readouterr().out, re.M)) == len(ref.columns)

@@ -54,6 +54,12 @@ def test_gather_and_copy_slices(slices, out_len, seed):
     np.testing.assert_array_equal(got, want)
 
 
+def test_fastlanes_order_is_the_kernels():
+    from lancejit.encoding.kernels.bitpack import FL_ORDER
+
+    assert FL_ORDER.tolist() == list(tier0_numpy.FL_ORDER)
+
+
 def test_copy_range():
     src = np.arange(50, dtype=np.float64)
     a = np.zeros(20)

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lancejit
-from lancejit.table.read import pruning
+from lancejit.core import config
 from lancejit.table.read.pruning import Condition, batches_may_match, conditions_of
 
 lance = pytest.importorskip("lance")
@@ -94,13 +94,10 @@ def _same(a: pa.Table, b: pa.Table) -> bool:
 
 
 def _scan(ds, flt: str, enabled: bool):
-    pruning.ENABLED = enabled
-    try:
+    with config.override(page_pruning=enabled):
         ds.io_stats()
         got = ds.to_table(filter=flt)
         return got, ds.io_stats()
-    finally:
-        pruning.ENABLED = True
 
 
 @pytest.mark.parametrize("flt", FILTERS)
@@ -220,6 +217,8 @@ def test_explain_scan_shows_pruned_pages(legacy_ds, capsys):
     assert report["measured"]["pruned"]["rows"] == report["measured"]["not pruned"]["rows"] == expected
     assert report["measured"]["not pruned"]["pages_pruned"] == 0
     assert report["measured"]["pruned"]["pages_pruned"] == report["pages_pruned"]
+    assert [s["source"] for s in report["statistics"]] == ["page statistics"] * len(report["conditions"])
+    assert report["pages"] >= report["pages_pruned"]
     if n >= 2000:
         assert report["pages_pruned"] > 0
         assert report["measured"]["pruned"]["read_bytes"] <= report["measured"]["not pruned"]["read_bytes"]

@@ -38,14 +38,14 @@ def data(request, tmp_path_factory):
 
 @pytest.mark.parametrize("fraction", [0.0, 0.25, 2.0], ids=["range", "mixed", "members"])
 @pytest.mark.parametrize("whole", [False, True], ids=["ranges", "whole"])
-def test_big_units_match_reference(data, monkeypatch, fraction, whole):
-    monkeypatch.setattr(scan_module, "MAX_UNIT_ROWS", 311)
+def test_big_units_match_reference(knobs, data, monkeypatch, fraction, whole):
+    knobs(scan_unit_rows=311)
     monkeypatch.setattr(late, "SMALL_UNIT_ROWS", 16)
-    monkeypatch.setattr(late, "TAKE_FRACTION", fraction)
+    knobs(late_take_fraction=fraction)
     monkeypatch.setattr(late, "OFFLOAD_SELECT_ROWS", 64)  # the worker-thread take path too
     monkeypatch.setattr(late, "OFFLOAD_EVAL", fraction == 0.25)  # and evaluation in a thread
     if not whole:
-        monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
+        knobs(whole_file_bytes=0)
     ref, ours = lance.dataset(data), lt.dataset(data)
     for text in _many.ALL_FILTERS:
         assert ours.to_table(filter=text).equals(ref.to_table(filter=text)), text
@@ -81,13 +81,13 @@ def small_fragments(tmp_path_factory):
 
 @pytest.mark.parametrize("fraction", [0.0, 2.0], ids=["dense", "sparse"])
 @pytest.mark.parametrize("whole", [False, True], ids=["ranges", "whole"])
-def test_small_fragment_groups_match_reference(small_fragments, monkeypatch, fraction, whole):
+def test_small_fragment_groups_match_reference(knobs, small_fragments, monkeypatch, fraction, whole):
     """Groups of small fragments (``late.read_small_group``): the filter's columns decoded for
     the group at once, the other columns for every live row then taken (dense) or for the
     matching rows only (sparse)."""
-    monkeypatch.setattr(late, "TAKE_FRACTION", fraction)
+    knobs(late_take_fraction=fraction)
     if not whole:
-        monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
+        knobs(whole_file_bytes=0)
     ref, ours = lance.dataset(small_fragments), lt.dataset(small_fragments)
     for text in _many.ALL_FILTERS:
         assert ours.to_table(filter=text).equals(ref.to_table(filter=text)), text

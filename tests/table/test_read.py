@@ -250,11 +250,11 @@ def test_io_stats_are_incremental(make_dataset, version):
     assert ours.io_stats().read_iops > 0
 
 
-def test_filter_reads_less(make_dataset, need_decoders, monkeypatch):
+def test_filter_reads_less(knobs, make_dataset, need_decoders, monkeypatch):
     """A selective filter reads the other columns only for matching rows."""
     import lancejit.table.read.datafile as datafile
 
-    monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)  # small files: keep reading ranges
+    knobs(whole_file_bytes=0)  # small files: keep reading ranges
     need_decoders("2.1")
     ours = dataset(make_dataset("bigdel", "2.1"))
     ours.to_table(columns=["a"])  # open files
@@ -333,11 +333,11 @@ def test_shallow_clone_reads_through_base_paths(make_dataset, version, tmp_path)
     _assert_equal(ours.to_table(filter="a % 4 = 0", columns=["b"]), ref.to_table(filter="a % 4 = 0", columns=["b"]))
 
 
-def test_small_units_cross_boundaries(make_dataset, version, monkeypatch):
+def test_small_units_cross_boundaries(knobs, make_dataset, version, monkeypatch):
     """Fragments split into many small units (deletions, filters, offsets across unit edges)."""
     from lancejit.table.read import scan as scan_module
 
-    monkeypatch.setattr(scan_module, "MAX_UNIT_ROWS", 257)
+    knobs(scan_unit_rows=257)
     path = make_dataset("bigdel", version)
     ref, ours = lance.dataset(path), dataset(path)
     _assert_equal(ours.to_table(batch_size=10, with_row_id=True), ref.to_table(with_row_id=True))

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 import lancejit.table as lt
+from lancejit.core import config
 import lancejit.table.read.scan as scan_module
 import lancejit.table.read.scan_plan as scan_plan
 
@@ -69,8 +70,8 @@ def many(request, tmp_path_factory):
 
 
 @pytest.fixture(params=[True, False], ids=["late", "early"])
-def late(request, monkeypatch):
-    monkeypatch.setattr(scan_module, "LATE_MATERIALIZATION", request.param)
+def late(knobs, request, monkeypatch):
+    knobs(late_materialization=request.param)
     return request.param
 
 
@@ -113,8 +114,8 @@ def test_fragment_ids_order(many):
     assert got.equals(expected)
 
 
-def test_readahead_is_bounded_by_bytes(many, monkeypatch):
-    """Many small units run ahead together; never more than MAX_UNITS_IN_FLIGHT."""
+def test_readahead_is_bounded_by_bytes(knobs, many, monkeypatch):
+    """Many small units run ahead together; never more than ``scan_units_in_flight``."""
     seen = []
     original = scan_module.read_unit_table
     live = {"now": 0}
@@ -128,12 +129,12 @@ def test_readahead_is_bounded_by_bytes(many, monkeypatch):
             live["now"] -= 1
 
     monkeypatch.setattr(scan_module, "read_unit_table", counting)
-    monkeypatch.setattr(scan_module, "MAX_UNITS_IN_FLIGHT", 16)
+    knobs(scan_units_in_flight=16)
     ours = lt.dataset(many)
     assert ours.to_table().num_rows == lance.dataset(many).count_rows()
     assert max(seen) <= 16
     if len(ours.get_fragments()) > 16:
-        assert max(seen) > scan_module.DEFAULT_READAHEAD  # small units: more than the unit minimum
+        assert max(seen) > config.settings().scan_readahead  # small units: more than the unit minimum
 
 
 def test_page_pruning_hook(many):
@@ -159,10 +160,10 @@ def test_page_pruning_hook(many):
     assert ours.to_table(filter="a >= 0").num_rows == ref.count_rows()  # hook removed
 
 
-def test_late_materialization_reads_less(tmp_path, monkeypatch):
+def test_late_materialization_reads_less(knobs, tmp_path, monkeypatch):
     import lancejit.table.read.datafile as datafile
 
-    monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
+    knobs(whole_file_bytes=0)
     path = str(tmp_path / "ds")
     n = 50_000
     rng = np.random.default_rng(2)
@@ -171,7 +172,7 @@ def test_late_materialization_reads_less(tmp_path, monkeypatch):
                         path, data_storage_version="2.1")
     read = {}
     for flag in (True, False):
-        monkeypatch.setattr(scan_module, "LATE_MATERIALIZATION", flag)
+        knobs(late_materialization=flag)
         ours = lt.dataset(path)
         ours.io_stats()
         got = ours.to_table(filter="id % 1000 = 0")

@@ -120,7 +120,7 @@ def test_nullable_columns(tmp_path, spy, version, frags):
     assert spy
 
 
-def test_same_files_held_whole_and_read_by_ranges(dataset, monkeypatch, spy):
+def test_same_files_held_whole_and_read_by_ranges(knobs, dataset, monkeypatch, spy):
     """A file's take table is cached with the file: a second dataset object whose readers read
     ranges (not whole small files) decodes with the same tables."""
     import lancejit.table.read.datafile as datafile
@@ -129,23 +129,22 @@ def test_same_files_held_whole_and_read_by_ranges(dataset, monkeypatch, spy):
     cols = ["id", "s", "long"]
     expected = ref.to_table(columns=cols)
     assert lt.dataset(dataset).to_table(columns=cols).equals(expected)
-    monkeypatch.setattr(datafile, "WHOLE_FILE_BYTES", 0)
+    knobs(whole_file_bytes=0)
     assert lt.dataset(dataset).to_table(columns=cols).equals(expected)
     assert lt.dataset(dataset).count_rows("id > 10") == ref.count_rows("id > 10")
     assert spy
 
 
 @pytest.mark.parametrize("idle", [True, False])
-def test_decode_in_worker_threads(dataset, monkeypatch, spy, idle):
-    """Columns decoded in a worker thread (``OFFLOAD_ROWS``, ``OFFLOAD_FILE_ROWS``; an idle core
+def test_decode_in_worker_threads(knobs, dataset, monkeypatch, spy, idle):
+    """Columns decoded in a worker thread (``decode_offload_rows``, ``decode_offload_file_rows``; an idle core
     seen, or not: then every group decodes in the reading thread) give the same rows, and
     every worker slot is given back."""
     import threading
 
     import lancejit.file.multi_decode as md
 
-    monkeypatch.setattr(md, "OFFLOAD_ROWS", 1)
-    monkeypatch.setattr(md, "OFFLOAD_FILE_ROWS", 1)
+    knobs(decode_offload_rows=1, decode_offload_file_rows=1)
     monkeypatch.setattr(md, "_idle_core", lambda: idle)
     monkeypatch.setattr(md, "_BUSY", md._Slots())
     decoders: set = set()
@@ -211,7 +210,7 @@ def test_cold_and_warm_equal_reference(two_files, spy, cols, batch_size):
         assert not spy  # spread over two files: fragment by fragment
 
 
-def test_gc_paused_while_many_files_open(two_files, monkeypatch, spy):
+def test_gc_paused_while_many_files_open(knobs, two_files, monkeypatch, spy):
     """Batches of at least ``GC_PAUSE_FILES`` new files open with the collector paused: same
     rows, and the collector is on again afterwards, also when a file fails to open."""
     import gc
@@ -219,7 +218,7 @@ def test_gc_paused_while_many_files_open(two_files, monkeypatch, spy):
 
     from lancejit.core.errors import NotFoundError
 
-    monkeypatch.setattr(datafile, "GC_PAUSE_FILES", 2)  # the shared open's policy
+    knobs(gc_pause_files=2)  # the shared open's policy
     expected = lance.dataset(two_files).to_table(columns=["id", "s"])
     assert gc.isenabled()
     assert lt.dataset(two_files).to_table(columns=["id", "s"]).equals(expected)

@@ -13,6 +13,7 @@ import pytest
 
 from lancejit.core.errors import InvalidInputError, RowIndexError
 from lancejit.table import Dataset
+from lancejit.core import config
 from lancejit.table.read import take_batch
 
 lance = pytest.importorskip("lance")
@@ -170,31 +171,22 @@ async def test_disable_and_window(make_dataset, version):
     before = take_batch.stats()
     got = await asyncio.gather(*(ours.take_async(r, batch=False) for r in reqs))
     assert _delta(before).calls == 0
-    take_batch.configure(enabled=False)
-    try:
+    with config.override(take_batch=False):
         got2 = await asyncio.gather(*(ours.take_async(r) for r in reqs))
         assert _delta(before).calls == 0
-    finally:
-        take_batch.configure(enabled=True)
 
     async def late(r: np.ndarray, ticks: int) -> pa.Table:
         for _ in range(ticks):
             await asyncio.sleep(0)
         return await ours.take_async(r)
 
-    take_batch.configure(window_ms=50)
-    try:  # callers arriving over several loop iterations still share one take
+    with config.override(take_batch_window_ms=50):  # callers over several loop iterations share one take
         got3 = await asyncio.gather(*(late(r, i) for i, r in enumerate(reqs)))
         assert _delta(before).takes == 1
-    finally:
-        take_batch.configure(window_ms=0)
-    take_batch.configure(max_callers=4)
-    try:  # a full batch is closed; the next callers open another
+    with config.override(take_batch_max_callers=4):  # a full batch is closed; the next callers open another
         before = take_batch.stats()
         got4 = await asyncio.gather(*(ours.take_async(r) for r in reqs))
         assert _delta(before).takes == 2
-    finally:
-        take_batch.configure(max_callers=0)
     for e, g, g2, g3, g4 in zip(expected, got, got2, got3, got4):
         _eq(g4, e)
         _eq(g, e)

@@ -134,9 +134,9 @@ def test_footer_garbage_is_corrupt(tmp_path):
     assert files[1].path in str(err.value)
 
 
-def test_collector_paused_over_batched_opens(frags, monkeypatch):
+def test_collector_paused_over_batched_opens(knobs, frags, monkeypatch):
     """One collector policy for batched opens (datafile.collector_paused): a take admitting
-    new files and a scan opening them pause it when the batch has at least GC_PAUSE_FILES
+    new files and a scan opening them pause it when the batch has at least ``gc_pause_files``
     files (here 2), same rows as pylance, and it is on again afterwards, also when an open
     fails."""
     import gc
@@ -150,7 +150,7 @@ def test_collector_paused_over_batched_opens(frags, monkeypatch):
         seen.append(True)
         real_disable()
 
-    monkeypatch.setattr(datafile, "GC_PAUSE_FILES", 2)
+    knobs(gc_pause_files=2)
     monkeypatch.setattr(datafile.gc, "disable", disable)
     ref = lance.dataset(frags)
     rows = np.array([5, 301, 1800, 3500], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Conflict rules (FORMAT_NOTES 5.6) as a table, and real races resolved by the committer."""
+"""Conflict rules (the Lance file format specification) as a table, and real races resolved by the committer."""
 
 from __future__ import annotations
 

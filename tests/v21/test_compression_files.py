@@ -78,7 +78,7 @@ def _pad8(x: int) -> int:
 
 
 def miniblock_chunks(page: Page) -> list[Chunk]:
-    """Split a mini-block page's chunk buffer into chunks (FORMAT_NOTES 3.3)."""
+    """Split a mini-block page's chunk buffer into chunks (the Lance file format specification)."""
     mb = page.layout.mini_block_layout
     large = mb.has_large_chunk
     meta = page.buffers[0]
@@ -241,7 +241,7 @@ def decode_column(pages: list[Page], typ: pa.DataType) -> pa.Array:
 
 
 def fullzip_values(page: Page, path: str = "test"):
-    """Split a full-zip page without lists into (decoded values, validity) (FORMAT_NOTES 3.4)."""
+    """Split a full-zip page without lists into (decoded values, validity) (the Lance file format specification)."""
     fz = page.layout.full_zip_layout
     assert fz.bits_rep == 0, "helper handles pages without repetition only"
     bits = fz.bits_rep + fz.bits_def

@@ -39,8 +39,8 @@ COSTS: dict[str, Callable[..., float]] = {
     "lancejit.encoding.kernels.take.plan_take_files": lambda *a: 40 * a[9] * a[8].shape[0] + 50,
     "lancejit.encoding.kernels.take.plan_take": lambda *a: 40 * a[4].shape[0] * a[5].shape[0] + 50,
     "lancejit.encoding.kernels.take.take_fixed": lambda *a: (10 + 2 * a[7]) * a[1].shape[0],
-    "lancejit.encoding.kernels.take.take_bitpacked": lambda *a: 1500 * a[1].shape[0],
-    "lancejit.encoding.kernels.take.take_valid": lambda *a: 1500 * a[1].shape[0],
+    "lancejit.encoding.kernels.take.take_bitpacked": lambda *a: 250 * a[1].shape[0],
+    "lancejit.encoding.kernels.take.take_valid": lambda *a: 250 * a[1].shape[0],
     "lancejit.encoding.kernels.take.take_spans": lambda *a: 20 * a[1].shape[0],
     "lancejit.encoding.kernels.take.copy_spans": lambda *a: 10 * a[1].shape[0] + a[4].shape[0] // 64,
     "lancejit.encoding.kernels.take.fsst_take": lambda *a: 30 * a[1].shape[0] + 2 * a[10].shape[0],
@@ -94,13 +94,14 @@ NUMPY: dict[str, Callable[..., Any]] = {
     "lancejit.encoding.kernels.take_meta.page_segments": page_segments_numpy,
 }
 
-#: Largest estimated cost (microseconds) of one interpreted call.
-CALL_LIMIT_US = 20_000
-#: Estimated interpreted time (microseconds) a process may spend before it loads Numba: about
-#: ten one-row takes (~2 ms each interpreted, 0.1-0.2 ms compiled) or a few small takes of a
-#: fresh process (a 3-row take of three columns: ~6 ms), far under Numba's ~0.25 s load, so a
-#: busy process reaches compiled speed after a handful of takes.
-BUDGET_US = 25_000
+#: Largest estimated cost (microseconds) of one interpreted call: a 100-row take of bit-packed
+#: columns (~25 ms interpreted, bit unpacking in NumPy: :mod:`.tier0_numpy`).
+CALL_LIMIT_US = 60_000
+#: Estimated interpreted time (microseconds) a process may spend before it loads Numba: a few
+#: 100-row takes, or dozens of one-row takes (~2 ms each interpreted, 0.1-0.2 ms compiled), under
+#: half of Numba's ~0.3-0.45 s load, so a busy process reaches compiled speed after a handful of
+#: takes while a fresh process serving a 100-row take never loads it.
+BUDGET_US = 150_000
 
 _MODE = os.environ.get("LANCEJIT_TIER0", "1").strip().lower()
 ENABLED = _MODE not in ("0", "off", "false", "no")

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from lancejit.core.errors import CorruptFileError
+from lancejit.encoding.kernels import readonly
 from lancejit.encoding.v21 import fsst as _fsst
 from lancejit.encoding.v21.repdef_kernels import (
     gather_slices,
@@ -248,7 +249,7 @@ def _inline_bitpacked(enc, data, offs, sizes, counts, n, path) -> FixedWidth | N
         return None
     if data.ctypes.data % 8:
         data = data.copy()
-    words = data[: data.size - data.size % ws].view(dt)
+    words = readonly(data[: data.size - data.size % ws].view(dt))  # (one specialization per word size)
     out = np.empty(n, dtype=dt)
     tmp = np.empty(1024, dtype=dt)
     err = unpack_inline_chunks(
@@ -324,7 +325,7 @@ def batch_levels(enc: Any, data: np.ndarray, offs: np.ndarray, sizes: np.ndarray
             return None
         if data.ctypes.data % 8:
             data = data.copy()
-        words = data[: data.size - data.size % 2].view(np.uint16)
+        words = readonly(data[: data.size - data.size % 2].view(np.uint16))
         out = np.empty(n, dtype=np.uint16)
         tmp = np.empty(1024, dtype=np.uint16)
         err = unpack_ool_chunks(

@@ -233,7 +233,7 @@ class StructuralFieldDecoder(FieldDecoderBase):
             return ab.empty_array(self._field.type)
         return await self._read(indices_to_ranges(idx), int(idx.size))
 
-    # -- step generators (the 2.0 decoders' shape; see docs/perf-notes.md) -----------------
+    # -- step generators (the 2.0 decoders' shape) -----------------
     def range_steps(self, start: int, end: int) -> Steps:
         """Step generator for rows ``[start, end)``: yields absolute byte ranges (step 1: page
         metadata not yet loaded or cached, step 2: data, step 3: variable full-zip values

@@ -146,9 +146,9 @@ def gather_variable_chunks(data, offs, sizes, counts, width, out_offsets, out_da
 
 
 @njit(cache=True, nogil=True, specs=(
-    "{ro(u2[::1])|u2[::1]}, i8[::1], i8[::1], i8[::1], u2[::1], u2[::1]",
-    "{ro(u4[::1])|u4[::1]}, i8[::1], i8[::1], i8[::1], u4[::1], u4[::1]",
-    "{ro(u8[::1])|u8[::1]}, i8[::1], i8[::1], i8[::1], u8[::1], u8[::1]",
+    "ro(u2[::1]), i8[::1], i8[::1], i8[::1], u2[::1], u2[::1]",
+    "ro(u4[::1]), i8[::1], i8[::1], i8[::1], u4[::1], u4[::1]",
+    "ro(u8[::1]), i8[::1], i8[::1], i8[::1], u8[::1], u8[::1]",
 ))
 def unpack_inline_chunks(words, starts, ends, counts, out, tmp):
     """Inline-bitpacked mini-block chunks -> values, all chunks in one call.
@@ -182,7 +182,7 @@ def unpack_inline_chunks(words, starts, ends, counts, out, tmp):
 
 
 @njit(cache=True, nogil=True, specs=(
-    "{ro(u2[::1])|u2[::1]}, i8[::1], i8[::1], i8[::1], i8, u2[::1], u2[::1]",
+    "ro(u2[::1]), i8[::1], i8[::1], i8[::1], i8, u2[::1], u2[::1]",
 ))
 def unpack_ool_chunks(words, starts, ends, counts, width, out, tmp):
     """Out-of-line bit-packed level buffers (one per chunk, bit width ``width``) -> values.

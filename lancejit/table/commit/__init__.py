@@ -30,6 +30,7 @@ from .operations import (
     REWRITE_COLUMNS,
     REWRITE_ROWS,
     Append,
+    CreateIndex,
     Delete,
     Merge,
     Operation,
@@ -52,6 +53,7 @@ from .tags import create_tag, delete_tag, list_tags, update_tag
 __all__ = [
     "Append",
     "CommitResult",
+    "CreateIndex",
     "ConflictChecker",
     "Delete",
     "LoadedManifest",

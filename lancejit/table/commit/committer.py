@@ -41,6 +41,7 @@ from lancejit.core.errors import (
 )
 from lancejit.io.store import ObjectStore, join_path
 from lancejit.pb import table_pb2
+from lancejit.core.config import settings
 
 from ..meta.features import FLAG_DISABLE_TRANSACTION_FILE, FLAG_UNKNOWN
 from ..meta.external_store import ExternalManifestStore, ExternalVersion, external_store_of, finalize, staging_path
@@ -60,8 +61,6 @@ from .manifest_writer import (
 from .operations import Delete, Operation, Overwrite, Restore, Transaction, Update, modified_fragment_ids
 
 TRANSACTIONS_DIR = "_transactions"
-#: Default number of attempts (the reference's default ``num_retries`` is 20).
-DEFAULT_MAX_ATTEMPTS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +182,7 @@ async def commit_transaction(
     enable_v2_manifest_paths: bool = True,
     affected_rows: Mapping[int, np.ndarray] | None = None,
     create_only: bool = False,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     backoff_base_s: float = 0.02,
     backoff_cap_s: float = 1.0,
     write_hint: bool = True,
@@ -196,6 +195,8 @@ async def commit_transaction(
     Raises :class:`CommitConflictError` (incompatible, or out of attempts) or
     :class:`RetryableCommitError` (the caller must re-read and redo its work).
     """
+    if max_attempts is None:
+        max_attempts = settings().commit_attempts
     if max_attempts < 1:
         raise InvalidInputError("max_attempts must be >= 1")
     if txn.read_version < 0:
@@ -314,7 +315,7 @@ async def commit(
     enable_v2_manifest_paths: bool = True,
     affected_rows: Mapping[int, np.ndarray] | None = None,
     create_only: bool = False,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    max_attempts: int | None = None,
 ) -> int:
     """Commit ``operation`` read at ``read_version`` (0 for a new dataset); returns the new version."""
     txn = Transaction(read_version, operation, tag=tag, transaction_properties=dict(transaction_properties or {}))
@@ -385,7 +386,6 @@ async def commit_manifest(store: ObjectStore, root: str, ext: ExternalManifestSt
 
 __all__ = [
     "CommitResult",
-    "DEFAULT_MAX_ATTEMPTS",
     "TRANSACTIONS_DIR",
     "commit",
     "commit_sync",

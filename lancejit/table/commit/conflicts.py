@@ -1,6 +1,6 @@
 """Whether a transaction can still commit after others committed since its read version.
 
-The rules are the reference's (``conflict_resolver.rs``, FORMAT_NOTES 5.6).  "mine" is checked
+The rules are the reference's (``conflict_resolver.rs``, the Lance file format specification).  "mine" is checked
 against each committed "theirs", oldest first; the outcome for each pair is one of
 
 * compatible -- rebuild the manifest on top of the latest version and commit;

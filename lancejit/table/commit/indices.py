@@ -19,7 +19,7 @@ from pyroaring import BitMap
 
 from lancejit.pb import table_pb2
 
-from .operations import Delete, Merge, Operation, Overwrite, Project, Update
+from .operations import CreateIndex, Delete, Merge, Operation, Overwrite, Project, Update
 
 
 def _is_system(index: table_pb2.IndexMetadata) -> bool:
@@ -31,6 +31,8 @@ def adjust_index_section(
 ) -> bytes | None:
     """The IndexSection protobuf bytes for the version ``manifest`` built by ``op`` from a version
     whose section was ``raw`` (None: no indices)."""
+    if isinstance(op, CreateIndex):
+        return _with_new_indices(raw, op)
     if raw is None:
         return None
     if isinstance(op, Overwrite):
@@ -61,6 +63,22 @@ def adjust_index_section(
     if not changed:
         return raw
     return section.SerializeToString() if len(section.indices) else None
+
+
+def _with_new_indices(raw: bytes | None, op: CreateIndex) -> bytes:
+    """The section with ``op.removed_indices`` and indices named like a new one dropped, then
+    ``op.new_indices`` appended."""
+    section = table_pb2.IndexSection()
+    if raw is not None:
+        section.ParseFromString(raw)
+    gone = {bytes(ix.uuid.uuid) for ix in op.removed_indices}
+    names = {ix.name for ix in op.new_indices}
+    kept = [table_pb2.IndexMetadata.FromString(ix.SerializeToString()) for ix in section.indices
+            if bytes(ix.uuid.uuid) not in gone and ix.name not in names]
+    del section.indices[:]
+    section.indices.extend(kept)
+    section.indices.extend(op.new_indices)
+    return section.SerializeToString()
 
 
 __all__ = ["adjust_index_section"]

@@ -41,6 +41,7 @@ from .operations import (
     Append,
     Delete,
     Merge,
+    CreateIndex,
     OtherOperation,
     Overwrite,
     Project,
@@ -63,7 +64,7 @@ DEFAULT_STORAGE_VERSION = "2.2"
 def writer_version() -> str:
     """lancejit's version string written in ``Manifest.writer_version.version``."""
     try:
-        from lancejit import __version__
+        from lancejit.core.version import __version__
 
         return str(__version__)
     except ImportError:
@@ -412,7 +413,7 @@ def build_manifest(
         m.fields.extend(op.schema)
     elif isinstance(op, Rewrite):
         final, next_frag_id = _apply_rewrite(existing, op, next_frag_id)
-    elif isinstance(op, (ReserveFragments, UpdateConfig)):
+    elif isinstance(op, (ReserveFragments, UpdateConfig, CreateIndex)):
         final = _copy(existing)
         if isinstance(op, UpdateConfig):
             _apply_update_config(m, op)

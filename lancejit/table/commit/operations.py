@@ -12,9 +12,10 @@ of ``lance.file.Field`` messages (pre-order, ids assigned), e.g. from
 fragments replacing them (ids reserved beforehand by a ``ReserveFragments`` commit, as the
 reference does, or 0 = assigned at commit).
 
-Operations lancejit does not build itself (CreateIndex, DataReplacement, Clone,
+Operations lancejit does not build itself (DataReplacement, Clone,
 UpdateMemWalState, UpdateBases) are read back as :class:`OtherOperation` keeping the raw message,
-so conflict checks still see them and they can be written back unchanged.
+so conflict checks still see them and they can be written back unchanged; so is a committed
+``CreateIndex`` (lancejit writes one with :class:`CreateIndex`).
 """
 
 from __future__ import annotations
@@ -232,6 +233,16 @@ class UpdateConfig:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class CreateIndex:
+    """Add the indices ``new_indices`` (``IndexMetadata`` messages) to the manifest's index
+    section, replacing ``removed_indices`` and any index of the same name; fragments unchanged."""
+
+    new_indices: tuple[Any, ...]
+    removed_indices: tuple[Any, ...] = ()
+    name = "CreateIndex"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class RewriteGroup:
     """Fragments ``old_fragments`` (as they were at the read version, in dataset order) replaced by
     ``new_fragments`` holding the same live rows in the same order."""
@@ -277,7 +288,7 @@ class OtherOperation:
 
 Operation = Union[
     Append, Overwrite, Delete, Update, Merge, Project, Restore, ReserveFragments, UpdateConfig, Rewrite,
-    OtherOperation,
+    CreateIndex, OtherOperation,
 ]
 
 
@@ -369,6 +380,11 @@ class Transaction:
                 pg.old_fragments.extend(g.old_fragments)
                 pg.new_fragments.extend(g.new_fragments)
             r.rewritten_indices.extend(op.rewritten_indices)
+        elif isinstance(op, CreateIndex):
+            ci = msg.create_index
+            ci.SetInParent()
+            ci.new_indices.extend(op.new_indices)
+            ci.removed_indices.extend(op.removed_indices)
         elif isinstance(op, OtherOperation):
             if op.message is None:
                 raise NotSupportedError("cannot write a transaction whose operation lancejit does not know")
@@ -488,6 +504,7 @@ __all__ = [
     "Update",
     "UpdateConfig",
     "UpdateMap",
+    "CreateIndex",
     "data_file",
     "modified_fragment_ids",
     "new_fragment",

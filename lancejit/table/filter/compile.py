@@ -237,7 +237,9 @@ class _Compiler:
             try:  # a computed operand: its type from an empty evaluation
                 from .evaluate import _project
 
-                t = _project(self.schema.empty_table(), [compiled])[0].type
+                # (built from names, not the schema: pyarrow checks a schema's pandas metadata)
+                empty = pa.Table.from_arrays([pa.nulls(0, f.type) for f in self.schema], names=self.schema.names)
+                t = _project(empty, [compiled])[0].type
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError, TypeError):
                 return False
         return pa.types.is_floating(t)

@@ -25,6 +25,7 @@ import pyarrow as pa
 from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
+from lancejit.encoding.arrow_build import numbers_of
 
 from .columns import resolve_column
 from .floats import key_set, total_keys
@@ -206,13 +207,12 @@ class _Planner:
                            for v in values.values)
             return leaves[0] if len(leaves) == 1 else Junction("and" if negate else "or", leaves)
         if t.id in _FLOAT_TYPES:
-            keys = key_set(self.comp.value_set(values, t, node)).to_numpy()
+            keys = numbers_of(key_set(self.comp.value_set(values, t, node)))
             return self.leaf(Leaf(name, "sorted", negate, members=np.unique(keys), f64=True))
         if t.id not in _INT_TYPES or values.kind == "str":
             raise _Unsupported
         arr = self.comp.value_set(values, t, node).drop_null()
-        members = np.unique((arr.to_numpy(zero_copy_only=True) if arr.null_count == 0 and pa.types.is_integer(arr.type)
-                         else arr.to_numpy(zero_copy_only=False)).astype(np.int64))
+        members = np.unique(numbers_of(arr).astype(np.int64))
         if len(members) and int(members[-1]) - int(members[0]) < BITMAP_SPAN:
             base = int(members[0])
             bits = np.zeros((int(members[-1]) - base) // 8 + 1, dtype=np.uint8)

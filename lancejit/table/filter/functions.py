@@ -9,32 +9,30 @@ binary literals ``X'0aff'``.
 Lists: ``array_has`` / ``array_contains`` / ``list_has`` / ``list_contains`` (a value),
 ``array_has_any`` / ``array_has_all`` (a list literal), ``array_length`` / ``cardinality``.
 Arrow has no list-membership kernel: those are scalar functions registered with Arrow (once per
-list and value type) and evaluated over the list's flattened values with NumPy.
+list and value type) and evaluated over the list's flattened values with NumPy.  ``comp`` is the
+filter compiler (:class:`.compile._Compiler`: ``expr``, ``column_type``, ``fail``, ``text``).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import expressions as exp
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .compile import _Compiler
-
 _NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 
 
-def _literal_text(comp: "_Compiler", node: exp.Expression, what: str) -> str:
+def _literal_text(comp: Any, node: exp.Expression, what: str) -> str:
     if isinstance(node, exp.Literal) and node.is_string:
         return node.this
     raise comp.fail(node)
 
 
-def _regex(comp: "_Compiler", args: list, null_when_no_match: bool) -> pc.Expression:
+def _regex(comp: Any, args: list, null_when_no_match: bool) -> pc.Expression:
     if len(args) not in (2, 3):
         raise comp.fail(args[0].parent)
     pattern = _literal_text(comp, args[1], "pattern")
@@ -115,14 +113,14 @@ def _list_call(kind: str, lists: pc.Expression, list_type: pa.DataType, needles:
     return pc.Expression._call(name, [lists, pc.scalar(needles)])
 
 
-def _list_type(comp: "_Compiler", node: exp.Expression) -> pa.DataType:
+def _list_type(comp: Any, node: exp.Expression) -> pa.DataType:
     t = comp.column_type(node)
     if t is None or not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
         raise comp.fail(node)
     return t
 
 
-def _needles(comp: "_Compiler", node: exp.Expression, value_type: pa.DataType) -> pa.Scalar:
+def _needles(comp: Any, node: exp.Expression, value_type: pa.DataType) -> pa.Scalar:
     """A list literal (``[1, 2]``) or one literal value, as a list scalar of ``value_type``."""
     items = node.expressions if isinstance(node, exp.Array) else [node]
     values = []
@@ -140,7 +138,7 @@ def _needles(comp: "_Compiler", node: exp.Expression, value_type: pa.DataType) -
     return pa.scalar(arr.to_pylist(), pa.list_(value_type))
 
 
-def _literal(comp: "_Compiler", node: exp.Expression) -> Any:
+def _literal(comp: Any, node: exp.Expression) -> Any:
     """The Python value of a literal (a string, number or boolean, possibly negated)."""
     if isinstance(node, exp.Neg):
         return -_literal(comp, node.this)
@@ -157,7 +155,7 @@ def _literal(comp: "_Compiler", node: exp.Expression) -> Any:
     raise comp.fail(node)
 
 
-def _membership(comp: "_Compiler", kind: str, args: list) -> pc.Expression:
+def _membership(comp: Any, kind: str, args: list) -> pc.Expression:
     if len(args) != 2:
         raise comp.fail(args[0].parent)
     list_type = _list_type(comp, args[0])
@@ -169,7 +167,7 @@ _ANON = {"regexp_match", "list_has", "list_contains", "array_has_any", "array_ha
          "octet_length", "array_length", "array_contains", "array_has", "regexp_like", "regexp_count", "strpos"}
 
 
-def compile_function(comp: "_Compiler", node: exp.Expression) -> pc.Expression | None:
+def compile_function(comp: Any, node: exp.Expression) -> pc.Expression | None:
     """``node`` compiled when it is one of the functions above (None when it is not a function
     this module knows)."""
     v = comp.expr

@@ -9,6 +9,8 @@
   counts as one level: chains are flattened by the compiler, so their length is unbounded.
 * Any ``RecursionError`` left (sqlglot recurses per nesting level) becomes
   :class:`~lancejit.core.errors.InvalidInputError`.
+* Text that does not parse raises :class:`~lancejit.core.errors.FilterSyntaxError` naming the
+  character of the caller's text where parsing stopped (:mod:`.locate`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import numpy as np
 import sqlglot
 from sqlglot import expressions as exp
 
-from lancejit.core.errors import InvalidInputError
+from lancejit.core.errors import FilterSyntaxError, InvalidInputError
+
+from .locate import short as _short, syntax_error
 
 DIALECT = "databricks"
 #: Deepest parenthesis nesting accepted (checked on the text, outside quotes).
@@ -238,15 +242,43 @@ def expression_depth(tree: exp.Expression) -> int:
     return best
 
 
+def same_length_text(text: str) -> str:
+    """``text`` as sqlglot can parse it with every character in its place: string literals
+    re-spelled in as many characters (``''`` -> ``\\'``, a backslash -> ``_``) and literal
+    ``IN`` lists blanked to one number, so that a parse error's position is one in ``text``."""
+    out: list[str] = []
+    pos = 0
+    for m in _SCAN.finditer(text):
+        a, b = m.span()
+        out.append(text[pos:a])
+        body = m.group(0)
+        if m.group("q") is not None:
+            if body[0] == "'":
+                body = "'" + _str(body).replace("\\", "_").replace("'", "\\'") + "'"
+        else:
+            head = body[: body.index("(") + 1]
+            body = head + "0" + " " * (len(body) - len(head) - 2) + ")"
+        out.append(body)
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _token_count(text: str) -> int:
+    return sum(1 for _ in _TOKEN.finditer(_blank_quotes(text)))
+
+
 def parse_filter(text: str) -> ParsedFilter:
     """Parse ``text`` (bounded; see the module docstring)."""
+    if not text.strip():
+        raise FilterSyntaxError(f"filter {text!r} is empty", position=1)
     rewritten, lists, unquoted = _extract_in_lists(_chain_to_in(text))
     depth = _paren_depth(unquoted)
     if depth > MAX_PAREN_DEPTH:
         raise InvalidInputError(
             f"filter nests parentheses {depth} deep; at most {MAX_PAREN_DEPTH} levels are supported"
         )
-    tokens = sum(1 for _ in _TOKEN.finditer(_blank_quotes(rewritten)))
+    tokens = _token_count(rewritten)
     if tokens > MAX_TOKENS:
         raise InvalidInputError(
             f"filter has {tokens:,} tokens besides IN lists; at most {MAX_TOKENS:,} are supported"
@@ -254,17 +286,16 @@ def parse_filter(text: str) -> ParsedFilter:
     try:
         tree = sqlglot.parse_one(rewritten, dialect=DIALECT)
     except sqlglot.errors.SqlglotError as exc:
-        raise InvalidInputError(f"filter {_short(text)!r} does not parse: {_short(str(exc), 300)}") from None
+        same = same_length_text(text)
+        locate = same if _token_count(same) <= MAX_TOKENS else None
+        raise syntax_error(text, exc, locate, DIALECT) from None
     except RecursionError:
         raise InvalidInputError(f"filter {_short(text)!r} nests too deeply") from None
     if tree is None:
-        raise InvalidInputError(f"filter {_short(text)!r} is empty")
+        raise FilterSyntaxError(f"filter {_short(text)!r} is empty", position=1)
     if expression_depth(tree) > MAX_EXPRESSION_DEPTH:
         raise InvalidInputError(
             f"filter {_short(text)!r} nests expressions more than {MAX_EXPRESSION_DEPTH} levels deep"
         )
     return ParsedFilter(tree, lists)
 
-
-def _short(text: str, n: int = 200) -> str:
-    return text if len(text) <= n else text[:n] + "..."

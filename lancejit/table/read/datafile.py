@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.config import settings
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 
 from ..meta.fields import TopField, conform_array
@@ -147,15 +148,10 @@ def _one(col: pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if col.num_chunks else pa.array([], col.type)
 
 
-#: Data files of at most this many bytes that the open's tail read holds entirely are kept in
-#: memory and read from there (the reference reads such files whole, too).  0 disables it.
-WHOLE_FILE_BYTES = 64 * 1024
-
-
 class _SmallFileReader:
     """The :class:`~lancejit.core.ranges.RangeReader` a data file is opened through: forwards
     to the dataset's scheduler, except that once a tail read has returned the whole file (at
-    most ``WHOLE_FILE_BYTES``), every later read is served from that buffer (no request).
+    most the ``whole_file_bytes`` knob), every later read is served from that buffer (no request).
     Other attributes (``stats``, ``store``, ``config``...) are the scheduler's."""
 
     def __init__(self, inner: Any, expected_size: int | None = None, budget: Any = None,
@@ -208,7 +204,7 @@ class _SmallFileReader:
             raise CorruptFileError(
                 f"data file has {size} bytes but the manifest records {self.expected_size}", path=self.path
             )
-        if len(data) == size and size <= WHOLE_FILE_BYTES and (self.budget is None or self.budget.take(size)):
+        if len(data) == size and size <= settings().whole_file_bytes and (self.budget is None or self.budget.take(size)):
             self._whole = data
 
     async def read_ranges(self, ranges: Any, *, priority: int = 0) -> list[memoryview]:
@@ -246,21 +242,15 @@ async def open_data_file(ctx: "DatasetContext", data_file: DataFile) -> DataFile
     return await ctx.caches.files.get(store.uri(path), load)
 
 
-#: Batches of at least this many new data files open (and build their take tables) with the
-#: garbage collector paused, on stores read in the caller's thread (local, memory): the take's
-#: admission of new files and the scan's group open share this policy (:func:`collector_paused`).
-GC_PAUSE_FILES = 32
-
-
 @contextmanager
 def collector_paused(ctx: "DatasetContext", nfiles: int) -> Iterator[None]:
     """Pause the garbage collector while ``nfiles`` new data files open in this thread, when
-    there are at least :data:`GC_PAUSE_FILES` and the dataset's store reads in the caller's
+    there are at least ``gc_pause_files`` (a knob) and the dataset's store reads in the caller's
     thread (``serial_batches``: the pause then covers no waiting on other threads); nested
     pauses leave it to the outermost one.  The collector is on again afterwards, also when the
     open fails.  Opening creates a few long-lived objects per file and many short-lived ones:
     young collections in between would only walk them."""
-    pause = nfiles >= GC_PAUSE_FILES and gc.isenabled() and getattr(ctx.store, "serial_batches", False)
+    pause = nfiles >= settings().gc_pause_files and gc.isenabled() and getattr(ctx.store, "serial_batches", False)
     if pause:
         gc.disable()
     try:
@@ -300,7 +290,7 @@ async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile])
         else:
             todo[uri] = ([i], df, store, path)
     if todo:
-        if len(todo) >= GC_PAUSE_FILES:
+        if len(todo) >= settings().gc_pause_files:
             # many 64 KiB tails: let the C heap keep freed memory (as the first scan does), so
             # later batches read into pages already mapped (a fresh 64 KiB buffer costs ~16
             # page faults, more than reading into it)

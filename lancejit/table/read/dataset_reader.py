@@ -2,7 +2,7 @@
 
 :class:`DatasetReader` is what operations (writes, maintenance, indices) are given and use; the
 public :class:`lancejit.table.dataset.Dataset` adds the changes and the synchronous face derived
-from these async methods (:func:`lancejit.io.sync.derive_sync`).
+from these async methods (:func:`lancejit.io.sync.bridged`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mappin
 import pyarrow as pa
 
 from lancejit.core.errors import LanceJitError
-from lancejit.io.sync import derive_sync, iter_sync
+from lancejit.io.sync import bridged, iter_sync
 
 from ..meta.context import DatasetContext, with_context
 from ..meta.features import FLAG_STABLE_ROW_IDS
@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by ope
 R = TypeVar("R", bound="DatasetReader")
 
 
-@derive_sync
 class Scanner(ArrowScannerFace):
     """A configured scan; ``to_reader()`` gives a ``pyarrow.RecordBatchReader``.
 
@@ -157,10 +156,16 @@ class Scanner(ArrowScannerFace):
         rows = self.count_rows()
         return self.explain_plan() + f"\n  output_rows={rows}"
 
+    to_table = bridged(to_table_async)
+    count_rows = bridged(count_rows_async)
+    head = bridged(head_async)
+    take = bridged(take_async)
+    scan_batches = bridged(scan_batches_async)
+
 
 def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
     if not batches:
-        return schema.empty_table()
+        return pa.Table.from_batches([], schema=schema)  # (empty_table imports pandas)
     if len(schema) == 0:
         n = sum(b.num_rows for b in batches)
         return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array([{}] * n, type=pa.struct([])))])

@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import sys
 
+from lancejit.core.config import settings
+
 #: ``mallopt`` parameters (glibc ``malloc.h``).
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -40,7 +42,7 @@ def keep_scan_buffers() -> bool:
         return False
     _done = True
     env = os.environ
-    if env.get("LANCEJIT_MALLOC_TUNE", "1") == "0" or "MALLOC_MMAP_THRESHOLD_" in env \
+    if not settings().malloc_tune or "MALLOC_MMAP_THRESHOLD_" in env \
             or "MALLOC_TRIM_THRESHOLD_" in env or not sys.platform.startswith("linux"):
         return False
     try:

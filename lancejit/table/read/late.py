@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.config import settings
+
 from ..meta.context import DatasetContext
 from ..meta.fields import TopField
 from .fragment import FragmentReader, unit_live_offsets as _live
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
     from ..filter.compile import CompiledFilter
     from .spec import ScanSpec
 
-#: Fraction of a unit's rows below which rows are fetched by take rather than by range.
-TAKE_FRACTION = 0.2
 #: Units of at most this many rows are read by take of their rows (see ``_read_rows``).
 SMALL_UNIT_ROWS = 4096
 #: Selections of at least this many rows run in a worker thread (pyarrow's take releases the
@@ -67,7 +67,7 @@ async def _read_at(
     """Fields ``tops`` at the sorted physical offsets ``rows`` of a big unit ``[lo, hi)`` (None:
     every row), in ``tops`` order.
 
-    Fewer than ``TAKE_FRACTION`` of the rows: one :func:`.scan_multi.read_members` call (a run
+    Fewer than the ``late_take_fraction`` knob of the rows: one :func:`.scan_multi.read_members` call (a run
     plan over the selected rows, one decode kernel per column: about half the cost of the file
     reader's take), or the fragment reader's take for columns it does not qualify.  Otherwise
     the whole range by the fragment reader (its page decoders beat the run decoder on whole
@@ -76,7 +76,7 @@ async def _read_at(
     from .scan_multi import read_members
 
     n = hi - lo
-    if rows is not None and len(rows) < TAKE_FRACTION * n:
+    if rows is not None and len(rows) < settings().late_take_fraction * n:
         got = await read_members(frag.ctx, tops, [(frag, lo, hi)], [rows])
         return got if got is not None else await frag.read(tops, rows)
     out = await frag.read(tops, (lo, hi))
@@ -231,7 +231,7 @@ async def _finish_unit(
 ) -> tuple[dict[str, Any], dict[str, pa.Array], int] | None:
     """A filtered unit's output columns from its ``matches`` (positions among its live rows)
     and the columns already ``read``: the other projected columns by take when fewer than
-    ``TAKE_FRACTION`` of the unit's rows match, else by range then selected.  Returns
+    ``late_take_fraction`` of the unit's rows match, else by range then selected.  Returns
     ``(arrays by top-level name, meta columns, rows)`` for ``scan.assemble_table``, or None
     when no row matches."""
     if len(matches) == 0:
@@ -304,7 +304,7 @@ async def read_small_group(
     rest = [t for t in spec.tops if t.name not in have]
     if rest:
         total = int(bounds[-1])
-        if n >= TAKE_FRACTION * total:  # dense: every live row (ranges), then the matches
+        if n >= settings().late_take_fraction * total:  # dense: every live row (ranges), then the matches
             got = await read_members(ctx, rest, members, lives)
             if got is not None:
                 got = _select(got, matches, total)

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancejit.core.errors import InvalidInputError
+from lancejit.core.config import settings
 
 from .datafile import open_data_file
 from ..indices.zonemap import zone_maps
@@ -52,9 +53,6 @@ _FLIP = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 #: Operators no NaN satisfies under IEEE nor under the total order (NaN above +inf, -NaN below
 #: -inf) that engines use: float bounds, which exclude NaN, may only prune these.
 _NAN_SAFE = frozenset({"eq", "between", "in"})
-
-#: Use page statistics in filtered scans (a switch for measurements: False reads every page).
-ENABLED = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +171,7 @@ def conditions_of(text: str, schema: pa.Schema) -> tuple[Condition, ...]:
 
 def prunable(filt: "CompiledFilter", schema: pa.Schema) -> bool:
     """Whether pruning is on and ``filt`` has conditions statistics can decide."""
-    return ENABLED and bool(conditions_of(filt.text, schema))
+    return settings().page_pruning and bool(conditions_of(filt.text, schema))
 
 
 # ---------------------------------------------------------------------------- bounds tests
@@ -404,7 +402,7 @@ def prune_hook(ctx: "DatasetContext", fragment_id: int, lo: int, hi: int,
                filt: "CompiledFilter") -> list[tuple[int, int]] | None:
     """The scan planner's pruner (``scan_plan.set_pruner``): kept sub-ranges of ``[lo, hi)`` of
     a fragment from what :func:`prepare` loaded; None ("read everything") when not prepared."""
-    if not ENABLED:
+    if not settings().page_pruning:
         return None
     prepared = _PREPARED.get(_key(ctx, filt))
     masks = prepared.get(fragment_id) if prepared is not None else None
@@ -425,5 +423,5 @@ def install() -> None:
     scan_plan.set_pruner(prune_hook)
 
 
-__all__ = ["ENABLED", "Condition", "batches_may_match", "conditions_of", "install", "may_match_ranges", "prepare",
+__all__ = ["Condition", "batches_may_match", "conditions_of", "install", "may_match_ranges", "prepare",
            "prunable", "prune_hook"]

@@ -7,7 +7,7 @@ scan order.
 A *unit* is a half-open physical row range ``[lo, hi)`` of one fragment.  With a filter, the
 filter's columns are read first; the other columns are read only for the matching rows (by
 take) when the matches are sparse, otherwise the whole unit is read and sliced
-(``LATE_MATERIALIZATION``; :mod:`.late` decides per unit from its measured selectivity).
+(the ``late_materialization`` knob; :mod:`.late` decides per unit from its measured selectivity).
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Itera
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.config import settings
+
 from ..meta.context import DatasetContext
 from ..meta.fields import TopField
 from .fragment import ROWADDR, ROWID, FragmentReader, unit_live_offsets as _live
 from .heap import keep_scan_buffers
-from .spec import DEFAULT_READAHEAD, OutColumn, ScanSpec, output_columns
+from .spec import OutColumn, ScanSpec, output_columns
 from .version_index import dataset_index
 from .late import NOT_HANDLED, SMALL_UNIT_ROWS, _finish_unit, _group_matches, _read_rows, read_small_group
 from .scan_multi import filter_members, member_lives, read_members
@@ -34,14 +36,8 @@ if TYPE_CHECKING:
     from ..filter.compile import CompiledFilter
     from .version_index import DatasetIndex
 
-#: Target encoded bytes per unit (bounds batch memory).  Larger units waste less at their
-#: edges (a page straddling two units is read and decoded by both): 32 MiB costs ~15% less CPU
-#: than 16 MiB on a 1M-row scan; ``DEFAULT_READAHEAD`` keeps the bytes in flight at 128 MiB.
-UNIT_TARGET_BYTES = 32 * 1024 * 1024
-#: Most physical rows per unit (units are decoded at once, then cut into ``batch_size`` batches).
-MAX_UNIT_ROWS = 1 << 17
-#: Filtered scans with late materialization take units of up to this many times
-#: ``MAX_UNIT_ROWS`` rows (same ``UNIT_TARGET_BYTES``): each unit's filter columns are read,
+#: Filtered scans with late materialization take units of up to this many times the
+#: ``scan_unit_rows`` knob's rows (same ``scan_unit_bytes``): each unit's filter columns are read,
 #: evaluated and its other columns fetched in turn, so the per-unit Python counts for more than
 #: the overlap smaller units give (1M rows, one fragment: six filtered scans 12-26% faster
 #: with 2x; an unfiltered scan, 15% slower with 2x, keeps its units).
@@ -56,14 +52,6 @@ SCAN_GROUP_ROWS = 1 << 16
 GROUP_UNIT_ROWS = 1 << 16
 #: ... and this many estimated encoded bytes per group.
 GROUP_BYTES = 16 * 1024 * 1024
-#: Units in flight at least (big units: this bounds memory).
-#: More units run ahead while their estimated encoded bytes stay under this...
-READAHEAD_BYTES = 64 * 1024 * 1024
-#: ... and at most this many are in flight (many small fragments are opened and read together).
-MAX_UNITS_IN_FLIGHT = 64
-#: Filtered scans read the filter's columns first and the others only for matching rows;
-#: False reads every needed column of a unit at once (for measurements and tests).
-LATE_MATERIALIZATION = True
 
 
 def _pruned_type(t: pa.DataType, paths: tuple[tuple[str, ...], ...]) -> pa.DataType:
@@ -135,13 +123,14 @@ def assemble_batch(
 
 
 def _rows_per_unit(frag: FragmentReader, batch_size: int) -> int:
-    """Physical rows per unit: about ``UNIT_TARGET_BYTES`` of the fragment's files, at least one
-    batch, at most ``MAX_UNIT_ROWS``."""
+    """Physical rows per unit: about ``scan_unit_bytes`` (a knob) of the fragment's files, at least
+    one batch, at most ``scan_unit_rows``."""
+    s = settings()
     total = sum(df.file_size_bytes or 0 for df in frag.fragment.files)
     rows = frag.physical_rows or 1
     bpr = total / rows if total else 0
-    by_bytes = int(UNIT_TARGET_BYTES / bpr) if bpr > 0 else MAX_UNIT_ROWS
-    return max(1, min(MAX_UNIT_ROWS, max(batch_size, by_bytes)))
+    by_bytes = int(s.scan_unit_bytes / bpr) if bpr > 0 else s.scan_unit_rows
+    return max(1, min(s.scan_unit_rows, max(batch_size, by_bytes)))
 
 
 async def read_group_table(
@@ -150,11 +139,12 @@ async def read_group_table(
     """The output rows of several consecutive units of a filtered scan (their filter evaluated
     at once), in order, as one table (None when no row survives)."""
     assert spec.filter is not None
-    if LATE_MATERIALIZATION and len(members) > 1:  # many small units: as arrays (late.py)
+    late = settings().late_materialization
+    if late and len(members) > 1:  # many small units: as arrays (late.py)
         got = await read_small_group(ctx, spec, members)
         if got is not NOT_HANDLED:
             return None if got is None else assemble_table(ctx, spec, *got)  # type: ignore[misc]
-    early = [] if LATE_MATERIALIZATION else list(spec.tops)
+    early = [] if late else list(spec.tops)
     lives, read, arrays, matches = await _group_matches(ctx, spec.filter, members, early)
     parts = await asyncio.gather(*(
         _finish_unit(r, spec, lo, hi, live, read, arrs, m)
@@ -170,7 +160,7 @@ async def read_unit_table(
     ctx: DatasetContext, frag: FragmentReader, spec: ScanSpec, lo: int, hi: int
 ) -> pa.Table | None:
     """One unit's output rows as a table whose columns keep the decoder's chunks (None when no
-    row survives).  With a filter and ``LATE_MATERIALIZATION``, the filter's columns are read
+    row survives).  With a filter and late materialization, the filter's columns are read
     first and the other projected columns only for the matching rows (see :mod:`.late`)."""
     if spec.filter is not None:
         return await read_group_table(ctx, spec, [(frag, lo, hi)])
@@ -302,8 +292,10 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
         from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
 
         await prepare(ctx, spec.filter)
-    max_rows = MAX_UNIT_ROWS * (FILTERED_UNIT_FACTOR if spec.filter is not None and LATE_MATERIALIZATION else 1)
-    plan = plan_units(ctx, index, positions, spec.batch_size, UNIT_TARGET_BYTES, max_rows, spec.filter)
+    knobs = settings()
+    filtered_late = spec.filter is not None and knobs.late_materialization
+    max_rows = knobs.scan_unit_rows * (FILTERED_UNIT_FACTOR if filtered_late else 1)
+    plan = plan_units(ctx, index, positions, spec.batch_size, knobs.scan_unit_bytes, max_rows, spec.filter)
     return index, plan, to_skip
 
 
@@ -317,7 +309,7 @@ async def _pipeline(
     ``group_rows`` rows and ``GROUP_BYTES`` estimated bytes (filtered scans evaluate a group's
     filter once, unfiltered ones decode a group's columns once).  Work runs ahead
     while fewer than ``readahead`` groups are in flight, or while their estimated bytes stay
-    under ``READAHEAD_BYTES`` (at most ``MAX_UNITS_IN_FLIGHT``): many small fragments are read
+    under the ``scan_readahead_bytes`` knob (at most ``scan_units_in_flight``): many small fragments are read
     and opened concurrently, a few big units bound memory.  Fragment readers come from the
     version index (made on first use, kept with the version: their opened files and layouts
     serve later scans)."""
@@ -326,11 +318,13 @@ async def _pipeline(
     n = len(pos)
     nxt = 0
     in_flight = 0
+    knobs = settings()
+    ahead_bytes, max_units = knobs.scan_readahead_bytes, knobs.scan_units_in_flight
 
     def fill() -> None:
         nonlocal nxt, in_flight
         while nxt < n and (len(pending) < readahead or (
-                in_flight + est[nxt] <= READAHEAD_BYTES and len(pending) < MAX_UNITS_IN_FLIGHT)):
+                in_flight + est[nxt] <= ahead_bytes and len(pending) < max_units)):
             members = [(index.reader(pos[nxt]), lo[nxt], hi[nxt])]
             size, rows = est[nxt], hi[nxt] - lo[nxt]
             nxt += 1
@@ -368,7 +362,7 @@ async def scan(ctx: DatasetContext, spec: ScanSpec) -> AsyncIterator[pa.RecordBa
         return
     keep_scan_buffers()  # (once per process: freed scan buffers reused, see .heap)
     index, plan, to_skip = await _plan(ctx, spec)
-    limit = asyncio.Semaphore(MAX_UNITS_IN_FLIGHT)
+    limit = asyncio.Semaphore(settings().scan_units_in_flight)
 
     async def read(members: list[tuple[FragmentReader, int, int]]) -> Any:
         if spec.filter is not None:
@@ -460,11 +454,11 @@ def _split(table: pa.Table, size: int) -> Iterator[pa.RecordBatch]:
     yield from table.to_batches(max_chunksize=size)
 
 
-async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", readahead: int = DEFAULT_READAHEAD) -> int:
+async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", readahead: int | None = None) -> int:
     """Rows of the version (after deletions), or rows matching ``filter``."""
     if filter is None:
         return (await dataset_index(ctx)).total_rows
-    spec = ScanSpec(tops=(), filter=filter, readahead=readahead)
+    spec = ScanSpec(tops=(), filter=filter, **({} if readahead is None else {"readahead": readahead}))
     index, plan, _ = await _plan(ctx, spec)
 
     async def read(members: list[tuple[FragmentReader, int, int]]) -> int:
@@ -474,6 +468,6 @@ async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", reada
         return sum(len(m) for m in (await _group_matches(ctx, filter, members))[3])
 
     total = 0
-    async for n in _pipeline(index, plan, max(1, readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS):
+    async for n in _pipeline(index, plan, max(1, spec.readahead), read, SCAN_GROUP_ROWS, GROUP_UNIT_ROWS):
         total += n
     return total

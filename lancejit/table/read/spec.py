@@ -4,13 +4,13 @@ user arguments (columns, filter, limit, offset, row ids, fragments) checked and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.config import DEFAULT_BATCH_SIZE
+from lancejit.core.config import settings
 from lancejit.core.errors import InvalidInputError
 
 from ..meta.context import DatasetContext
@@ -21,9 +21,6 @@ if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by ope
     import pyarrow.compute as pc
 
     from ..filter.compile import CompiledFilter
-
-
-DEFAULT_READAHEAD = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +49,8 @@ class ScanSpec:
     with_row_address: bool = False
     limit: int | None = None
     offset: int = 0
-    batch_size: int = DEFAULT_BATCH_SIZE
-    readahead: int = DEFAULT_READAHEAD
+    batch_size: int = field(default_factory=lambda: settings().batch_size)
+    readahead: int = field(default_factory=lambda: settings().scan_readahead)
     fragment_ids: tuple[int, ...] | None = None
     outputs: tuple[OutColumn, ...] | None = None
 
@@ -197,4 +194,4 @@ def scan_spec(
     )
 
 
-__all__ = ["DEFAULT_READAHEAD", "OutColumn", "ScanSpec", "compile_filter", "output_columns", "scan_spec"]
+__all__ = ["OutColumn", "ScanSpec", "compile_filter", "output_columns", "scan_spec"]

@@ -18,10 +18,9 @@ takes).  If nobody joined, the leader runs its own take inline (no task).  A pos
 waits that long: every call's latency grows by up to the window, in exchange for larger merged
 takes (fewer reads and Python calls per row) when callers arrive spread out in time.  The sync
 API's inline path (local and memory stores, a coroutine driven outside any task) cannot have
-concurrent callers and skips batching.  Batching can be turned off per call (``batch=False``), for the
-process (:func:`configure`) or with ``LANCEJIT_TAKE_BATCH=0``; ``LANCEJIT_TAKE_BATCH_WINDOW_MS``
-sets the window and ``LANCEJIT_TAKE_BATCH_MAX_CALLERS`` caps the callers one take serves
-(default: no cap; measured throughput with 32 in flight was within noise for caps of 12-24).
+concurrent callers and skips batching.  Batching can be turned off per call (``batch=False``) or
+with the ``take_batch`` knob (:mod:`lancejit.core.config`); ``take_batch_window_ms`` sets the
+window and ``take_batch_max_callers`` caps the callers one take serves (default: no cap).
 
 Isolation:
 
@@ -42,13 +41,14 @@ of its values that survive (the column is dropped again unless the caller asked 
 from __future__ import annotations
 
 import asyncio
-import os
 import weakref
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Hashable
 
 import numpy as np
 import pyarrow as pa
+
+from lancejit.core.config import settings
 
 from . import take as _take
 from .fragment import ROWID
@@ -71,29 +71,7 @@ class BatchStats:
     fallbacks: int
 
 
-class _Config:
-    enabled: bool = os.environ.get("LANCEJIT_TAKE_BATCH", "1") != "0"
-    window_ms: float = float(os.environ.get("LANCEJIT_TAKE_BATCH_WINDOW_MS", "0") or 0)
-    max_callers: int = int(os.environ.get("LANCEJIT_TAKE_BATCH_MAX_CALLERS", "0") or 0) or 1 << 30
-
-
 _COUNTS = {"calls": 0, "takes": 0, "merged": 0, "fallbacks": 0}
-
-
-def configure(enabled: bool | None = None, window_ms: float | None = None, max_callers: int | None = None) -> None:
-    """Process-wide defaults: batching on/off, the merge window in milliseconds (0 = calls of the
-    same event-loop iteration) and the most callers one take serves (0 = no limit; a full batch
-    is closed and the next caller opens another, so batches can overlap)."""
-    if enabled is not None:
-        _Config.enabled = bool(enabled)
-    if max_callers is not None:
-        if max_callers < 0:
-            raise ValueError(f"max_callers must be >= 0, got {max_callers!r}")
-        _Config.max_callers = max_callers or 1 << 30
-    if window_ms is not None:
-        if not window_ms >= 0:
-            raise ValueError(f"window_ms must be >= 0, got {window_ms!r}")
-        _Config.window_ms = float(window_ms)
 
 
 def stats() -> BatchStats:
@@ -162,12 +140,12 @@ async def _batched(key: Hashable, raw: Any, alone: Callable[[], Awaitable[pa.Tab
         fut = loop.create_future()
         batch.requests.append(raw)
         batch.futures.append(fut)
-        if len(batch.requests) + 1 >= _Config.max_callers:  # full: later callers open the next batch
+        if len(batch.requests) + 1 >= (settings().take_batch_max_callers or 1 << 30):  # full: the next opens another
             del st.pending[key]
         return await fut
     batch = st.pending[key] = make_batch()
     try:
-        window = _Config.window_ms
+        window = settings().take_batch_window_ms
         await asyncio.sleep(window / 1e3 if window > 0 else 0)
     except BaseException:  # the leader was cancelled: the followers go on without it
         if st.pending.get(key) is batch:
@@ -271,7 +249,7 @@ def _split_by_lengths(out: pa.Table, reqs: list[np.ndarray], merged: np.ndarray)
 
 
 def _enabled(batch: bool | None) -> bool:
-    return _Config.enabled if batch is None else bool(batch)
+    return settings().take_batch if batch is None else bool(batch)
 
 
 async def take_offsets(ctx: Any, indices: Any, spec: Any, key: Hashable, batch: bool | None = None) -> pa.Table:

@@ -32,6 +32,7 @@ from pyroaring import BitMap
 from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
 from lancejit.pb import table_pb2
+from lancejit.core.config import settings
 
 from ..commit import ReserveFragments, Transaction, commit, commit_transaction, load_manifest, read_deleted_offsets
 from ..commit.operations import Rewrite, RewriteGroup
@@ -42,7 +43,6 @@ from .data_files import DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normaliz
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-DEFAULT_MAX_RETRIES = 5
 #: Rows gathered from the scan before each write (the writer's per-call cost dominates otherwise).
 WRITE_CHUNK_ROWS = 64 * 1024
 
@@ -330,13 +330,15 @@ async def _delete_written(writer: FragmentFileWriter) -> None:
 
 
 async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
-                              max_retries: int = DEFAULT_MAX_RETRIES,
+                              max_retries: int | None = None,
                               on_commit: Callable[[int], Awaitable[None]] | None = None) -> CompactionMetrics:
     """Compact ``ds`` (re-planned on the latest version when a concurrent commit touched the
     same fragments); returns the metrics (all zero and no commit when nothing needed it).
     ``on_commit`` is given the version committed."""
     options = options.validated()
     current = ds.snapshot()
+    if max_retries is None:
+        max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         try:
             metrics, version = await _compact_once(current, options)
@@ -358,7 +360,7 @@ class DatasetOptimizer:
         self._on_commit = on_commit
 
     async def compact_files_async(self, **kwargs: Any) -> CompactionMetrics:
-        max_retries = kwargs.pop("max_retries", DEFAULT_MAX_RETRIES)
+        max_retries = kwargs.pop("max_retries", None)
         return await compact_files_async(self._ds, CompactionOptions(**kwargs), max_retries, self._on_commit)
 
     def compact_files(
@@ -374,7 +376,7 @@ class DatasetOptimizer:
         defer_index_remap: bool | None = None,
         compaction_mode: str | None = None,
         excluded_fragment_ids: Sequence[int] | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retries: int | None = None,
     ) -> CompactionMetrics:
         """Merge small fragments into fragments of about ``target_rows_per_fragment`` rows and
         rewrite fragments with more than ``materialize_deletions_threshold`` (fraction) of their

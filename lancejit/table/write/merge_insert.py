@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from lancejit.core.errors import ExecutionError, InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
+from lancejit.core.config import settings
 
 from ..commit import REWRITE_ROWS, Update, commit, load_manifest, new_fragment
 from ..commit.rowid_writer import encode_row_id_sequence
@@ -47,7 +48,6 @@ from .sources import source_table
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-DEFAULT_CONFLICT_RETRIES = 10
 _S, _T = "__lancejit_src", "__lancejit_tgt"
 
 
@@ -190,7 +190,7 @@ class MergeInsertBuilder:
         self._insert = False
         self._delete = False
         self._delete_expr: str | None = None
-        self._retries = DEFAULT_CONFLICT_RETRIES
+        self._retries = settings().conflict_retries
         self._fail_matched = False
         self._delete_matched = False
         self._on_commit = on_commit

@@ -27,6 +27,7 @@ import pyarrow.dataset as pads
 
 from lancejit.core.errors import InvalidInputError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
+from lancejit.core.config import settings
 
 from ..commit import REWRITE_ROWS, Delete, Update, commit, delete_rows, load_manifest, new_fragment
 from ..commit.rowid_writer import encode_row_id_sequence
@@ -37,7 +38,6 @@ from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, normalize
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
 
-DEFAULT_MAX_RETRIES = 5
 
 
 def _predicate_text(predicate: Any) -> str:
@@ -74,11 +74,13 @@ async def _delete_offsets(ds: "DatasetReader", lm_manifest: Any, groups: Mapping
 
 
 async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
-                       max_retries: int = DEFAULT_MAX_RETRIES) -> tuple["DatasetReader", int]:
+                       max_retries: int | None = None) -> tuple["DatasetReader", int]:
     """Delete the rows of ``ds`` matching ``predicate``; returns the new version and the number
     of rows deleted."""
     compile_filter(predicate, ds.schema)  # bad predicates fail before any write
     current = ds
+    if max_retries is None:
+        max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         c = current.context
         lm = await load_manifest(c.store, c.root, current.version)
@@ -132,7 +134,7 @@ async def update_async(
     where: str | pc.Expression | None = None,
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-    max_retries: int = DEFAULT_MAX_RETRIES,
+    max_retries: int | None = None,
 ) -> tuple["DatasetReader", int]:
     """Set columns of the rows matching ``where`` (all rows when None).
 
@@ -143,6 +145,8 @@ async def update_async(
     if not values:
         raise InvalidInputError("update needs at least one column to set")
     current = ds
+    if max_retries is None:
+        max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         try:
             return await _update_once(current, values, where, max_rows_per_file)

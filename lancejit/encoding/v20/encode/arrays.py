@@ -1,4 +1,4 @@
-"""``ArrayEncoding`` page builders for 2.0 (FORMAT_NOTES section 2).
+"""``ArrayEncoding`` page builders for 2.0 (the Lance file format specification).
 
 Every builder returns ``(encoding, buffers)``; buffer indices inside the encoding start at
 ``first`` (the page buffer index of the first buffer returned).

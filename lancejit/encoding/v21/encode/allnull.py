@@ -1,4 +1,4 @@
-"""All-null and (2.2) constant page layouts (FORMAT_NOTES 3.5)."""
+"""All-null and (2.2) constant page layouts (the Lance file format specification)."""
 
 from __future__ import annotations
 

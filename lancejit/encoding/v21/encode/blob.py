@@ -1,6 +1,6 @@
 """Blob (v1) layout: each non-empty value is written out of line as its own buffer; the page
 stores a ``{position u64, size u64}`` descriptor per value through an inner mini-block packed
-struct (FORMAT_NOTES 3.8).  Empty values are ``(0, 0)``; null values have size 0 and
+struct (the Lance file format specification).  Empty values are ``(0, 0)``; null values have size 0 and
 ``position = (def << 16) | rep``.
 """
 

@@ -22,6 +22,18 @@ from lancejit.encoding.kernels.enc_fsst import (build_lookup, compress_bulk, com
 
 from .data import VarBlock
 
+def kernels_ready() -> bool:
+    """Whether the FSST training and compression kernels run compiled now (or compile in the
+    caller anyway); False while the background process compiles them in a fresh installation
+    (:func:`lancejit.encoding.kernels.jit.ready`): pages FSST would only have been chosen for
+    are then written without it (valid files, larger) rather than trained interpreted."""
+    from lancejit.encoding.kernels import jit
+
+    jit.numba()  # (the kernels need it anyway)
+    return all(jit.ready(k) for k in (build_lookup, compress_bulk, compress_count, gather_candidates,
+                                      merge_candidates))
+
+
 SAMPLE_TARGET = 1 << 14
 TABLE_SIZE = 8 + 256 * 8 + 256
 MAGIC = 0x46535354 << 32

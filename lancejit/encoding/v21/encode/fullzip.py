@@ -1,4 +1,4 @@
-"""Full-zip layout for wide values (FORMAT_NOTES 3.4).
+"""Full-zip layout for wide values (the Lance file format specification).
 
 Buffer 0 zips, per level slot: a control word ``(rep << bits_def) | def`` (0/1/2/4 bytes), then
 for visible fixed-width slots the value bytes, for valid variable-width slots a u32/u64 length

@@ -1,6 +1,6 @@
 """Repetition / definition levels of one leaf column, computed from an Arrow array.
 
-Conventions (as the reference, see FORMAT_NOTES 3.2): levels are u16; def 0 = valid at every
+Conventions (as the reference, see the Lance file format specification): levels are u16; def 0 = valid at every
 level; layers are listed innermost first; rep ``max_rep`` starts a new top-level row, rep 0
 continues the innermost list.  Null and empty lists occupy one level slot but no value
 ("invisible"); null leaf items and null structs do carry a placeholder value ("visible").

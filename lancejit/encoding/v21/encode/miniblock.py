@@ -1,4 +1,4 @@
-"""Mini-block layout serialisation (FORMAT_NOTES 3.3).
+"""Mini-block layout serialisation (the Lance file format specification).
 
 Buffers: ``[0]`` chunk metadata words (u16 in 2.1, u32 in 2.2), ``[1]`` chunks, ``[2]`` the
 dictionary when present, then the repetition index when there is repetition.

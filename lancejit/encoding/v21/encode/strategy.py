@@ -19,7 +19,7 @@ from . import general
 from . import pbutil
 from . import values as V
 from .blob import encode_blob
-from .fsst import fsst_compress
+from .fsst import fsst_compress, kernels_ready as fsst_kernels_ready
 from .data import (FixedBlock, FslBlock, VarBlock, VarPackedBlock, block_from_arrow, packed_from_arrow,
                    uint_dtype)
 from .fullzip import encode_fullzip
@@ -165,7 +165,8 @@ def _use_fsst(block: VarBlock, params: FieldParams, is_text: bool) -> bool:
         return False
     # the reference's DataSize statistic counts the offsets too
     data_size = block.nbytes() + block.offsets.dtype.itemsize * (block.num_values + 1)
-    return block.max_length() >= FSST_LEAST_INPUT_MAX_LENGTH and data_size >= FSST_LEAST_INPUT_SIZE
+    return (block.max_length() >= FSST_LEAST_INPUT_MAX_LENGTH and data_size >= FSST_LEAST_INPUT_SIZE
+            and fsst_kernels_ready())
 
 
 def _variable_value_chunks(block: VarBlock, params: FieldParams, is_text: bool) -> V.MiniChunks:
