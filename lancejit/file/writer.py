@@ -233,6 +233,8 @@ class AsyncLanceFileWriter:
                     pos, _ = await self._write_buffer(ext)
                     positions.append(pos)
                 page = page.finish(positions)
+                if page is None:  # out-of-line values only (a blob column's): the page comes later
+                    continue
             pb = file2_pb2.ColumnMetadata.Page()
             for buf in page.buffers:
                 pos, size = await self._write_buffer(buf)
