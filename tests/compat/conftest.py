@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.append(os.path.dirname(__file__))  # (appended: other directories import their own "conftest")
 
 os.environ.setdefault("LANCE_LOG", "error")
 
