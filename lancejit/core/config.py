@@ -70,8 +70,8 @@ class Settings:
         "local stores: ranges closer than this are read as one")
     cloud_block_size: int = knob(64 * KiB, "bytes",
         "object stores: ranges closer than this are read as one")
-    max_iop_size: int = knob(8 * MiB, "bytes",
-        "longest single read request; object-store scans cut reads into pieces of about this size")
+    max_iop_size: int = knob(0, "bytes",
+        "longest single read request (0: 8 MiB on local stores, 16 MiB on object stores, the reference's)")
     local_io_threads: int = knob(8, "count",
         "local stores: reads in flight")
     cloud_io_threads: int = knob(64, "count",
@@ -278,13 +278,13 @@ class IOConfig:
 def local_io() -> IOConfig:
     """The I/O settings of local stores from the current knobs."""
     s = settings()
-    return IOConfig(s.local_block_size, s.max_iop_size, s.local_io_threads, s.max_bytes_in_flight)
+    return IOConfig(s.local_block_size, s.max_iop_size or 8 * MiB, s.local_io_threads, s.max_bytes_in_flight)
 
 
 def cloud_io() -> IOConfig:
     """The I/O settings of object stores from the current knobs."""
     s = settings()
-    return IOConfig(s.cloud_block_size, s.max_iop_size, s.cloud_io_threads, s.max_bytes_in_flight)
+    return IOConfig(s.cloud_block_size, s.max_iop_size or 16 * MiB, s.cloud_io_threads, s.max_bytes_in_flight)
 
 
 LOCAL_IO = local_io()

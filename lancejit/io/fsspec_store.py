@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
-from lancejit.core.config import CLOUD_IO, MiB, IOConfig  # noqa: E402
+from lancejit.core.config import MiB, IOConfig, cloud_io  # noqa: E402
 from lancejit.core.errors import (  # noqa: E402
     AlreadyExistsError,
     CorruptFileError,
@@ -51,10 +51,8 @@ from lancejit.io.store import (  # noqa: E402
     translate_error,
 )
 
-#: Scheduler settings of S3 and GCS stores: ``CLOUD_IO`` with the reference's 16 MiB largest
-#: request (its ``LANCE_MAX_IOP_SIZE`` default) unless ``LANCEJIT_MAX_IOP_SIZE`` sets one.
-OBJECT_STORE_IO = CLOUD_IO if "LANCEJIT_MAX_IOP_SIZE" in os.environ else dataclasses.replace(
-    CLOUD_IO, max_request_size=16 * MiB)
+#: Scheduler settings of S3 and GCS stores (knobs: the reference's 16 MiB largest request).
+OBJECT_STORE_IO = cloud_io()
 
 #: Target bytes per GET when a tick's reads are cut into pieces (:mod:`lancejit.io.coalesce`):
 #: the project's 8 MiB scan page, so a 1M-row scan of three columns (18 MB) is 3 concurrent

@@ -21,6 +21,7 @@ FILTERS = [
     "starts_with(s, 'b')", "ends_with(s, 'y')", "contains(s, 'an')", "lower(s) = 'apple'",
     "upper(s) LIKE 'A%'", "length(s) > 5", "octet_length(s) = 5", "strpos(s, 'an') > 0", "abs(a - 3) = 1",
     "coalesce(s, 'z') = 'z'", "s IS DISTINCT FROM 'apple'", "s IS NOT DISTINCT FROM NULL",
+    "flag IS TRUE", "flag IS NOT TRUE", "flag IS FALSE", "flag IS NOT FALSE", "flag = true",
 ]
 
 
@@ -31,6 +32,7 @@ def _table() -> pa.Table:
         "b": pa.array([b"\x01\x02", b"\xff", b"", None]),
         "l": [[1, 2], [3], [], None],
         "ls": [["x", "y"], ["z"], [], None],
+        "flag": [True, False, None, True],
     })
 
 

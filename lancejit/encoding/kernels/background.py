@@ -24,6 +24,8 @@ import sys
 import threading
 from typing import IO, Callable
 
+from lancejit.core.config import settings
+
 #: Seconds between two cache checks of a kernel whose specialization was missing.
 RETRY_S = 0.25
 
@@ -38,7 +40,7 @@ _asked: set[str] = set()
 def active(fast_loader: Callable[[], bool]) -> bool:
     """Whether misses go to the background process: not turned off, and ``fast_loader()`` (the
     caller's check that Numba is loaded with the fast cache loader) is true."""
-    if os.environ.get(ENV, "1").strip() == "0":
+    if not settings().background_compile:
         return False
     return fast_loader()
 

@@ -101,8 +101,10 @@ def fast_load_supported(version: str) -> bool:
 
 
 def fast_load_wanted() -> bool:
-    """``LANCEJIT_NUMBA_FAST_LOAD`` is not ``0``."""
-    return os.environ.get("LANCEJIT_NUMBA_FAST_LOAD", "1").strip() != "0"
+    """The ``numba_fast_load`` knob (``LANCEJIT_NUMBA_FAST_LOAD``)."""
+    from lancejit.core.config import settings
+
+    return settings().numba_fast_load
 
 
 def _fast_cache_load(cache_cls: Any) -> None:

@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lancejit.core.config import settings
+
 #: Estimated microseconds one interpreted call costs, by kernel (module.qualname), from its args.
 COSTS: dict[str, Callable[..., float]] = {
     "lancejit.encoding.kernels.take_meta.page_segments": lambda raw, pages, out: 40 * pages.shape[0] + out.shape[1] // 50,
@@ -103,7 +105,7 @@ CALL_LIMIT_US = 60_000
 #: takes while a fresh process serving a 100-row take never loads it.
 BUDGET_US = 150_000
 
-_MODE = os.environ.get("LANCEJIT_TIER0", "1").strip().lower()
+_MODE = settings().tier0
 ENABLED = _MODE not in ("0", "off", "false", "no")
 ALWAYS = _MODE == "always"
 
