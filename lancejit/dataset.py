@@ -56,4 +56,6 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["LanceDataset", "dataset", "write_dataset", *_LAZY]
+__all__ = ["CleanupStats", "ColumnOrdering", "DataStatistics", "DatasetOptimizer", "FieldStatistics", "LanceDataset",
+           "LanceOperation", "LanceScanner", "LanceStats", "MergeInsertBuilder", "Tags", "Transaction", "dataset",
+           "write_dataset"]

@@ -16,7 +16,7 @@ from lancejit.core.errors import InvalidInputError, InvalidTypeError, NotSupport
 from lancejit.core.schema import LanceSchema
 from lancejit.io import open_store
 
-from .commit import Append, ManifestWriteConfig, commit_transaction, load_manifest
+from .commit import ManifestWriteConfig, commit_transaction, load_manifest
 from .commit import Transaction as InternalTransaction
 from .operation import LanceOperation, Transaction, to_internal, transaction_from_internal, transaction_to_internal
 from .write.dataset_write import held_lock, merge_properties

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid as _uuid
-from abc import ABC
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -40,7 +39,7 @@ def _frag_list(fragments: Any, what: str) -> List[Any]:
 class LanceOperation:
     """Namespace of the operations :meth:`LanceDataset.commit` applies."""
 
-    class BaseOperation(ABC):
+    class BaseOperation:
         """Base class of the operations."""
 
     @dataclass

@@ -27,7 +27,7 @@ from .fragment import FragmentInfo
 from .arrow_face import ArrowScannerFace
 from .scan_args import ScanArgs, resolve as resolve_scan
 from .scan_post import ScanPost
-from .spec import compile_filter, scan_spec
+from .spec import scan_spec
 from .version_index import dataset_index
 
 if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by opening a dataset

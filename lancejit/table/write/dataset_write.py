@@ -110,7 +110,10 @@ async def stage_write(
     read_version: int | None = None,
 ) -> StagedWrite:
     """Write ``data``'s data files for the dataset at ``uri`` (see the module docstring) without
-    committing them; a failure deletes what was written.  ``read_version``: the version the
+    committing them; a failure deletes what was written.  ``progress``: the reference's
+    ``FragmentWriteProgress``, a callable (or an object with ``complete(info)``) called after
+    each data file with ``{"path", "num_rows", "size"}``; ``max_page_bytes`` is passed to the
+    file writer.  ``read_version``: the version the
     write is based on (default: the latest; a dataset object's own version when writing through
     it, so that concurrent commits are checked against it)."""
     if mode not in MODES:
@@ -183,35 +186,22 @@ async def write_data_async(
     uri: str | os.PathLike,
     mode: str = "create",
     *,
-    schema: pa.Schema | None = None,
-    data_storage_version: str | None = None,
-    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     enable_stable_row_ids: bool = False,
     enable_v2_manifest_paths: bool = True,
-    storage_options: dict[str, Any] | None = None,
-    progress: Any = None,
-    max_page_bytes: int | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     commit_lock: Any = None,
-    read_version: int | None = None,
+    **write_options: Any,
 ) -> tuple[str, int]:
     """Write ``data`` to the dataset at ``uri`` (see the module docstring); returns ``(uri, the
-    version committed)``.
+    version committed)``.  ``write_options`` are :func:`stage_write`'s (``schema``,
+    ``data_storage_version``, ``max_rows_per_file``, ``progress``...).
 
-    ``progress``: the reference's ``FragmentWriteProgress``, a callable (or an object with
-    ``complete(info)``) called after each data file with ``{"path", "num_rows", "size"}``.
-    ``max_page_bytes`` is passed to the file writer.  ``transaction_properties`` are stored with
-    the commit (``commit_message`` under :data:`COMMIT_MESSAGE_KEY`); ``commit_lock`` (the
-    reference's ``CommitLock``: a callable given the version to commit, returning a context
-    manager) is held around the commit.
+    ``transaction_properties`` are stored with the commit (``commit_message`` under
+    :data:`COMMIT_MESSAGE_KEY`); ``commit_lock`` (the reference's ``CommitLock``: a callable
+    given the version to commit, returning a context manager) is held around the commit.
     """
-    staged = await stage_write(
-        data, uri, mode, schema=schema, data_storage_version=data_storage_version,
-        max_rows_per_file=max_rows_per_file, max_bytes_per_file=max_bytes_per_file,
-        storage_options=storage_options, progress=progress, max_page_bytes=max_page_bytes,
-        read_version=read_version)
+    staged = await stage_write(data, uri, mode, **write_options)
     props = merge_properties(transaction_properties, commit_message)
     try:
         with held_lock(commit_lock, staged.read_version + 1):

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lancejit.core.errors import ExecutionError, InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
