@@ -192,7 +192,7 @@ def _describe_dataset(uri: str, version: str | None, options: dict[str, str] | N
     if version is not None and version.isdigit():
         parsed = int(version)
     try:
-        return describe(dataset(uri, parsed, options))
+        return describe(dataset(uri, parsed, storage_options=options))
     except NotFoundError:
         if version is not None:
             raise

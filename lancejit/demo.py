@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(1)
     idx = rng.choice(table.num_rows, min(args.take, table.num_rows), replace=False)
     t0 = time.perf_counter()
-    got = reader.take_rows(idx, columns=["id", "score", "label"])
+    got = reader.take_rows(idx, columns=["id", "score", "label"]).to_table()
     t_take = time.perf_counter() - t0
     st = reader.io_stats() - before
     assert got.column("id").to_pylist() == idx.tolist()

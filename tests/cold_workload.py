@@ -121,9 +121,9 @@ def steps(root: str, paths: dict[str, str]) -> Iterator[tuple[str, Callable[[], 
         yield f"write {version}", write
         yield f"append {version}", lambda path=path: lancejit.write_dataset(
             table(700, 21), path, mode="append").count_rows()
-        yield f"delete {version}", lambda path=path: lancejit.dataset(path).delete("i32 > 500").count_rows()
+        yield f"delete {version}", lambda path=path: lancejit.dataset(path).delete("i32 > 500")["num_deleted_rows"]
         yield f"update {version}", lambda path=path: lancejit.dataset(path).update(
-            {"x": "x + 1.0"}, where="id < 100").count_rows()
+            {"x": "x + 1.0"}, where="id < 100")["num_rows_updated"]
 
         def indices(path: str = path) -> int:
             ds = lancejit.dataset(path).create_scalar_index("id", "BTREE").create_scalar_index("cat", "BITMAP")

@@ -58,7 +58,7 @@ class LancejitSystem(System):
     def __init__(self, uri: str, storage_options: dict[str, Any] | None) -> None:
         from lancejit.table.dataset import dataset
 
-        self.ds = dataset(uri, None, storage_options)
+        self.ds = dataset(uri, None, storage_options=storage_options)
         self.ds.io_stats()
 
     def _timed(self, fn) -> Op:

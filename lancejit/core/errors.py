@@ -13,8 +13,9 @@ class LanceJitError(Exception):
     """Root of every error raised by lancejit."""
 
 
-class NotFoundError(LanceJitError, FileNotFoundError):
-    """A file, object, dataset, version or tag does not exist."""
+class NotFoundError(LanceJitError, FileNotFoundError, ValueError):
+    """A file, object, dataset, version or tag does not exist (also a ``ValueError``: what the
+    reference raises for a missing dataset, version or tag)."""
 
 
 class AlreadyExistsError(LanceJitError, FileExistsError):
@@ -36,8 +37,13 @@ class NotSupportedError(LanceJitError, NotImplementedError):
     """A valid input uses a feature lancejit does not implement (unknown flag, encoding...)."""
 
 
-class RowIndexError(LanceJitError, IndexError):
-    """A row index or row id is outside the file or dataset."""
+class RowIndexError(LanceJitError, IndexError, OSError, ValueError):
+    """A row index or row id is outside the file or dataset (also an ``OSError`` and a
+    ``ValueError``: the reference raises the first for datasets, the second for files)."""
+
+
+class NegativeIndexError(RowIndexError, OverflowError):
+    """A negative row index or row id (also an ``OverflowError``, as the reference raises it)."""
 
 
 class InvalidInputError(LanceJitError, ValueError):
@@ -63,25 +69,42 @@ class UnknownColumnError(InvalidInputError):
         super().__init__(message)
 
 
-class InvalidTypeError(LanceJitError, TypeError):
+class InvalidTypeError(InvalidInputError, TypeError):
     """An argument or column has the wrong type for the operation (e.g. a vector search on a
-    column that holds no vectors)."""
+    column that holds no vectors); a ``TypeError``, as the reference raises it."""
 
 
-class SchemaMismatchError(InvalidInputError):
-    """Data written does not match the schema of the file or dataset."""
+class SchemaMismatchError(InvalidInputError, OSError):
+    """Data written does not match the schema of the file or dataset (also an ``OSError``, as
+    the reference raises it)."""
+
+
+class InvalidChangeError(InvalidInputError, OSError):
+    """A change to a dataset (delete, adding or altering columns) refused for its input; also an
+    ``OSError``, as the reference raises those."""
 
 
 class StoreError(LanceJitError, OSError):
     """A storage backend failed (network, permission, protocol) in a way not covered above."""
 
 
-class CommitConflictError(LanceJitError, RuntimeError):
-    """A concurrent commit made this transaction impossible to apply."""
+class CommitConflictError(LanceJitError, OSError, RuntimeError):
+    """A concurrent commit made this transaction impossible to apply (an ``OSError`` like the
+    reference's ``lance.commit.CommitConflictError``; ``retryable`` tells whether redoing the
+    operation on the newer version can succeed)."""
+
+    retryable = False
 
 
 class RetryableCommitError(CommitConflictError):
     """A concurrent commit requires re-reading and redoing the operation."""
+
+    retryable = True
+
+
+class ExecutionError(LanceJitError, OSError):
+    """A write stopped on a condition its caller asked for (``merge_insert(...).when_matched_fail()``
+    meeting a matched row); an ``OSError``, as the reference raises it."""
 
 
 class IndexStateError(LanceJitError, RuntimeError):
@@ -100,12 +123,15 @@ __all__ = [
     "AlreadyExistsError",
     "CommitConflictError",
     "CorruptFileError",
+    "ExecutionError",
     "FieldNotFoundError",
     "FilterSyntaxError",
     "IndexStateError",
+    "InvalidChangeError",
     "InvalidInputError",
     "InvalidTypeError",
     "LanceJitError",
+    "NegativeIndexError",
     "NotFoundError",
     "NotSupportedError",
     "RetryableCommitError",

@@ -714,6 +714,15 @@ class LanceSchema:
         md = {k.decode("utf-8", "replace"): bytes(v) for k, v in (schema.metadata or {}).items()}
         return cls(fields, md)
 
+    @classmethod
+    def from_pyarrow(cls, schema: pa.Schema) -> "LanceSchema":
+        """The reference's name for :meth:`from_arrow`."""
+        return cls.from_arrow(schema)
+
+    def to_pyarrow(self) -> pa.Schema:
+        """The reference's name for :meth:`to_arrow` (as a dataset returns it)."""
+        return self.to_arrow(dataset=True)
+
     # -- lookup --------------------------------------------------------------------------
 
     def walk(self) -> Iterator[LanceField]:

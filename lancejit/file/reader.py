@@ -14,7 +14,6 @@ sorted unique indices.
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib
 import inspect
 import threading
@@ -272,6 +271,15 @@ class AsyncLanceFileReader:
     def metadata(self) -> FileSummary:
         """Version, rows, schema, global buffers and per-column pages (rows, bytes, layouts)."""
         return summarize(self._metadata)
+
+    async def read_global_buffer(self, index: int) -> bytes:
+        """The bytes of global buffer ``index`` (0 is the file's schema)."""
+        bufs = self.file_metadata.global_buffers
+        if not 0 <= int(index) < len(bufs):
+            raise RowIndexError(f"{self.uri}: no global buffer {index} (the file has {len(bufs)})")
+        pos, size = bufs[int(index)]
+        data = await self._scheduler.read_ranges([(pos, pos + size)])
+        return bytes(data[0])
 
     def io_stats(self):
         """This reader's I/O counters (requests, bytes, latency; an ``IOStatsSnapshot``),
@@ -705,31 +713,87 @@ def _empty_projection_batch(num_rows: int) -> pa.RecordBatch:
 
 
 # ---------------------------------------------------------------------- synchronous face
+class ReaderResults:
+    """The rows a read returned (the reference's ``ReaderResults``): :meth:`to_table`, or
+    :meth:`to_batches` (a ``RecordBatchReader`` of batches of ``batch_size`` rows).
+
+    It also stands for the table itself (attributes, ``==``, ``len``, indexing and the Arrow
+    stream protocol are the table's), as lancejit's readers returned tables before."""
+
+    __slots__ = ("_table", "_batch_size")
+
+    def __init__(self, table: pa.Table, batch_size: int = 1024) -> None:
+        self._table = table
+        self._batch_size = max(1, int(batch_size))
+
+    def to_table(self) -> pa.Table:
+        return self._table
+
+    def to_batches(self) -> pa.RecordBatchReader:
+        t = self._table
+        return pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=self._batch_size))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+    def __eq__(self, other: object) -> bool:
+        return self._table == (other._table if isinstance(other, ReaderResults) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._table[key]
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self._table.__arrow_c_stream__(requested_schema)
+
+    def __repr__(self) -> str:
+        return repr(self._table)
+
+
+class _Count(int):
+    """A row count that may also be called (the reference's ``num_rows()`` is a method)."""
+
+    def __call__(self) -> int:
+        return int(self)
 
 
 class LanceFileReader:
     """Synchronous reader of one Lance file; see :class:`AsyncLanceFileReader` for details.
 
-    ``LanceFileReader(uri, storage_options=None, *, cache=None)`` opens the file (one read
-    request when its metadata fits in the last 64 KiB or is cached, else two).
+    ``LanceFileReader(uri, storage_options=None, columns=None, *, cache=None)`` opens the file
+    (one read request when its metadata fits in the last 64 KiB or is cached, else two);
+    ``columns`` is the projection reads use when they name none.  ``read_all`` /
+    ``read_range`` / ``take_rows`` return :class:`ReaderResults` (``to_table()``,
+    ``to_batches()``), as the reference's reader does.
     """
 
     def __init__(
         self,
         uri: str,
         storage_options: dict[str, str] | None = None,
+        columns: Sequence[str] | None = None,
         *,
         cache: SearchCache | None = None,
+        **kwargs: Any,
     ) -> None:
+        import os
+
         from lancejit.io.sync import run_sync, store_hint
 
+        uri = os.fspath(uri)
         opening = AsyncLanceFileReader.open(uri, storage_options, cache=cache)
         self._inner = run_sync(opening, store=store_hint(uri))
+        self._columns = list(columns) if columns is not None else None
 
     @classmethod
     def from_async(cls, inner: AsyncLanceFileReader) -> "LanceFileReader":
         self = cls.__new__(cls)
         self._inner = inner
+        self._columns = None
         return self
 
     @property
@@ -747,7 +811,8 @@ class LanceFileReader:
 
     @property
     def num_rows(self) -> int:
-        return self._inner.num_rows
+        """Rows in the file (also callable: ``num_rows()``, as in the reference)."""
+        return _Count(self._inner.num_rows)
 
     @property
     def version(self) -> str:
@@ -765,9 +830,39 @@ class LanceFileReader:
         """This reader's I/O counters (an ``IOStatsSnapshot``), opening included."""
         return self._inner.io_stats()
 
-    read_all = bridged(AsyncLanceFileReader.read_all, via="_inner")
-    read_range = bridged(AsyncLanceFileReader.read_range, via="_inner")
-    take_rows = bridged(AsyncLanceFileReader.take_rows, via="_inner")
+    def _run(self, coro: Any) -> Any:
+        from lancejit.io.sync import run_sync
+
+        return run_sync(coro, store=self._inner.store)
+
+    def _cols(self, columns: Sequence[str] | None) -> Sequence[str] | None:
+        return columns if columns is not None else self._columns
+
+    def read_all(self, columns: Sequence[str] | None = None, *, batch_size: int = 1024,
+                 batch_readahead: int = 16) -> ReaderResults:
+        """Every row (of ``columns``, default the reader's); ``to_table()`` / ``to_batches()``
+        of ``batch_size`` rows."""
+        return ReaderResults(self._run(self._inner.read_all(self._cols(columns))), batch_size)
+
+    def read_range(self, start: int, num_rows: int, columns: Sequence[str] | None = None, *,
+                   batch_size: int = 1024, batch_readahead: int = 16) -> ReaderResults:
+        """Rows ``[start, start + num_rows)``."""
+        return ReaderResults(self._run(self._inner.read_range(start, num_rows, self._cols(columns))), batch_size)
+
+    def take_rows(self, indices: Any, columns: Sequence[str] | None = None, *, batch_size: int = 1024,
+                  batch_readahead: int = 16) -> ReaderResults:
+        """Rows at ``indices`` (any order, duplicates allowed), in request order."""
+        return ReaderResults(self._run(self._inner.take_rows(indices, self._cols(columns))), batch_size)
+
+    def file_statistics(self) -> Any:
+        """Pages and bytes of every column (the reference's ``LanceFileStatistics``)."""
+        from types import SimpleNamespace
+
+        cols = self._inner.metadata().columns
+        return SimpleNamespace(columns=[SimpleNamespace(num_pages=c.num_pages, size_bytes=c.num_bytes)
+                                        for c in cols])
+
+    read_global_buffer = bridged(AsyncLanceFileReader.read_global_buffer, via="_inner")
 
     async def take_rows_async(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """``take_rows`` for async callers: awaited on the caller's own event loop."""
@@ -787,11 +882,11 @@ class LanceFileReader:
         return iter_sync(self._inner.to_batches(columns, batch_size, start=start, end=end))
 
     def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
-        """Alias of :meth:`read_all`."""
-        return self.read_all(columns)
+        """Every row as a ``pyarrow.Table``."""
+        return self.read_all(columns).to_table()
 
     def __repr__(self) -> str:
         return f"LanceFileReader({self.uri!r}, version={self.version}, num_rows={self.num_rows})"
 
 
-__all__ = ["AsyncLanceFileReader", "LanceFileReader", "MAX_WINDOW_ROWS", "decoder_factory"]
+__all__ = ["AsyncLanceFileReader", "LanceFileReader", "ReaderResults", "MAX_WINDOW_ROWS", "decoder_factory"]

@@ -8,12 +8,24 @@ Byte positions are absolute offsets in the file; sizes are in bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from lancejit.file.container import FileMetadata
 from lancejit.file.describe import column_encoding_name, describe_page
+
+
+class BufferDescriptor(NamedTuple):
+    """Where a buffer lies in the file: ``position`` and ``size`` in bytes (the reference's
+    ``LanceBufferDescriptor``; also a ``(position, size)`` tuple)."""
+
+    position: int
+    size: int
+
+
+def _descriptors(pairs) -> tuple[BufferDescriptor, ...]:
+    return tuple(BufferDescriptor(int(p), int(n)) for p, n in pairs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +215,7 @@ def summarize(meta: FileMetadata) -> FileSummary:
                 PageSummary(
                     num_rows=page.num_rows,
                     priority=page.priority,
-                    buffers=tuple(zip(page.buffer_offsets, page.buffer_sizes)),
+                    buffers=_descriptors(zip(page.buffer_offsets, page.buffer_sizes)),
                     num_bytes=sum(page.buffer_sizes),
                     layout=layout,
                     encoding=encoding,
@@ -213,7 +225,7 @@ def summarize(meta: FileMetadata) -> FileSummary:
             ColumnSummary(
                 index=col.index,
                 pages=tuple(pages),
-                column_buffers=tuple(zip(col.buffer_offsets, col.buffer_sizes)),
+                column_buffers=_descriptors(zip(col.buffer_offsets, col.buffer_sizes)),
                 encoding=column_encoding_name(col.encoding),
                 name=names[col.index] if col.index < len(names) else "",
             )
@@ -229,7 +241,7 @@ def summarize(meta: FileMetadata) -> FileSummary:
         num_rows=meta.num_rows,
         file_size=meta.file_size,
         schema=meta.arrow_schema,
-        global_buffers=meta.global_buffers,
+        global_buffers=_descriptors(meta.global_buffers),
         columns=tuple(columns),
         num_columns=len(columns) if columns else meta.num_columns,
         num_data_bytes=meta.num_data_bytes,
@@ -277,4 +289,4 @@ def _legacy_columns(meta: FileMetadata) -> list[ColumnSummary] | None:
     return out
 
 
-__all__ = ["ColumnSummary", "FileSummary", "PageSummary", "field_to_json", "schema_to_json", "summarize"]
+__all__ = ["BufferDescriptor", "ColumnSummary", "FileSummary", "PageSummary", "field_to_json", "schema_to_json", "summarize"]

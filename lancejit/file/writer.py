@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import struct
 from typing import Any, Iterable
 
@@ -243,6 +244,8 @@ class AsyncLanceFileWriter:
                     pos, _ = await self._write_buffer(ext)
                     positions.append(pos)
                 page = page.finish(positions)
+                if page is None:  # out-of-line values only (a blob column's): the page comes later
+                    continue
             pb = file2_pb2.ColumnMetadata.Page()
             for buf in page.buffers:
                 pos, size = await self._write_buffer(buf)
@@ -304,8 +307,11 @@ class AsyncLanceFileWriter:
             await self.abort()  # nothing is left at the destination
             raise
 
-    async def close(self) -> int:
-        """Flush every column, write the metadata and footer, publish the file.  Returns rows."""
+    async def close(self) -> int | None:
+        """Flush every column, write the metadata and footer, publish the file.  Returns rows
+        (None when the file was closed already: a second close does nothing)."""
+        if self._state == "closed":
+            return None
         self._check_open()
         if self.schema is None:
             await self.abort()
@@ -379,9 +385,19 @@ class LanceFileWriter:
                  storage_options: dict[str, Any] | None = None,
                  max_page_bytes: int | None = None,
                  encoding_options: dict[str, str] | None = None,
-                 lance_schema: LanceSchema | None = None) -> None:
-        self._inner = AsyncLanceFileWriter(uri, schema, version, storage_options, max_page_bytes,
+                 lance_schema: LanceSchema | None = None, *, data_cache_bytes: int | None = None,
+                 **kwargs: Any) -> None:
+        self._inner = AsyncLanceFileWriter(os.fspath(uri), schema, version, storage_options, max_page_bytes,
                                            encoding_options, lance_schema=lance_schema)
+
+    @property
+    def closed(self) -> bool:
+        return self._inner._state == "closed"
+
+    @property
+    def size_bytes(self) -> int | None:
+        """The file's size in bytes once closed (None before)."""
+        return self._inner.bytes_written if self.closed else None
 
     @property
     def num_columns(self) -> int:
@@ -403,8 +419,8 @@ class LanceFileWriter:
         """Rows accepted so far."""
         return self._inner.rows_written
 
-    def write_batch(self, data: pa.RecordBatch | pa.Table) -> None:
-        run_sync(self._inner.write_batch(data))
+    def write_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
+        run_sync(self._inner.write_batch(batch))
 
     def add_schema_metadata(self, key: str, value: str | bytes) -> None:
         self._inner.add_schema_metadata(key, value)
@@ -412,7 +428,8 @@ class LanceFileWriter:
     def add_global_buffer(self, data: bytes) -> int:
         return run_sync(self._inner.add_global_buffer(data))
 
-    def close(self) -> int:
+    def close(self) -> int | None:
+        """Publish the file; returns its rows (None on a second call, which does nothing)."""
         return run_sync(self._inner.close())
 
     def abort(self) -> None:

@@ -2,7 +2,10 @@
 
 ``memory://NAME/key`` addresses object ``key`` of namespace ``NAME``; every
 :class:`MemoryStore` sees the same process-wide objects (stores differ only in config and
-stats).  Each range read, tail read, put or delete counts as one request.  Meant for tests
+stats).  A namespace can be started afresh (:meth:`MemoryStore.renewed`: a new generation; the
+reference gives each call its own memory store, so creating a dataset at a memory URI always
+starts empty there): stores opened afterwards see the new generation, stores opened before keep
+the objects they saw.  Each range read, tail read, put or delete counts as one request.  Meant for tests
 and scratch data; it honours the same semantics as the other stores (atomic
 ``put_if_absent``, writers invisible until closed).
 """
@@ -30,6 +33,8 @@ class _Entry:
 _LOCK = threading.Lock()
 _OBJECTS: dict[str, _Entry] = {}
 _VERSION = [0]
+#: The current generation of each renewed namespace (absent: generation 0).
+_GENERATIONS: dict[str, int] = {}
 
 
 def _next_version() -> int:
@@ -50,18 +55,33 @@ class MemoryStore(ObjectStore):
     scheme = "memory"
     serial_batches = True
 
-    def __init__(self, name: str = "", config: IOConfig = CLOUD_IO, stats: IOStats | None = None) -> None:
+    def __init__(self, name: str = "", config: IOConfig = CLOUD_IO, stats: IOStats | None = None,
+                 generation: int | None = None) -> None:
         super().__init__(config, stats)
         self.name = name
+        self.generation = _GENERATIONS.get(name, 0) if generation is None else generation
+        self._prefix = name if self.generation == 0 else f"{name}\x00{self.generation}"
+
+    def is_current(self) -> bool:
+        """True when this store sees its namespace's current generation."""
+        return self.generation == _GENERATIONS.get(self.name, 0)
+
+    def renewed(self) -> "MemoryStore":
+        """A store of a new, empty generation of this namespace (the current one from now on)."""
+        with _LOCK:
+            gen = _GENERATIONS[self.name] = _GENERATIONS.get(self.name, 0) + 1
+        return MemoryStore(self.name, self.config, None, gen)
 
     def _key(self, path: str) -> str:
         path = path.strip("/")
-        if not self.name:
+        if not self._prefix:
             return path
-        return f"{self.name}/{path}" if path else self.name
+        return f"{self._prefix}/{path}" if path else self._prefix
 
     def uri(self, path: str) -> str:
-        return f"memory://{self._key(path)}"
+        path = path.strip("/")
+        shown = f"{self.name}/{path}" if self.name and path else (self.name or path)
+        return f"memory://{shown}"
 
     def _get(self, path: str) -> _Entry:
         entry = _OBJECTS.get(self._key(path))
@@ -130,7 +150,7 @@ class MemoryStore(ObjectStore):
         self.stats.record_list()
         base = self._key(prefix)
         base = base + "/" if base else ""
-        cut = len(self.name) + 1 if self.name else 0
+        cut = len(self._prefix) + 1 if self._prefix else 0
         with _LOCK:
             items = [(k, e) for k, e in _OBJECTS.items() if k.startswith(base)]
         out = [

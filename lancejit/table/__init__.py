@@ -22,7 +22,9 @@ LanceDataset = Dataset
 
 #: Names imported on first use (maintenance loads the commit machinery, which a process that
 #: only reads does not need).
-_LAZY = {"CleanupStats": ".write.maintenance", "Tags": ".write.maintenance"}
+_LAZY = {"CleanupStats": ".write.maintenance", "Tags": ".write.maintenance", "LanceOperation": ".operation",
+         "Transaction": ".operation", "LanceFragment": ".fragment", "write_fragments": ".fragment",
+         "FragmentMetadata": ".meta.fragment_meta"}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
@@ -30,6 +32,10 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 __all__ = [
     "Dataset",
     "FragmentInfo",
+    "FragmentMetadata",
+    "LanceFragment",
+    "LanceOperation",
+    "Transaction",
     "LanceDataset",
     "Scanner",
     "CleanupStats",
@@ -41,4 +47,5 @@ __all__ = [
     "open_dataset_async",
     "write_dataset",
     "write_dataset_async",
+    "write_fragments",
 ]

@@ -81,7 +81,7 @@ def _part(mod: str) -> str:
     parts = mod.split(".")
     if len(parts) == 1:
         return "api"
-    if parts[1] in ("__init__", "warm"):
+    if parts[1] in ("__init__", "warm", "dataset", "fragment"):
         return "api"
     if parts[1] in ("cli", "demo", "demo_dataset"):
         return "cli"

@@ -26,4 +26,5 @@ def test_twins_carry_signature_and_doc():
         assert sync.__doc__ == coro.__doc__
         assert sync.__name__ == name
     r = lancejit.LanceFileReader
-    assert r.read_all.__doc__ == lancejit.AsyncLanceFileReader.read_all.__doc__
+    # (read_all / read_range / take_rows wrap their tables in the reference's ReaderResults)
+    assert r.read_global_buffer.__doc__ == lancejit.AsyncLanceFileReader.read_global_buffer.__doc__

@@ -69,10 +69,10 @@ def test_manifest_matches_reference(make_dataset, kind):
             assert of.physical_rows == rf.physical_rows
             assert of.has_row_ids == (kind == "stable")
             if rf.deletion_file is None:
-                assert of.deletion_file is None and of.num_deletions == 0
+                assert of.deletion_file() is None and of.num_deletions == 0
             else:
                 assert of.num_deletions == rf.deletion_file.num_deleted_rows
-                assert of.deletion_file.endswith(".arrow" if rf.deletion_file.file_type == "array" else ".bin")
+                assert of.deletion_file().endswith(".arrow" if rf.deletion_file.file_type == "array" else ".bin")
             assert [df.path for df in of.files] == [df.path for df in rf.files]
             for odf, rdf in zip(of.files, rf.files):
                 assert list(odf.fields) == list(rdf.fields)

@@ -62,7 +62,9 @@ def test_nested_renames_and_drops_match_reference(tmp_path, version):
 def test_nested_drop_then_rename_by_lancejit(tmp_path):
     uri = str(tmp_path / "ds")
     lance.write_dataset(_table(120), uri, max_rows_per_file=50)
-    lt.dataset(uri).drop_columns(["st.y"]).alter_columns({"path": "st.x", "name": "xx"})
+    ds = lt.dataset(uri)
+    ds.drop_columns(["st.y"])
+    ds.alter_columns({"path": "st.x", "name": "xx"})
     ref = lance.dataset(uri)
     ours = lt.dataset(uri)
     assert ours.to_table().equals(ref.to_table())

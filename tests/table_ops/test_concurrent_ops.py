@@ -20,7 +20,7 @@ import lancejit.table as lt
 async def test_racing_deletes_and_updates(tmp_path, stable):
     uri = str(tmp_path / "ds")
     ds = await lt.write_dataset_async(make_table(0, 12), uri, max_rows_per_file=6, enable_stable_row_ids=stable)
-    ds = await ds.add_columns_async({"b": "a * 10"})
+    await ds.add_columns_async({"b": "a * 10"})
     v0 = ds.version
     # three deletes of different rows of the same fragments, all read at v0
     await asyncio.gather(ds.delete_async("a = 1"), ds.delete_async("a = 2"), ds.delete_async("a IN (3, 7)"))

@@ -34,7 +34,8 @@ def test_memory_store(tmp_path):
     uri = f"memory://opsbucket/{tmp_path.name}/ds"
     ds = lt.write_dataset(make_table(0, 9), uri, max_rows_per_file=4)
     ds = lt.write_dataset(make_table(9, 3), uri, mode="append")
-    ds = ds.delete("a = 4").add_columns({"b": "a + 1"})
+    ds.delete("a = 4")
+    ds.add_columns({"b": "a + 1"})
     t = ds.to_table()
     assert t["a"].to_pylist() == [i for i in range(12) if i != 4]
     assert t["b"].to_pylist() == [i + 1 for i in range(12) if i != 4]

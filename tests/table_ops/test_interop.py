@@ -40,8 +40,9 @@ def test_pylance_changes_lancejit_dataset(tmp_path, version, stable):
     ds.update({"s": "'pl'"}, where="a > 22")
     _same(uri)
     # lancejit continues on top of pylance's versions
-    ours = lt.dataset(uri).delete("a < 3")
-    ours = ours.update({"b": "b + 1"}, where="a = 10")
+    ours = lt.dataset(uri)
+    ours.delete("a < 3")
+    ours.update({"b": "b + 1"}, where="a = 10")
     head = lance.dataset(uri).to_table(columns=["a", "s", "st", "l", "b"], limit=2)
     lt.write_dataset(head, uri, mode="append")
     exp = _same(uri)
@@ -59,9 +60,9 @@ def test_lancejit_changes_pylance_dataset(tmp_path, version, stable):
     ref.delete("a = 2")
     ds = lt.write_dataset(make_table(20, 8), uri, mode="append", max_rows_per_file=5)
     assert ds.data_storage_version == version
-    ds = ds.delete("a >= 5 AND a < 8")
-    ds = ds.update({"s": "'x'", "a": "a * 100"}, where="a > 25")
-    ds = ds.add_columns({"c": "a + 1"})
+    ds.delete("a >= 5 AND a < 8")
+    ds.update({"s": "'x'", "a": "a * 100"}, where="a > 25")
+    ds.add_columns({"c": "a + 1"})
     exp = _same(uri)
     got = {r["a"]: r for r in exp.to_pylist()}
     assert set(got) == {i for i in range(26) if i not in (2, 5, 6, 7)} | {2600, 2700}
@@ -79,10 +80,11 @@ def test_large_deletion_uses_bitmap_and_stays_cumulative(tmp_path):
     n = 12_000
     t = pa.table({"a": np.arange(n, dtype=np.int64)})
     lt.write_dataset(t, uri)
-    ds = lt.dataset(uri).delete("a % 3 = 0")  # 4 000 rows: Arrow file
+    ds = lt.dataset(uri)
+    ds.delete("a % 3 = 0")  # 4 000 rows: Arrow file
     names = os.listdir(os.path.join(uri, "_deletions"))
     assert len(names) == 1 and names[0].endswith(".arrow")
-    ds = ds.delete("a % 3 = 1")  # cumulative 8 000 rows: bitmap
+    ds.delete("a % 3 = 1")  # cumulative 8 000 rows: bitmap
     names = sorted(os.listdir(os.path.join(uri, "_deletions")))
     assert len(names) == 2 and sum(x.endswith(".bin") for x in names) == 1
     frag = lance.dataset(uri).get_fragments()[0]
@@ -91,7 +93,7 @@ def test_large_deletion_uses_bitmap_and_stays_cumulative(tmp_path):
     assert lance.dataset(uri).to_table()["a"].to_numpy().tolist() == exp.tolist()
     assert ds.to_table()["a"].to_numpy().tolist() == exp.tolist()
     # deleting every remaining row removes the fragment
-    ds = ds.delete("a >= 0")
+    ds.delete("a >= 0")
     assert lance.dataset(uri).get_fragments() == [] and ds.count_rows() == 0
     assert lance.dataset(uri, version=3).count_rows() == 4000
 
@@ -99,16 +101,17 @@ def test_large_deletion_uses_bitmap_and_stays_cumulative(tmp_path):
 def test_add_columns_forms(tmp_path):
     uri = str(tmp_path / "ds")
     t = make_table(0, 17)
-    ds = lt.write_dataset(t, uri, max_rows_per_file=5).delete("a IN (3, 4, 11)")
+    ds = lt.write_dataset(t, uri, max_rows_per_file=5)
+    ds.delete("a IN (3, 4, 11)")
     live = ds.to_table()
     # aligned Arrow table (rows after deletions, scan order)
     extra = pa.table({"t": pa.array([f"t{i}" for i in live["a"].to_pylist()])})
-    ds = ds.add_columns(extra)
+    ds.add_columns(extra)
     # function over batches
-    ds = ds.add_columns(lambda b: pa.record_batch({"f": pc.multiply(b["a"], 2)}), read_columns=["a"])
+    ds.add_columns(lambda b: pa.record_batch({"f": pc.multiply(b["a"], 2)}), read_columns=["a"])
     # SQL on a nested field, and all-null columns from a field
-    ds = ds.add_columns({"nx": "st.x + a"})
-    ds = ds.add_columns(pa.field("n", pa.float32()))
+    ds.add_columns({"nx": "st.x + a"})
+    ds.add_columns(pa.field("n", pa.float32()))
     ref = lance.dataset(uri).to_table()
     assert ds.to_table().equals(ref)
     rows = ref.to_pylist()
@@ -126,7 +129,9 @@ def test_drop_nested_and_rename_nested(tmp_path):
     t = make_table(0, 9)
     for u, w in ((uri, lt.write_dataset), (theirs, lance.write_dataset)):
         w(t, u, max_rows_per_file=4)
-    lt.dataset(uri).drop_columns(["st.y"]).alter_columns({"path": "st.x", "name": "xx"}, {"path": "l", "name": "ll"})
+    ds = lt.dataset(uri)
+    ds.drop_columns(["st.y"])
+    ds.alter_columns({"path": "st.x", "name": "xx"}, {"path": "l", "name": "ll"})
     ref = lance.dataset(theirs)
     ref.drop_columns(["st.y"])
     ref.alter_columns({"path": "st.x", "name": "xx"}, {"path": "l", "name": "ll"})
@@ -150,7 +155,9 @@ def test_data_files_carry_dataset_field_ids(tmp_path):
     from lancejit.file.reader import LanceFileReader
 
     uri = str(tmp_path / "ds")
-    ds = lt.write_dataset(make_table(0, 4), uri).drop_columns(["s"]).add_columns({"z": "a + 1"})
+    ds = lt.write_dataset(make_table(0, 4), uri)
+    ds.drop_columns(["s"])
+    ds.add_columns({"z": "a + 1"})
     ds = lt.write_dataset(make_table(4, 2).drop_columns(["s"]).append_column("z", pa.array([5, 6])), uri,
                           mode="append")
     frags = lance.dataset(uri).get_fragments()

@@ -16,7 +16,9 @@ def test_ops_on_cloud_store(store_root):
     opts = store_root.storage_options or None
     ds = lt.write_dataset(make_table(0, 9), uri, max_rows_per_file=4, storage_options=opts)
     ds = lt.write_dataset(make_table(9, 4), uri, mode="append", storage_options=opts)
-    ds = ds.delete("a IN (1, 10)").update({"s": "'u'"}, where="a = 3").add_columns({"b": "a * 2"})
+    ds.delete("a IN (1, 10)")
+    ds.update({"s": "'u'"}, where="a = 3")
+    ds.add_columns({"b": "a * 2"})
     ds.tags.create("mine", 2)
     got = lt.dataset(uri, storage_options=opts).to_table()
     assert got.num_rows == 11

@@ -20,9 +20,9 @@ from lancejit.core.errors import AlreadyExistsError, InvalidInputError, NotFound
 def _history(uri):
     ds = lt.write_dataset(make_table(0, 10), uri, max_rows_per_file=4)       # v1
     ds = lt.write_dataset(make_table(10, 6), uri, mode="append")             # v2
-    ds = ds.delete("a < 3")                                                  # v3
-    ds = ds.update({"s": "'u'"}, where="a > 12")                     # v4
-    ds = ds.add_columns({"b": "a * 2"})                                      # v5
+    ds.delete("a < 3")                                                  # v3
+    ds.update({"s": "'u'"}, where="a > 12")                     # v4
+    ds.add_columns({"b": "a * 2"})                                      # v5
     return ds
 
 
@@ -47,9 +47,10 @@ def test_restore_and_tags(uri):
     assert "theirs" not in lance.dataset(uri).tags.list()
     # checkout by tag, restore by tag and by number
     assert lt.dataset(uri, version="two").to_table().equals(expected[1])
-    r = ds.restore("two")
-    assert r.version == 6 and lance.dataset(uri).to_table().equals(expected[1])
-    r = lt.dataset(uri, version=3).restore()
+    assert ds.restore("two") is None  # the reference's return; the object moves
+    assert ds.version == 6 and lance.dataset(uri).to_table().equals(expected[1])
+    r = lt.dataset(uri, version=3)
+    r.restore()
     assert r.version == 7 and lance.dataset(uri).to_table().equals(expected[3])
     assert r.to_table().equals(expected[3])
     # pylance appends on top of the restore; history is intact
@@ -110,10 +111,10 @@ def test_update_stable_row_ids_like_pylance(tmp_path, version):
     ds = lt.dataset(ours)
     for step in steps:
         if step[0] == "update":
-            ds = ds.update(step[1], where=step[2], max_rows_per_file=7)
+            ds.update(step[1], where=step[2], max_rows_per_file=7)
             lance.dataset(theirs).update({k: str(v) for k, v in step[1].items()}, where=step[2])
         else:
-            ds = ds.delete(step[1])
+            ds.delete(step[1])
             lance.dataset(theirs).delete(step[1])
         g = lance.dataset(ours).to_table(with_row_id=True).sort_by("_rowid")
         e = lance.dataset(theirs).to_table(with_row_id=True).sort_by("_rowid")
@@ -131,12 +132,12 @@ def test_update_stable_row_ids_like_pylance(tmp_path, version):
 async def test_async_api(tmp_path):
     uri = str(tmp_path / "ds")
     ds = await lt.write_dataset_async(make_table(0, 8), uri, max_rows_per_file=3)
-    ds = await ds.delete_async("a = 1")
-    ds = await ds.update_async({"a": "a + 100"}, where="a = 2")
-    ds = await ds.add_columns_async({"z": "a - 1"})
-    ds = await ds.drop_columns_async(["l"])
-    ds = await ds.alter_columns_async({"path": "z", "name": "zz"})
-    ds = await ds.restore_async(2)
+    await ds.delete_async("a = 1")
+    await ds.update_async({"a": "a + 100"}, where="a = 2")
+    await ds.add_columns_async({"z": "a - 1"})
+    await ds.drop_columns_async(["l"])
+    await ds.alter_columns_async({"path": "z", "name": "zz"})
+    await ds.restore_async(2)
     assert ds.version == 7
     assert (await ds.to_table_async()).equals(lance.dataset(uri).to_table())
     assert lance.dataset(uri).to_table()["a"].to_pylist() == [0, 2, 3, 4, 5, 6, 7]
@@ -191,13 +192,13 @@ def test_field_ids_after_drop_and_add_like_pylance(tmp_path):
     for step in (("drop", ["b"]), ("add", {"c": "a * 10"}), ("drop", ["c"]), ("add", {"d": "a + 1"}),
                  ("empty_update", None)):
         if step[0] == "drop":
-            ds = ds.drop_columns(step[1])
+            ds.drop_columns(step[1])
             ref.drop_columns(step[1])
         elif step[0] == "add":
-            ds = ds.add_columns(step[1])
+            ds.add_columns(step[1])
             ref.add_columns(step[1])
         else:
-            ds = ds.update({"a": "0"}, where="a > 100")
+            ds.update({"a": "0"}, where="a > 100")
             ref.update({"a": "0"}, where="a > 100")
         v = ds.version
         assert lance.dataset(theirs).version == v

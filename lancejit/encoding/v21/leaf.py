@@ -141,3 +141,20 @@ def take_dictionary(items: pa.Array, indices: DecodedValues, *, path: str) -> pa
     if idx.size and int(idx.max()) >= len(items):
         raise CorruptFileError(f"dictionary index {int(idx.max())} >= {len(items)} items", path=path)
     return items.take(ab.index_array(idx))
+
+
+def dictionary_array(items: pa.Array, indices: DecodedValues, t: pa.DictionaryType, *, path: str) -> pa.Array:
+    """A dictionary column's values: the page's dictionary as written (every item, in its order:
+    the reference returns it so) with the decoded ``indices``."""
+    if not isinstance(indices, FixedWidth) or indices.bits_per_value not in (8, 16, 32, 64):
+        raise CorruptFileError(f"dictionary indices decoded as {_describe(indices)}", path=path)
+    idx = indices.view(np.dtype(f"<u{indices.bits_per_value // 8}"))
+    if idx.size and int(idx.max()) >= len(items):
+        raise CorruptFileError(f"dictionary index {int(idx.max())} >= {len(items)} items", path=path)
+    kind = "int" if pa.types.is_signed_integer(t.index_type) else "uint"
+    dtype = np.dtype(f"{kind}{t.index_type.bit_width}")
+    if len(items) and len(items) - 1 > np.iinfo(dtype).max:  # the schema's index type is too narrow
+        return take_dictionary(items, indices, path=path).dictionary_encode().cast(t)
+    if items.type != t.value_type:
+        items = items.cast(t.value_type)
+    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(dtype)), items)

@@ -30,7 +30,7 @@ from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
 from lancejit.encoding.v21.context import ColumnContext, Steps
 from lancejit.encoding.v21.page import LayoutPage
-from lancejit.encoding.v21.leaf import take_dictionary, values_to_arrow
+from lancejit.encoding.v21.leaf import dictionary_array, take_dictionary, values_to_arrow
 from lancejit.encoding.v21.batch import batch_levels, concat_values, fast_values, parse_chunk_headers, picked_values
 from lancejit.encoding.v21.levels import LeafRows, concat_rows, extract_runs, ranges_to_index
 from lancejit.encoding.v21.repdef import max_visible_canonical, translate_def
@@ -493,9 +493,10 @@ class MiniBlockPage(LayoutPage):
         if dv is None or dv.num_values != total:
             raise CorruptFileError(f"chunks decoded {0 if dv is None else dv.num_values} values, expected {total}", path=path)
         if t.dictionary is not None:
-            values = take_dictionary(t.dictionary, dv, path=path)
             if pa.types.is_dictionary(self.ctx.value_type):
-                values = values.dictionary_encode().cast(self.ctx.value_type) if len(values) else pa.array([], type=self.ctx.value_type)
+                values = dictionary_array(t.dictionary, dv, self.ctx.value_type, path=path)
+            else:
+                values = take_dictionary(t.dictionary, dv, path=path)
         else:
             values = values_to_arrow(dv, self.ctx.value_type, path=path)
         if pick is not None:

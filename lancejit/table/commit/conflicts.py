@@ -71,7 +71,7 @@ def _upsert_keys(op: Operation) -> set[str]:
     if isinstance(op, Overwrite):
         return set(op.config_upsert_values)
     if isinstance(op, UpdateConfig):
-        return set(op.upsert_values) | set(op.delete_keys)
+        return op.config_keys()
     return set()
 
 

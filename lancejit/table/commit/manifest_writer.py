@@ -416,9 +416,7 @@ def build_manifest(
     elif isinstance(op, (ReserveFragments, UpdateConfig, CreateIndex)):
         final = _copy(existing)
         if isinstance(op, UpdateConfig):
-            m.config.update(op.upsert_values)
-            for k in op.delete_keys:
-                m.config.pop(k, None)
+            _apply_update_config(m, op)
     else:  # pragma: no cover - every Operation class is handled above
         raise NotSupportedError(f"unknown operation {op!r}")
 
@@ -460,6 +458,30 @@ def build_manifest(
     return m
 
 
+def _apply_update_config(m: table_pb2.Manifest, op: UpdateConfig) -> None:
+    """``op``'s changes to the config, table metadata, schema metadata and field metadata of ``m``."""
+    m.config.update(op.upsert_values)
+    for k in op.delete_keys:
+        m.config.pop(k, None)
+    for name, target, encode in (("config_updates", "config", False),
+                                 ("table_metadata_updates", "table_metadata", False),
+                                 ("schema_metadata_updates", "schema_metadata", True)):
+        um = getattr(op, name)
+        if um is not None:
+            new = um.apply(getattr(m, target), encode)
+            m.ClearField(target)
+            getattr(m, target).update(new)
+    if op.field_metadata_updates:
+        by_id = {f.id: f for f in m.fields}
+        for fid, um in op.field_metadata_updates.items():
+            f = by_id.get(int(fid))
+            if f is None:
+                raise InvalidInputError(f"field metadata update for field id {fid}, which the schema does not have")
+            new = um.apply(f.metadata, True)
+            f.ClearField("metadata")
+            f.metadata.update(new)
+
+
 __all__ = [
     "DEFAULT_STORAGE_VERSION",
     "LoadedManifest",
@@ -472,3 +494,4 @@ __all__ = [
     "serialize_manifest",
     "writer_version",
 ]
+

@@ -180,12 +180,56 @@ class ReserveFragments:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class UpdateMap:
+    """Changes to a string map: ``updates`` (key -> new value, None = delete the key); with
+    ``replace`` the map becomes exactly the non-None updates."""
+
+    updates: Mapping[str, str | None] = field(default_factory=dict)
+    replace: bool = False
+
+    def apply(self, current: Mapping[str, Any], encode: bool = False) -> dict[str, Any]:
+        """``current`` after the changes (values as bytes when ``encode``)."""
+        out = {} if self.replace else dict(current)
+        for k, v in self.updates.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = v.encode() if encode and isinstance(v, str) else v
+        return out
+
+    def to_pb(self, msg: Any) -> None:
+        msg.SetInParent()
+        msg.replace = self.replace
+        for k, v in self.updates.items():
+            e = msg.update_entries.add(key=k)
+            if v is not None:
+                e.value = v
+
+    @classmethod
+    def from_pb(cls, msg: Any) -> "UpdateMap":
+        return cls({e.key: (e.value if e.HasField("value") else None) for e in msg.update_entries}, msg.replace)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class UpdateConfig:
-    """Upsert / delete keys of the table config (``Manifest.config``)."""
+    """Changes to the table config (``Manifest.config``: ``upsert_values`` / ``delete_keys``, or
+    ``config_updates``), the table metadata (``Manifest.table_metadata``), the schema metadata
+    and fields' metadata (``field_metadata_updates``: field id -> changes)."""
 
     upsert_values: Mapping[str, str] = field(default_factory=dict)
     delete_keys: tuple[str, ...] = ()
+    config_updates: UpdateMap | None = None
+    table_metadata_updates: UpdateMap | None = None
+    schema_metadata_updates: UpdateMap | None = None
+    field_metadata_updates: Mapping[int, UpdateMap] = field(default_factory=dict)
     name = "UpdateConfig"
+
+    def config_keys(self) -> set[str]:
+        """The config keys this operation sets or removes."""
+        keys = set(self.upsert_values) | set(self.delete_keys)
+        if self.config_updates is not None:
+            keys |= set(self.config_updates.updates)
+        return keys
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -318,9 +362,16 @@ class Transaction:
             msg.reserve_fragments.SetInParent()
             msg.reserve_fragments.num_fragments = op.num_fragments
         elif isinstance(op, UpdateConfig):
-            msg.update_config.SetInParent()
-            msg.update_config.upsert_values.update(op.upsert_values)
-            msg.update_config.delete_keys.extend(op.delete_keys)
+            uc = msg.update_config
+            uc.SetInParent()
+            uc.upsert_values.update(op.upsert_values)
+            uc.delete_keys.extend(op.delete_keys)
+            for name in ("config_updates", "table_metadata_updates", "schema_metadata_updates"):
+                um = getattr(op, name)
+                if um is not None:
+                    um.to_pb(getattr(uc, name))
+            for fid, um in op.field_metadata_updates.items():
+                um.to_pb(uc.field_metadata_updates[int(fid)])
         elif isinstance(op, Rewrite):
             r = msg.rewrite
             r.SetInParent()
@@ -383,8 +434,14 @@ class Transaction:
             if len(r.old_fragments) or len(r.new_fragments):  # the deprecated single-group form
                 groups.insert(0, RewriteGroup(_frags(r.old_fragments), _frags(r.new_fragments)))
             op = Rewrite(tuple(groups), tuple(r.rewritten_indices))
-        elif kind == "update_config" and not _has_update_maps(msg.update_config):
-            op = UpdateConfig(dict(msg.update_config.upsert_values), tuple(msg.update_config.delete_keys))
+        elif kind == "update_config" and not _has_legacy_maps(msg.update_config):
+            uc = msg.update_config
+            op = UpdateConfig(
+                dict(uc.upsert_values), tuple(uc.delete_keys),
+                *(UpdateMap.from_pb(getattr(uc, n)) if uc.HasField(n) else None
+                  for n in ("config_updates", "table_metadata_updates", "schema_metadata_updates")),
+                {int(k): UpdateMap.from_pb(v) for k, v in uc.field_metadata_updates.items()},
+            )
         elif kind is not None:
             op = OtherOperation(kind, getattr(msg, kind))
         else:
@@ -403,12 +460,9 @@ class Transaction:
         return cls.from_pb(msg)
 
 
-def _has_update_maps(uc: Any) -> bool:
-    return bool(
-        uc.HasField("config_updates") or uc.HasField("table_metadata_updates")
-        or uc.HasField("schema_metadata_updates") or len(uc.field_metadata_updates)
-        or len(uc.schema_metadata) or len(uc.field_metadata)
-    )
+def _has_legacy_maps(uc: Any) -> bool:
+    """True when an UpdateConfig uses the older schema/field metadata maps (carried raw)."""
+    return bool(len(uc.schema_metadata) or len(uc.field_metadata))
 
 
 def modified_fragment_ids(op: Operation) -> set[int]:
@@ -449,6 +503,7 @@ __all__ = [
     "Transaction",
     "Update",
     "UpdateConfig",
+    "UpdateMap",
     "CreateIndex",
     "data_file",
     "modified_fragment_ids",

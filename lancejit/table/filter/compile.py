@@ -43,6 +43,7 @@ from .evaluate import (
 from .columns import resolve_column as _resolve
 from .fast import FastNode, fast_positions, plan_fast
 from .conditions import Condition, conditions_of_tree
+from .functions import compile_function
 from .floats import float_key, key_set, literal_key
 from .literals import FLOAT64, INT64, UINT64, UTF8, SqlLiteral, literal_array, sql_literal
 from .operands import Side, arithmetic_sides, coerce_sides, temporal_constant
@@ -363,6 +364,9 @@ class _Compiler:
             return negate(self.visit(node.this))
         if isinstance(node, exp.Neg):
             return pc.negate(v(node.this))
+        func = compile_function(self, node)
+        if func is not None:
+            return func
         op = _COMPARE_NODES.get(type(node))
         if op is not None:
             return self.compare(op, node.this, node.expression)

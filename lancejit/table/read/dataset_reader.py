@@ -8,7 +8,7 @@ from these async methods (:func:`lancejit.io.sync.bridged`).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -25,7 +25,10 @@ from . import scan as _scan
 from . import take_batch as _take_batch
 from .assemble import output_schema
 from .fragment import FragmentInfo
-from .spec import compile_filter, scan_spec
+from .arrow_face import ArrowScannerFace
+from .scan_args import ScanArgs, resolve as resolve_scan
+from .scan_post import ScanPost
+from .spec import scan_spec
 from .version_index import dataset_index
 
 if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by opening a dataset
@@ -34,12 +37,16 @@ if TYPE_CHECKING:  # pyarrow.compute is imported by the first filter, not by ope
 R = TypeVar("R", bound="DatasetReader")
 
 
-class Scanner:
-    """A configured scan; ``to_reader()`` gives a ``pyarrow.RecordBatchReader``."""
+class Scanner(ArrowScannerFace):
+    """A configured scan; ``to_reader()`` gives a ``pyarrow.RecordBatchReader``.
 
-    def __init__(self, ctx: DatasetContext, spec: _scan.ScanSpec) -> None:
+    ``post`` (see :mod:`.scan_post`): work done on the read batches (filters over row ids,
+    computed columns, ordering, strict batch sizes), None when the read is the result."""
+
+    def __init__(self, ctx: DatasetContext, spec: _scan.ScanSpec, post: ScanPost | None = None) -> None:
         self._ctx = ctx
         self._spec = spec
+        self._post = post
 
     @property
     def spec(self) -> _scan.ScanSpec:
@@ -48,23 +55,42 @@ class Scanner:
 
     @property
     def schema(self) -> pa.Schema:
-        return output_schema(self._ctx, self._spec)
+        """The schema of the scan's output (the reference's ``projected_schema``)."""
+        return self._post.schema if self._post is not None else output_schema(self._ctx, self._spec)
+
+    projected_schema = schema
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        return self._ctx.schema
 
     @property
     def store(self) -> Any:
         return self._ctx.store
 
+    def _batches(self, ramp: bool = True) -> AsyncIterator[pa.RecordBatch]:
+        batches = _scan.scan(self._ctx, self._spec, ramp=ramp)
+        if self._post is None:
+            return batches
+        from .scan_post import apply
+
+        return apply(batches, self._post)
+
     async def batches_async(self) -> AsyncIterator[pa.RecordBatch]:
         """The scan's record batches, in scan order."""
-        async for b in _scan.scan(self._ctx, self._spec):
+        async for b in self._batches():
             yield b
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The scan's record batches, synchronously (bounded readahead)."""
-        return iter_sync(_scan.scan(self._ctx, self._spec), store=self._ctx.store)
+        return iter_sync(self._batches(), store=self._ctx.store)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The scan as an Arrow C stream (PyCapsule interface)."""
+        return self.to_reader().__arrow_c_stream__(requested_schema)
 
     async def to_table_async(self) -> pa.Table:
         """The whole scan as one table."""
@@ -76,15 +102,71 @@ class Scanner:
         # creates long-lived objects per data file, and full collections between groups would
         # walk them all again.
         with collector_paused(ctx, len(ctx.manifest.fragments)):
-            batches = [b async for b in _scan.scan(ctx, self._spec, ramp=False)]
+            batches = [b async for b in self._batches(ramp=False)]
         return _table(batches, self.schema)
 
     async def count_rows_async(self) -> int:
         """Rows the scan returns."""
-        return (await self.to_table_async()).num_rows
+        if self._post is None and self._spec.limit is None and not self._spec.offset:
+            if self._spec.filter is None and self._spec.fragment_ids is None:
+                return (await dataset_index(self._ctx)).count_rows()
+            if self._spec.fragment_ids is None:
+                return await _scan.count_rows(self._ctx, self._spec.filter)
+        n = 0
+        async for b in self._batches():
+            n += b.num_rows
+        return n
+
+    async def head_async(self, num_rows: int) -> pa.Table:
+        """The first ``num_rows`` rows of the scan."""
+        out, n = [], 0
+        if num_rows > 0:
+            async for b in self._batches():
+                out.append(b.slice(0, num_rows - n))
+                n += out[-1].num_rows
+                if n >= num_rows:
+                    break
+        return _table(out, self.schema)
+
+    async def take_async(self, indices: Any) -> pa.Table:
+        """Rows of the scan's result at ``indices`` (positions in its output)."""
+        return (await self.to_table_async()).take(indices)
+
+    async def scan_batches_async(self) -> list[Any]:
+        """The batches with their fragment (``TaggedRecordBatch``-like: ``record_batch``)."""
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(record_batch=b, fragment=None) async for b in self._batches()]
+
+    def to_pandas(self, **kwargs: Any) -> Any:
+        """The scan as a pandas DataFrame (``pyarrow.Table.to_pandas`` keyword arguments)."""
+        return self.to_table().to_pandas(**kwargs)
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """A text description of the scan (what is read, filtered, computed)."""
+        s = self._spec
+        lines = [f"LanceScan: uri={self._ctx.uri}, version={self._ctx.version}",
+                 f"  columns={[t.name for t in s.tops]}, with_row_id={s.with_row_id}, "
+                 f"with_row_address={s.with_row_address}",
+                 f"  filter={s.filter.text if s.filter is not None else None}, limit={s.limit}, offset={s.offset}"]
+        if s.fragment_ids is not None:
+            lines.append(f"  fragments={list(s.fragment_ids)}")
+        if self._post is not None:
+            p = self._post
+            lines.append(f"  then: filter={p.filter.text if p.filter is not None else None}, "
+                         f"outputs={p.schema.names}, order_by={[o.column_name for o in p.order_by]}")
+        return "\n".join(lines)
+
+    def analyze_plan(self, count_rows: bool = False) -> str:
+        """:meth:`explain_plan` after running the scan, with its row count."""
+        rows = self.count_rows()
+        return self.explain_plan() + f"\n  output_rows={rows}"
 
     to_table = bridged(to_table_async)
     count_rows = bridged(count_rows_async)
+    head = bridged(head_async)
+    take = bridged(take_async)
+    scan_batches = bridged(scan_batches_async)
 
 
 def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
@@ -119,6 +201,11 @@ class DatasetReader:
         """The dataset at ``uri`` (local path, ``file://``, ``memory://``, ``s3://``, ``gs://``) at
         ``version`` (None = latest, a number, or a tag name)."""
         return cls(await open_context(uri, version, storage_options))
+
+    def snapshot(self) -> "DatasetReader":
+        """A read core fixed at this object's current version (operations work on snapshots: a
+        dataset object moves to the version its own changes commit)."""
+        return DatasetReader(self._ctx)
 
     async def checkout_version_async(self: R, version: int | str) -> R:
         """This dataset at ``version`` (a number or a tag name)."""
@@ -219,39 +306,95 @@ class DatasetReader:
         return scan_spec(self._ctx, columns, filter, limit, offset, with_row_id, with_row_address,
                          batch_size, fragment_ids, readahead, nested_as_struct)
 
-    def scanner(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
-                limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
-                with_row_address: bool = False, batch_size: int | None = None,
+    def scanner(self, columns: Sequence[str] | Mapping[str, str] | None = None,
+                filter: str | pc.Expression | None = None, limit: int | None = None, offset: int | None = None,
+                nearest: Any = None, batch_size: int | None = None, batch_size_bytes: int | None = None,
+                batch_readahead: int | None = None, fragment_readahead: int | None = None,
+                scan_in_order: bool | None = None, fragments: Iterable[Any] | None = None,
+                index_segments: Any = None, full_text_query: Any = None, *, prefilter: bool | None = None,
+                with_row_id: bool | None = None, with_row_address: bool | None = None,
+                use_stats: bool | None = None, fast_search: bool | None = None, io_buffer_size: int | None = None,
+                late_materialization: Any = None, blob_handling: str | None = None,
+                use_scalar_index: bool | None = None, include_deleted_rows: bool | None = None,
+                scan_stats_callback: Any = None, strict_batch_size: bool | None = None,
+                order_by: Sequence[Any] | None = None, disable_scoring_autoprojection: bool | None = None,
+                row_addr_allowlist: Any = None, row_addr_blocklist: Any = None,
                 fragment_ids: Sequence[int] | None = None, readahead: int | None = None) -> Scanner:
-        """A scan of this version; see :meth:`to_table_async` for the arguments."""
-        return Scanner(self._ctx, self._spec(columns, filter, limit, offset, with_row_id, with_row_address,
-                                             batch_size, fragment_ids, readahead))
+        """A scan of this version, with the reference's arguments (see :mod:`.scan_args`):
+        ``columns`` (names, dotted struct paths, ``_rowid``/``_rowaddr``, or ``{name: SQL
+        expression}``), ``filter`` (SQL string or ``pyarrow.compute.Expression``; may name
+        ``_rowid``/``_rowaddr``), then ``offset``/``limit`` in scan order; ``fragments``
+        (fragment objects) or lancejit's ``fragment_ids`` restrict the scan to those fragments;
+        ``order_by`` sorts the result; ``with_row_id``/``with_row_address`` append uint64
+        ``_rowid``/``_rowaddr``."""
+        args = ScanArgs.of(
+            getattr(self, "_default_scan_options", None), columns=columns, filter=filter, limit=limit,
+            offset=offset, nearest=nearest, batch_size=batch_size, batch_size_bytes=batch_size_bytes,
+            batch_readahead=batch_readahead, fragment_readahead=fragment_readahead, scan_in_order=scan_in_order,
+            fragments=fragments, index_segments=index_segments, full_text_query=full_text_query,
+            prefilter=prefilter, with_row_id=with_row_id, with_row_address=with_row_address, use_stats=use_stats,
+            fast_search=fast_search, io_buffer_size=io_buffer_size, late_materialization=late_materialization,
+            blob_handling=blob_handling, use_scalar_index=use_scalar_index,
+            include_deleted_rows=include_deleted_rows, scan_stats_callback=scan_stats_callback,
+            strict_batch_size=strict_batch_size, order_by=order_by,
+            disable_scoring_autoprojection=disable_scoring_autoprojection, row_addr_allowlist=row_addr_allowlist,
+            row_addr_blocklist=row_addr_blocklist, fragment_ids=fragment_ids, readahead=readahead)
+        spec, post = resolve_scan(self._ctx, args)
+        return Scanner(self._ctx, spec, post)
 
-    async def to_table_async(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
-                             limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
-                             with_row_address: bool = False, batch_size: int | None = None,
+    async def to_table_async(self, columns: Sequence[str] | Mapping[str, str] | None = None,
+                             filter: str | pc.Expression | None = None, limit: int | None = None,
+                             offset: int | None = None, nearest: Any = None, batch_size: int | None = None,
+                             batch_size_bytes: int | None = None, batch_readahead: int | None = None,
+                             fragment_readahead: int | None = None, scan_in_order: bool | None = None, *,
+                             prefilter: bool | None = None, with_row_id: bool | None = None,
+                             with_row_address: bool | None = None, use_stats: bool | None = None,
+                             fast_search: bool | None = None, full_text_query: Any = None,
+                             io_buffer_size: int | None = None, late_materialization: Any = None,
+                             blob_handling: str | None = None, use_scalar_index: bool | None = None,
+                             include_deleted_rows: bool | None = None, order_by: Sequence[Any] | None = None,
+                             disable_scoring_autoprojection: bool | None = None,
+                             fragments: Iterable[Any] | None = None,
                              fragment_ids: Sequence[int] | None = None) -> pa.Table:
-        """Rows of this version: ``columns`` (top-level names or dotted struct paths, plus
-        ``_rowid``/``_rowaddr``), ``filter`` (SQL string or ``pyarrow.compute.Expression``), then
-        ``offset``/``limit`` in scan order; ``with_row_id``/``with_row_address`` append uint64
-        ``_rowid``/``_rowaddr``; ``fragment_ids`` restricts the scan to those fragments."""
-        return await self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
-                                  batch_size, fragment_ids).to_table_async()
+        """The rows of :meth:`scanner` with these arguments, as one table."""
+        return await self.scanner(
+            columns, filter, limit, offset, nearest, batch_size, batch_size_bytes, batch_readahead,
+            fragment_readahead, scan_in_order, fragments, None, full_text_query, prefilter=prefilter,
+            with_row_id=with_row_id, with_row_address=with_row_address, use_stats=use_stats,
+            fast_search=fast_search, io_buffer_size=io_buffer_size, late_materialization=late_materialization,
+            blob_handling=blob_handling, use_scalar_index=use_scalar_index,
+            include_deleted_rows=include_deleted_rows, order_by=order_by,
+            disable_scoring_autoprojection=disable_scoring_autoprojection,
+            fragment_ids=fragment_ids).to_table_async()
 
-    def to_batches(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
-                   limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
-                   with_row_address: bool = False, batch_size: int | None = None,
-                   fragment_ids: Sequence[int] | None = None) -> Iterator[pa.RecordBatch]:
-        """Like ``to_table``, as an iterator of record batches (bounded readahead)."""
-        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address,
-                            batch_size, fragment_ids).to_batches()
+    def to_batches(self, columns: Sequence[str] | Mapping[str, str] | None = None,
+                   filter: str | pc.Expression | None = None, limit: int | None = None, offset: int | None = None,
+                   nearest: Any = None, batch_size: int | None = None, batch_size_bytes: int | None = None,
+                   batch_readahead: int | None = None, fragment_readahead: int | None = None,
+                   scan_in_order: bool | None = None, *, prefilter: bool | None = None,
+                   with_row_id: bool | None = None, with_row_address: bool | None = None,
+                   use_stats: bool | None = None, full_text_query: Any = None, io_buffer_size: int | None = None,
+                   late_materialization: Any = None, blob_handling: str | None = None,
+                   use_scalar_index: bool | None = None, strict_batch_size: bool | None = None,
+                   order_by: Sequence[Any] | None = None, disable_scoring_autoprojection: bool | None = None,
+                   fragments: Iterable[Any] | None = None, fragment_ids: Sequence[int] | None = None,
+                   **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """Like ``to_table``, as an iterator of record batches (bounded readahead); other
+        keyword arguments go to :meth:`scanner`."""
+        return self.scanner(
+            columns, filter, limit, offset, nearest, batch_size, batch_size_bytes, batch_readahead,
+            fragment_readahead, scan_in_order, fragments, None, full_text_query, prefilter=prefilter,
+            with_row_id=with_row_id, with_row_address=with_row_address, use_stats=use_stats,
+            io_buffer_size=io_buffer_size, late_materialization=late_materialization, blob_handling=blob_handling,
+            use_scalar_index=use_scalar_index, strict_batch_size=strict_batch_size, order_by=order_by,
+            disable_scoring_autoprojection=disable_scoring_autoprojection, fragment_ids=fragment_ids,
+            **kwargs).to_batches()
 
     async def count_rows_async(self, filter: str | pc.Expression | None = None) -> int:
         """Rows after deletions (matching ``filter`` if given)."""
         if filter is None:  # from the version index: no data file read when the manifest has counts
             return (await dataset_index(self._ctx)).count_rows()
-        compiled = compile_filter(filter, self._ctx.schema)
-        return await _scan.count_rows(self._ctx, compiled)
+        return await self.scanner(columns=[], filter=filter).count_rows_async()
 
     # ------------------------------------------------------------------ takes
     async def take_async(self, indices: Any, columns: Sequence[str] | None = None,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lancejit.core.errors import InvalidInputError, LanceJitError, RowIndexError
+from lancejit.core.errors import InvalidInputError, LanceJitError, NegativeIndexError, RowIndexError
 
 from ..meta.context import DatasetContext, with_context
 from ..meta.deletion import physical_of_logical
@@ -259,7 +259,8 @@ async def take_offsets(ctx: DatasetContext, indices: Any, spec: ScanSpec) -> pa.
         lo, hi = (int(idx[0]), int(idx[0])) if idx.size == 1 else (int(idx.min()), int(idx.max()))
         if (idx.dtype.kind == "i" and lo < 0) or hi >= total:
             bad = lo if idx.dtype.kind == "i" and lo < 0 else hi
-            raise RowIndexError(f"dataset {ctx.uri} version {ctx.version}: row offset {bad} is out of range for {total} rows")
+            error = NegativeIndexError if bad < 0 else RowIndexError
+            raise error(f"dataset {ctx.uri} version {ctx.version}: row offset {bad} is out of range for {total} rows")
     if idx.dtype != _I64:
         idx = idx.astype(np.int64)
     if idx.size == 0:
@@ -295,7 +296,7 @@ async def take_rows(ctx: DatasetContext, row_ids: Any, spec: ScanSpec, stable: b
     """Rows by stable row id (``stable``) or by row address; deleted/unknown ids are skipped."""
     ids = as_int_array(row_ids, "row ids")
     if ids.size and ids.dtype.kind == "i" and int(ids.min()) < 0:
-        raise RowIndexError(f"row id {int(ids.min())} is negative")
+        raise NegativeIndexError(f"row id {int(ids.min())} is negative")
     ids = ids.astype(np.uint64)
     if stable:
         addrs, found = (await row_id_index(ctx)).lookup(ids)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -370,6 +370,12 @@ def _numbered(groups: Sequence[RewriteGroup], first_id: int) -> list[RewriteGrou
 
 async def commit_compaction_async(ds: "DatasetReader", results: Sequence[RewriteResult],
                                   carry: dict[str, Remappable] | None = None) -> CompactionMetrics:
+    """:func:`commit_results`' metrics."""
+    return (await commit_results(ds, results, carry))[0]
+
+
+async def commit_results(ds: "DatasetReader", results: Sequence[RewriteResult],
+                         carry: dict[str, Remappable] | None = None) -> tuple[CompactionMetrics, int | None]:
     """Commit the tasks' ``results`` as one ``Rewrite`` of ``ds``'s version (the plan's read
     version), fragment ids reserved first by a ``ReserveFragments`` commit; the scalar indices
     covering rewritten fragments (``carry``: found again on ``ds`` when None) are remapped to
@@ -379,7 +385,7 @@ async def commit_compaction_async(ds: "DatasetReader", results: Sequence[Rewrite
     :func:`delete_rewritten`)."""
     total = CompactionMetrics()
     if not results:
-        return total
+        return total, None
     c = ds.context
     lm = await loaded_manifest(ds)
     if carry is None:
@@ -392,14 +398,14 @@ async def commit_compaction_async(ds: "DatasetReader", results: Sequence[Rewrite
     groups = _numbered([r.group for r in results], reserved.manifest.max_fragment_id + 1 - count)
     rewritten = await remap_indices(c, carry, groups, [r.addresses for r in results])
     try:
-        await commit_transaction(c.store, c.root, Transaction(ds.version, Rewrite(tuple(groups), rewritten)),
-                                 known=known)
+        done = await commit_transaction(c.store, c.root, Transaction(ds.version, Rewrite(tuple(groups), rewritten)),
+                                        known=known)
     except BaseException:
         await delete_remapped(c, rewritten)
         raise
     for r in results:
         total = total + r.metrics
-    return total
+    return total, done.version
 
 
 async def delete_rewritten(ds: "DatasetReader", results: Sequence[RewriteResult]) -> None:
@@ -412,10 +418,10 @@ async def delete_rewritten(ds: "DatasetReader", results: Sequence[RewriteResult]
         pass
 
 
-async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> CompactionMetrics:
+async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tuple[CompactionMetrics, int | None]:
     plan = await plan_compaction_async(ds, options)
     if not plan.tasks:
-        return CompactionMetrics()
+        return CompactionMetrics(), None
     limit = asyncio.Semaphore(options.num_threads or 2)
 
     async def run(task: CompactionTask) -> RewriteResult:
@@ -428,23 +434,28 @@ async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> Comp
     try:
         if failed:
             raise failed[0]
-        return await commit_compaction_async(ds, done)
+        return await commit_results(ds, done)
     except BaseException:
         await delete_rewritten(ds, done)
         raise
 
 
 async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
-                              max_retries: int | None = None) -> CompactionMetrics:
+                              max_retries: int | None = None,
+                              on_commit: Callable[[int], Awaitable[None]] | None = None) -> CompactionMetrics:
     """Compact ``ds`` (re-planned on the latest version when a concurrent commit touched the
-    same fragments); returns the metrics (all zero and no commit when nothing needed it)."""
+    same fragments); returns the metrics (all zero and no commit when nothing needed it).
+    ``on_commit`` is given the version committed."""
     options = options.validated()
-    current = ds
+    current = ds.snapshot()
     if max_retries is None:
         max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         try:
-            return await _compact_once(current, options)
+            metrics, version = await _compact_once(current, options)
+            if version is not None and on_commit is not None:
+                await on_commit(version)
+            return metrics
         except RetryableCommitError:
             if attempt >= max_retries:
                 raise
@@ -455,12 +466,13 @@ async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
 class DatasetOptimizer:
     """``ds.optimize``: table maintenance with the reference's API shape."""
 
-    def __init__(self, ds: "DatasetReader") -> None:
+    def __init__(self, ds: "DatasetReader", on_commit: Callable[[int], Awaitable[None]] | None = None) -> None:
         self._ds = ds
+        self._on_commit = on_commit
 
     async def compact_files_async(self, **kwargs: Any) -> CompactionMetrics:
         max_retries = kwargs.pop("max_retries", None)
-        return await compact_files_async(self._ds, CompactionOptions(**kwargs), max_retries)
+        return await compact_files_async(self._ds, CompactionOptions(**kwargs), max_retries, self._on_commit)
 
     def compact_files(
         self,
@@ -498,7 +510,7 @@ class DatasetOptimizer:
             num_threads, batch_size,
             tuple(int(i) for i in excluded_fragment_ids) if excluded_fragment_ids is not None else (),
         )
-        return run_sync(compact_files_async(self._ds, opts, max_retries), store=self._ds.context.store)
+        return run_sync(compact_files_async(self._ds, opts, max_retries, self._on_commit), store=self._ds.context.store)
 
     async def optimize_indices_async(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
         """Extend the scalar indices (all, or ``index_names``) over fragments they do not cover

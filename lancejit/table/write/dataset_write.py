@@ -1,7 +1,7 @@
 """``write_dataset``: create, append to or overwrite a Lance dataset from streamed Arrow data.
 
-Data (a ``pyarrow.Table``, ``RecordBatch``, ``RecordBatchReader``, an iterable of batches or
-tables, or a pandas ``DataFrame``) is consumed batch by batch and written to new data files
+Data (anything :mod:`.sources` accepts: Arrow tables, batches and readers, pandas and polars
+data frames, lists of rows, datasets and scans, iterables of batches) is consumed batch by batch and written to new data files
 (``data/<name>.lance``, a new file every ``max_rows_per_file`` rows / ``max_bytes_per_file``
 bytes, one fragment per file), then committed with :func:`lancejit.table.commit.commit`:
 
@@ -11,13 +11,16 @@ bytes, one fragment per file), then committed with :func:`lancejit.table.commit.
   storage version; creates the dataset when there is none.
 
 A failure (bad schema, an I/O error, a lost commit) deletes the data files written so far and
-leaves the dataset as it was.
+leaves the dataset as it was.  :func:`stage_write` writes the data files without committing
+them (the reference's ``write_fragments``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -34,57 +37,65 @@ from .data_files import (
     conform_batch,
     normalize_storage_version,
 )
+from .sources import coerce
 
 MODES = ("create", "append", "overwrite")
 
-
-def _is_pandas(data: Any) -> bool:
-    mod = type(data).__module__
-    return mod.startswith("pandas") and type(data).__name__ == "DataFrame"
+#: The transaction property holding a commit message (the reference's key).
+COMMIT_MESSAGE_KEY = "__lance_commit_message"
 
 
-def batch_source(data: Any, schema: pa.Schema | None = None) -> tuple[pa.Schema | None, Iterator[pa.RecordBatch]]:
-    """``(schema or None if unknown yet, batches)`` for any supported ``data``; nothing is
-    materialised beyond what the caller already holds."""
-    if _is_pandas(data):
-        data = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
-    if isinstance(data, pa.Table):
-        return data.schema, iter(data.to_batches())
-    if isinstance(data, pa.RecordBatch):
-        return data.schema, iter([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.schema, iter(data)
-    if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
-        raise InvalidInputError(
-            f"write_dataset needs a pyarrow Table, RecordBatch, RecordBatchReader, an iterable of "
-            f"batches or a pandas DataFrame, got {type(data).__name__}"
-        )
-
-    def gen() -> Iterator[pa.RecordBatch]:
-        for item in data:
-            if isinstance(item, pa.RecordBatch):
-                yield item
-            elif isinstance(item, pa.Table):
-                yield from item.to_batches()
-            elif _is_pandas(item):
-                yield from pa.Table.from_pandas(item, schema=schema, preserve_index=False).to_batches()
-            else:
-                raise InvalidInputError(f"expected record batches, got {type(item).__name__}")
-
-    return schema, gen()
-
-
-def _progress_callback(progress: Any) -> Callable[[WrittenFile], None] | None:
+def _progress_callback(progress: Any) -> Callable[[WrittenFile, Any], None] | None:
+    """``progress`` as a callback given each written file and its fragment: the reference's
+    ``FragmentWriteProgress`` (``begin`` / ``complete`` with a FragmentMetadata), an object with
+    ``complete(info)``, or a callable given ``{"path", "num_rows", "size"}``."""
     if progress is None:
         return None
+    if hasattr(progress, "begin") and hasattr(progress, "complete"):
+        from ..meta.fragment_meta import FragmentMetadata
+
+        def both(wf: WrittenFile, frag: Any) -> None:
+            meta = FragmentMetadata.from_pb(frag)
+            progress.begin(meta)
+            progress.complete(meta)
+
+        return both
     if hasattr(progress, "complete"):
-        return lambda wf: progress.complete({"path": wf.name, "num_rows": wf.rows, "size": wf.size})
+        return lambda wf, frag: progress.complete({"path": wf.name, "num_rows": wf.rows, "size": wf.size})
     if callable(progress):
-        return lambda wf: progress({"path": wf.name, "num_rows": wf.rows, "size": wf.size})
+        return lambda wf, frag: progress({"path": wf.name, "num_rows": wf.rows, "size": wf.size})
     raise InvalidInputError("progress must be a callable or have a complete(info) method")
 
 
-async def write_data_async(
+@dataclass
+class StagedWrite:
+    """Data files written for a dataset and not committed yet: their ``fragments`` (ids 0 =
+    assigned at commit), the schema they were written with, and what to commit them as
+    (:meth:`operation`, read at ``read_version``)."""
+
+    uri: str
+    store: Any
+    root: str
+    mode: str
+    appending: bool
+    read_version: int
+    lschema: LanceSchema
+    storage: str
+    fragments: tuple[Any, ...]
+    writer: FragmentFileWriter
+    new_dataset: bool
+
+    def operation(self) -> Any:
+        if self.appending:
+            return Append(self.fragments)
+        fields, meta = schema_fields(self.lschema)
+        return Overwrite(self.fragments, fields, meta)
+
+    async def cleanup(self) -> None:
+        await self.writer.cleanup()
+
+
+async def stage_write(
     data: Any,
     uri: str | os.PathLike,
     mode: str = "create",
@@ -93,39 +104,41 @@ async def write_data_async(
     data_storage_version: str | None = None,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-    enable_stable_row_ids: bool = False,
-    enable_v2_manifest_paths: bool = True,
     storage_options: dict[str, Any] | None = None,
     progress: Any = None,
     max_page_bytes: int | None = None,
-    commit_message: str | None = None,
-) -> tuple[str, int]:
-    """Write ``data`` to the dataset at ``uri`` (see the module docstring); returns ``(uri, the
-    version committed)``.
-
-    ``progress``: a callable (or an object with ``complete(info)``) called after each data file
-    with ``{"path", "num_rows", "size"}``.  ``max_page_bytes`` is passed to the file writer.
-    """
+    read_version: int | None = None,
+) -> StagedWrite:
+    """Write ``data``'s data files for the dataset at ``uri`` (see the module docstring) without
+    committing them; a failure deletes what was written.  ``progress``: the reference's
+    ``FragmentWriteProgress``, a callable (or an object with ``complete(info)``) called after
+    each data file with ``{"path", "num_rows", "size"}``; ``max_page_bytes`` is passed to the
+    file writer.  ``read_version``: the version the
+    write is based on (default: the latest; a dataset object's own version when writing through
+    it, so that concurrent commits are checked against it)."""
     if mode not in MODES:
         raise InvalidInputError(f"mode must be one of {MODES}, got {mode!r}")
     uri = os.fspath(uri)
     store, root = open_store(uri, storage_options)
     root = root.rstrip("/")
-    previous = await load_manifest(store, root)
+    previous = await load_manifest(store, root, read_version)
+    if previous is not None and mode == "create" and getattr(store, "scheme", None) == "memory":
+        store, previous = store.renewed(), None  # the reference: each call its own memory store
     if previous is not None and mode == "create":
         raise AlreadyExistsError(f"dataset {uri} already exists (version {previous.manifest.version}); "
                                  "use mode='append' or mode='overwrite'")
     appending = mode == "append" and previous is not None
 
-    src_schema, batches = batch_source(data, schema)
+    src = coerce(data, schema)
+    batches = src.batches()
+    first: pa.RecordBatch | None = None
+    src_schema = src.cast_to or src.schema
+    if src_schema is None:
+        first = await anext(batches, None)
+        src_schema = first.schema if first is not None else None
     if appending:
         m = previous.manifest
         lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata), path=store.uri(root))
-        if src_schema is None:
-            first = next(batches, None)
-            if first is not None:
-                src_schema = first.schema
-                batches = _prepend(first, batches)
         if src_schema is not None:
             lschema = _append_fields(lschema, src_schema, uri)
         storage = normalize_storage_version(m.data_format.version or "2.0")
@@ -133,52 +146,97 @@ async def write_data_async(
             raise InvalidInputError(
                 f"dataset {uri} uses data storage version {storage}; cannot append {data_storage_version} files"
             )
-        read_version = m.version
+        base_version = m.version
     else:
-        first: pa.RecordBatch | None = None
-        target = schema or src_schema
-        if target is None:
-            first = next(batches, None)
-            if first is None:
-                raise InvalidInputError("no data and no schema: cannot create a dataset")
-            target = first.schema
-        if first is not None:
-            batches = _prepend(first, batches)
-        lschema = LanceSchema.from_arrow(target)
+        if src_schema is None:
+            raise InvalidInputError("no data and no schema: cannot create a dataset")
+        lschema = LanceSchema.from_arrow(src_schema)
         default = (previous.manifest.data_format.version or "2.2") if previous is not None else "2.2"
         storage = normalize_storage_version(data_storage_version, default)
-        read_version = previous.manifest.version if previous is not None else 0
+        base_version = previous.manifest.version if previous is not None else 0
 
+    on_file = _progress_callback(progress)
     writer = FragmentFileWriter(
         store, root, lschema.fields, dict(lschema.metadata), storage,
         max_rows_per_file=max_rows_per_file, max_bytes_per_file=max_bytes_per_file,
         storage_options=storage_options, max_page_bytes=max_page_bytes,
-        on_file=_progress_callback(progress),
     )
     target_schema = writer.file_schema
     try:
-        for batch in batches:
+        if first is not None and first.num_rows:
+            await writer.write(conform_batch(first, target_schema, f"writing to {uri}"))
+        async for batch in batches:
             if batch.num_rows == 0:
                 continue
             await writer.write(conform_batch(batch, target_schema, f"writing to {uri}"))
         files = await writer.finish()
         frags = tuple(new_fragment([writer.data_file(wf)], wf.rows) for wf in files)
-        props = {"lancejit.message": commit_message} if commit_message else None
-        if appending:
-            version = await commit(store, root, Append(frags), read_version, transaction_properties=props)
-        else:
-            fields, meta = schema_fields(lschema)
-            version = await commit(
-                store, root, Overwrite(frags, fields, meta), read_version,
-                transaction_properties=props,
-                enable_stable_row_ids=enable_stable_row_ids and previous is None,
-                data_storage_version=storage, enable_v2_manifest_paths=enable_v2_manifest_paths,
-                create_only=mode == "create",
-            )
+        if on_file is not None:
+            for wf, frag in zip(files, frags):
+                on_file(wf, frag)
     except BaseException:
         await writer.cleanup()
         raise
-    return uri, version
+    return StagedWrite(uri, store, root, mode, appending, base_version, lschema, storage, frags, writer,
+                       previous is None)
+
+
+async def write_data_async(
+    data: Any,
+    uri: str | os.PathLike,
+    mode: str = "create",
+    *,
+    enable_stable_row_ids: bool = False,
+    enable_v2_manifest_paths: bool = True,
+    commit_message: str | None = None,
+    transaction_properties: Mapping[str, str] | None = None,
+    commit_lock: Any = None,
+    **write_options: Any,
+) -> tuple[str, int]:
+    """Write ``data`` to the dataset at ``uri`` (see the module docstring); returns ``(uri, the
+    version committed)``.  ``write_options`` are :func:`stage_write`'s (``schema``,
+    ``data_storage_version``, ``max_rows_per_file``, ``progress``...).
+
+    ``transaction_properties`` are stored with the commit (``commit_message`` under
+    :data:`COMMIT_MESSAGE_KEY`); ``commit_lock`` (the reference's ``CommitLock``: a callable
+    given the version to commit, returning a context manager) is held around the commit.
+    """
+    staged = await stage_write(data, uri, mode, **write_options)
+    props = merge_properties(transaction_properties, commit_message)
+    try:
+        with held_lock(commit_lock, staged.read_version + 1):
+            version = await commit(
+                staged.store, staged.root, staged.operation(), staged.read_version,
+                transaction_properties=props,
+                enable_stable_row_ids=enable_stable_row_ids and staged.new_dataset,
+                data_storage_version=staged.storage if not staged.appending else None,
+                enable_v2_manifest_paths=enable_v2_manifest_paths,
+                create_only=mode == "create",
+            )
+    except BaseException:
+        await staged.cleanup()
+        raise
+    return staged.uri, version
+
+
+def merge_properties(properties: Mapping[str, str] | None, message: str | None) -> dict[str, str] | None:
+    """Transaction properties with ``message`` under :data:`COMMIT_MESSAGE_KEY` (None when empty)."""
+    out = dict(properties or {})
+    if message is not None:
+        out[COMMIT_MESSAGE_KEY] = message
+    return out or None
+
+
+@contextlib.contextmanager
+def held_lock(commit_lock: Any, version: int) -> Iterator[None]:
+    """``commit_lock(version)`` held (a no-op without a lock)."""
+    if commit_lock is None:
+        yield
+        return
+    if not callable(commit_lock):
+        raise InvalidInputError(f"commit_lock must be a function, got {type(commit_lock).__name__}")
+    with commit_lock(version):
+        yield
 
 
 def _append_fields(lschema: LanceSchema, data_schema: pa.Schema, uri: str) -> LanceSchema:
@@ -197,9 +255,5 @@ def _append_fields(lschema: LanceSchema, data_schema: pa.Schema, uri: str) -> La
     return LanceSchema(tuple(f for f in lschema.fields if f.name in names), dict(lschema.metadata))
 
 
-def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    yield first
-    yield from rest
-
-
-__all__ = ["MODES", "SchemaMismatchError", "batch_source", "write_data_async"]
+__all__ = ["COMMIT_MESSAGE_KEY", "MODES", "SchemaMismatchError", "StagedWrite", "held_lock", "merge_properties",
+           "stage_write", "write_data_async"]

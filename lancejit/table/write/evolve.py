@@ -16,6 +16,7 @@ field ids continue after the largest id the schema or any data file uses.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -32,6 +33,7 @@ from ..read.fragment import ROWADDR
 from .data_files import FragmentFileWriter, normalize_storage_version
 from .mutate import WRITE_BATCH_ROWS
 from .on_version import commit_on, loaded_manifest, open_data_files_of
+from .sources import from_pandas, is_pandas, is_polars
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -123,10 +125,52 @@ async def add_columns_async(
     ds: "DatasetReader",
     transforms: Any,
     read_columns: Sequence[str] | None = None,
+    *,
+    reader_schema: pa.Schema | None = None,
 ) -> "DatasetReader":
     """Add columns to every fragment (see the module docstring); returns the new version."""
-    c = ds.context
     lm = await loaded_manifest(ds)
+    staged = await stage_columns_async(ds, transforms, read_columns, reader_schema=reader_schema, loaded=lm)
+    try:
+        return await commit_on(ds, staged.operation(), loaded=lm)
+    except BaseException:
+        await staged.cleanup()
+        raise
+
+
+@dataclass
+class StagedColumns:
+    """New columns written for some fragments and not committed yet: the fragments with their
+    new data files, and the schema after the merge (the reference's ``merge_columns`` result)."""
+
+    fragments: tuple[table_pb2.DataFragment, ...]
+    schema: LanceSchema
+    new_schema: pa.Schema
+    writers: list[FragmentFileWriter]
+
+    def operation(self) -> Merge:
+        fields, meta = self.schema.to_pb(), dict(self.schema.metadata)
+        return Merge(self.fragments, tuple(fields), meta,
+                     preserves_nullability=all(f.nullable for f in self.new_schema))
+
+    async def cleanup(self) -> None:
+        for w in self.writers:
+            await w.cleanup()
+
+
+async def stage_columns_async(
+    ds: "DatasetReader",
+    transforms: Any,
+    read_columns: Sequence[str] | None = None,
+    *,
+    reader_schema: pa.Schema | None = None,
+    fragment_ids: Sequence[int] | None = None,
+    loaded: Any = None,
+) -> StagedColumns:
+    """Write the new columns of every fragment (of ``fragment_ids`` when given) without
+    committing them (see the module docstring)."""
+    c = ds.context
+    lm = loaded if loaded is not None else await loaded_manifest(ds)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata))
     ds_schema = ds.schema
@@ -172,9 +216,11 @@ async def add_columns_async(
 
             read_columns = cols
             new_schema = None
-        elif isinstance(transforms, (pa.Table, pa.RecordBatchReader)):
-            source = _AlignedSource(transforms)
-            new_schema = transforms.schema
+        elif isinstance(transforms, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) or is_pandas(transforms) \
+                or is_polars(transforms) or hasattr(transforms, "__arrow_c_stream__"):
+            data = aligned_data(transforms, reader_schema)
+            source = _AlignedSource(data)
+            new_schema = data.schema
         else:
             raise InvalidInputError(f"unsupported add_columns transforms {type(transforms).__name__}")
 
@@ -265,7 +311,8 @@ async def add_columns_async(
             start(new_schema)
         if not null_only:
             await open_data_files_of(ds)
-        frags = list(m.fragments)
+        wanted = None if fragment_ids is None else set(int(i) for i in fragment_ids)
+        frags = [f for f in m.fragments if wanted is None or f.id in wanted]
         if null_only:
             fragments = frags
         elif source is not None:  # the source's rows go to the fragments in order
@@ -291,14 +338,28 @@ async def add_columns_async(
             if new_schema is None:  # a dataset without fragments: ask the function for its schema
                 new_schema = compute(ds_schema.empty_table().select(read_columns or [])).schema
                 start(new_schema)
-        schema_pb = tuple(lschema.to_pb()) + tuple(p for f in new_fields for p in LanceSchema((f,)).to_pb())
-        op = Merge(tuple(fragments), schema_pb, dict(m.schema_metadata),
-                   preserves_nullability=all(f.nullable for f in new_schema))
-        return await commit_on(ds, op, loaded=lm)
+        merged = LanceSchema(tuple(lschema.fields) + tuple(new_fields), dict(m.schema_metadata))
     except BaseException:
         for w in writers:
             await w.cleanup()
         raise
+    return StagedColumns(tuple(fragments), merged, new_schema, writers)
+
+
+def aligned_data(data: Any, schema: pa.Schema | None = None) -> pa.Table | pa.RecordBatchReader:
+    """New columns given as data (a table, batch, reader, pandas / polars frame or Arrow stream)
+    as a table or reader (cast to ``schema`` when given)."""
+    if is_pandas(data):
+        data = from_pandas(data, schema)
+    elif is_polars(data):
+        data = data.to_arrow()
+    elif isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    elif not isinstance(data, (pa.Table, pa.RecordBatchReader)):
+        data = pa.RecordBatchReader.from_stream(data)
+    if schema is not None and not data.schema.equals(schema):
+        data = data.cast(schema)
+    return data
 
 
 def _drop_paths(lschema: LanceSchema, paths: list[list[str]]) -> LanceSchema:
@@ -388,4 +449,5 @@ def _quoted(path: str) -> str:
     return ".".join(f"`{p}`" for p in parse_field_path(path))
 
 
-__all__ = ["add_columns_async", "alter_columns_async", "drop_columns_async"]
+__all__ = ["StagedColumns", "add_columns_async", "aligned_data", "alter_columns_async", "drop_columns_async",
+           "stage_columns_async"]

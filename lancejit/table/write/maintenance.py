@@ -17,7 +17,7 @@ import uuid as _uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
-from lancejit.core.errors import InvalidInputError
+from lancejit.core.errors import InvalidInputError, NotSupportedError
 from lancejit.io.store import join_path
 from lancejit.io.sync import run_sync
 from lancejit.pb import table_pb2
@@ -62,30 +62,57 @@ class Tags:
         store, root = self._where
         return await list_tags(store, root)
 
-    async def create_async(self, name: str, version: int | None = None) -> Tag:
+    async def _version_of(self, reference: Any) -> int:
+        """A version from the reference's ``reference``: a number, a tag name or ``(branch,
+        number)`` (main branch only); None is the checked-out version."""
+        if reference is None:
+            return self._ds.version
+        if isinstance(reference, tuple):
+            branch, number = reference
+            if branch not in (None, "main"):
+                raise NotSupportedError("branches are not supported by lancejit")
+            return self._ds.version if number is None else int(number)
+        if isinstance(reference, str):
+            store, root = self._where
+            return (await _tags.read_tag(store, root, reference)).version
+        return int(reference)
+
+    async def create_async(self, tag: str, reference: Any = None) -> Tag:
         store, root = self._where
-        return await _tags.create_tag(store, root, name, self._ds.version if version is None else int(version))
+        return await _tags.create_tag(store, root, tag, await self._version_of(reference))
 
-    async def update_async(self, name: str, version: int) -> Tag:
+    async def update_async(self, tag: str, reference: Any = None) -> Tag:
         store, root = self._where
-        return await _tags.update_tag(store, root, name, int(version))
+        return await _tags.update_tag(store, root, tag, await self._version_of(reference))
 
-    async def delete_async(self, name: str) -> None:
+    async def delete_async(self, tag: str) -> None:
         store, root = self._where
-        await _tags.delete_tag(store, root, name)
+        await _tags.delete_tag(store, root, tag)
 
-    def create(self, name: str, version: int | None = None) -> Tag:
-        """Tag ``version`` (default: the checked-out one) as ``name``."""
-        return run_sync(self.create_async(name, version))
+    def create(self, tag: str, reference: Any = None) -> Tag:
+        """Tag ``reference`` (a version number, a tag name or ``(branch, number)``; default: the
+        checked-out version) as ``tag``."""
+        return run_sync(self.create_async(tag, reference))
 
-    def update(self, name: str, version: int) -> Tag:
-        return run_sync(self.update_async(name, version))
+    def update(self, tag: str, reference: Any = None) -> Tag:
+        """Point ``tag`` at ``reference`` (as in :meth:`create`)."""
+        return run_sync(self.update_async(tag, reference))
 
-    def delete(self, name: str) -> None:
-        run_sync(self.delete_async(name))
+    def delete(self, tag: str) -> None:
+        run_sync(self.delete_async(tag))
 
-    def get_version(self, name: str) -> int:
-        return self[name].version
+    def get_version(self, tag: str) -> int:
+        return self[tag].version
+
+    def replace_metadata(self, tag: str, metadata: dict[str, str]) -> None:
+        raise NotSupportedError("tag metadata is not supported by lancejit")
+
+    def list_ordered(self, order: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, tag)`` pairs by version: newest first (``order`` None or "desc") or oldest first ("asc")."""
+        if order not in (None, "asc", "desc"):
+            raise InvalidInputError(f"order must be 'asc' or 'desc', got {order!r}")
+        tags = sorted(run_sync(self.list_async()), key=lambda t: (t.version, t.name), reverse=order != "asc")
+        return [(t.name, t.to_dict()) for t in tags]
 
     def list(self) -> dict[str, dict[str, Any]]:
         return {t.name: t.to_dict() for t in run_sync(self.list_async())}

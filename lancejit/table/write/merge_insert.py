@@ -29,14 +29,14 @@ the committer); otherwise the whole operation is redone on the latest version
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancejit.core.config import settings
-from lancejit.core.errors import InvalidInputError, NotSupportedError, RetryableCommitError
+from lancejit.core.errors import ExecutionError, InvalidInputError, NotSupportedError, RetryableCommitError
 from lancejit.core.schema import LanceSchema
 from lancejit.encoding.kernels import hash_join
 
@@ -47,6 +47,7 @@ from ..read.fragment import ROWADDR, ROWID
 from .mutate import _delete_offsets, _group_addresses
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
 from .on_version import commit_result, loaded_manifest, open_data_files_of
+from .sources import source_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..commit import LoadedManifest
@@ -57,26 +58,6 @@ _S, _T = "__lancejit_src", "__lancejit_tgt"
 
 class MergeInsertAmbiguousError(InvalidInputError):
     """Several source rows match (and would update) the same target row."""
-
-
-def source_table(data: Any) -> pa.Table:
-    """``data`` (pyarrow Table / RecordBatch / RecordBatchReader / list of batches / pandas
-    DataFrame) as one pyarrow Table (read once, so retries can reuse it)."""
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    if isinstance(data, (list, tuple)) and all(isinstance(b, pa.RecordBatch) for b in data) and data:
-        return pa.Table.from_batches(list(data))
-    if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
-        return pa.Table.from_pandas(data, preserve_index=False)
-    reader = getattr(data, "to_reader", None) or getattr(data, "to_table", None)
-    if reader is not None:
-        got = reader()
-        return got.read_all() if isinstance(got, pa.RecordBatchReader) else got
-    raise InvalidInputError(f"merge_insert cannot read source data of type {type(data).__name__}")
 
 
 async def _key_filter(ds: "DatasetReader", src: pa.Table, keys: Sequence[str]) -> str | None:
@@ -235,14 +216,16 @@ async def commit_upsert_async(ds: "DatasetReader", manifest: Any, new_fragments:
 class MergeInsertBuilder:
     """Configure then :meth:`execute` a merge insert (see :mod:`lancejit.table.write.merge_insert`)."""
 
-    def __init__(self, ds: "DatasetReader", on: str | Sequence[str]) -> None:
+    def __init__(self, dataset: "DatasetReader", on: str | Sequence[str],
+                 on_commit: Callable[[int], Awaitable[None]] | None = None) -> None:
+        ds = dataset
         keys = [on] if isinstance(on, str) else list(on)
         if not keys or not all(isinstance(k, str) for k in keys):
             raise InvalidInputError("merge_insert needs one or more key column names")
         for k in keys:
             if ds.schema.get_field_index(k) < 0:
                 raise InvalidInputError(f"merge_insert key {k!r} is not a column of {ds.uri}")
-        self._ds = ds
+        self._ds = ds.snapshot()
         self._keys = keys
         self._update = False
         self._condition: str | None = None
@@ -250,10 +233,27 @@ class MergeInsertBuilder:
         self._delete = False
         self._delete_expr: str | None = None
         self._retries = settings().conflict_retries
+        self._fail_matched = False
+        self._delete_matched = False
+        self._on_commit = on_commit
 
     def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
         """Replace matched target rows (where ``condition`` over ``source.*`` / ``target.*`` holds)."""
         self._update, self._condition = True, condition
+        return self
+
+    def when_matched_delete(self) -> "MergeInsertBuilder":
+        """Delete the target rows that a source row matches."""
+        self._delete_matched = True
+        return self
+
+    def when_matched_fail(self) -> "MergeInsertBuilder":
+        """Fail (:class:`ExecutionError`, an ``OSError``) when any source row matches a target row."""
+        self._fail_matched = True
+        return self
+
+    def retry_timeout(self, timeout: Any) -> "MergeInsertBuilder":
+        """Accepted for the reference's API; lancejit bounds retries by :meth:`conflict_retries`."""
         return self
 
     def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
@@ -266,17 +266,17 @@ class MergeInsertBuilder:
         self._delete, self._delete_expr = True, expr
         return self
 
-    def conflict_retries(self, retries: int) -> "MergeInsertBuilder":
+    def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
         """How many times to redo the operation when a concurrent commit conflicts."""
-        if retries < 0:
+        if max_retries < 0:
             raise InvalidInputError("conflict_retries must be >= 0")
-        self._retries = int(retries)
+        self._retries = int(max_retries)
         return self
 
-    async def execute_async(self, data: Any) -> dict[str, int]:
-        if not (self._update or self._insert or self._delete):
+    async def execute_async(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict[str, int]:
+        if not (self._update or self._insert or self._delete or self._delete_matched):
             raise InvalidInputError("The merge insert job is not configured to change the data in any way")
-        src_all = source_table(data)
+        src_all = await source_table(data_obj, schema)
         file_schema = self._ds.schema
         src = _conform_source(src_all, file_schema, self._keys)
         if src.num_columns < len(file_schema) and self._delete:
@@ -290,18 +290,22 @@ class MergeInsertBuilder:
         current = self._ds
         for attempt in range(self._retries + 1):
             try:
-                return await self._execute_once(current, src)
+                stats, version = await self._execute_once(current, src)
             except RetryableCommitError:
                 if attempt >= self._retries:
                     raise
                 current = await current.latest_async()
+                continue
+            if self._on_commit is not None and version is not None:
+                await self._on_commit(version)
+            return stats
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def execute(self, data: Any) -> dict[str, int]:
-        """Run the merge insert on ``data``; returns the inserted / updated / deleted row counts."""
+    def execute(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict[str, int]:
+        """Run the merge insert on ``data_obj``; returns the inserted / updated / deleted row counts."""
         from lancejit.io.sync import run_sync
 
-        return run_sync(self.execute_async(data), store=self._ds.context.store)
+        return run_sync(self.execute_async(data_obj, schema=schema), store=self._ds.context.store)
 
     # ------------------------------------------------------------------------------ the work
     async def _matched_updates(self, ds: "DatasetReader", src: pa.Table, tgt: pa.Table,
@@ -335,7 +339,7 @@ class MergeInsertBuilder:
             addrs = np.intersect1d(addrs, hit.column(ROWADDR).to_numpy())
         return addrs.astype(np.uint64, copy=False)
 
-    async def _execute_once(self, ds: "DatasetReader", src: pa.Table) -> dict[str, int]:
+    async def _execute_once(self, ds: "DatasetReader", src: pa.Table) -> tuple[dict[str, int], int]:
         c = ds.context
         lm = await loaded_manifest(ds)
         m = lm.manifest
@@ -347,6 +351,9 @@ class MergeInsertBuilder:
             columns=self._keys, filter=flt, with_row_id=ds.has_stable_row_ids, with_row_address=True
         )
         s, t = _join(src, tgt, self._keys)
+        if self._fail_matched and len(s):
+            raise ExecutionError(f"merge insert failed: source row {int(s[0])} matches a target row "
+                                 f"(keys {self._keys}) and when_matched_fail was set")
         upd_s = upd_t = np.empty(0, np.int64)
         if self._update:
             upd_s, upd_t = await self._matched_updates(ds, src, tgt, s, t)
@@ -356,6 +363,9 @@ class MergeInsertBuilder:
             matched[s] = True
             ins = np.flatnonzero(~matched)
         dels = await self._by_source_deletes(ds, tgt, np.unique(t)) if self._delete else np.empty(0, np.uint64)
+        if self._delete_matched and len(t):
+            matched_addrs = tgt.column(ROWADDR).to_numpy()[np.unique(t)].astype(np.uint64)
+            dels = np.union1d(dels, matched_addrs).astype(np.uint64)
 
         kept_ids = _row_ids(tgt)[upd_t] if ds.has_stable_row_ids else None
         removed_addrs = np.concatenate([tgt.column(ROWADDR).to_numpy()[upd_t], dels]).astype(np.uint64)
@@ -383,12 +393,13 @@ class MergeInsertBuilder:
                 row_ids = encode_row_id_sequence(ids) if ids is not None and len(ids) else None
                 new_frags.append(new_fragment([writer.data_file(wf)], wf.rows, row_ids=row_ids))
                 start += wf.rows
-            await commit_upsert_async(ds, m, new_frags, removed_addrs, loaded=lm)
+            version = await commit_upsert_async(ds, m, new_frags, removed_addrs, loaded=lm)
         except BaseException:
             await writer.cleanup()
             raise
         return {"num_inserted_rows": int(len(ins)), "num_updated_rows": int(len(upd_s)),
-                "num_deleted_rows": int(len(dels))}
+                "num_deleted_rows": int(len(dels))}, version
 
 
-__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "ambiguous_error", "commit_upsert_async", "full_rows", "source_table"]
+__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "ambiguous_error", "commit_upsert_async",
+           "full_rows"]

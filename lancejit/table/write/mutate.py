@@ -94,9 +94,10 @@ async def _delete_offsets(ds: "DatasetReader", lm_manifest: Any, groups: Mapping
 
 
 async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
-                       max_retries: int | None = None) -> "DatasetReader":
-    """Delete the rows of ``ds`` matching ``predicate``; returns the new version: one filter
-    scan (row addresses only), one deletion file per fragment touched, one commit."""
+                       max_retries: int | None = None) -> tuple["DatasetReader", int]:
+    """Delete the rows of ``ds`` matching ``predicate``; returns the new version and the number
+    of rows deleted: one filter scan (row addresses only), one deletion file per fragment
+    touched, one commit."""
     compile_filter(predicate, ds.schema)  # bad predicates fail before any write
     current = ds
     if max_retries is None:
@@ -109,7 +110,7 @@ async def delete_async(ds: "DatasetReader", predicate: str | pc.Expression,
         updated, removed = await _delete_offsets(current, lm.manifest, groups)
         op = Delete(updated, removed, _predicate_text(predicate))
         try:
-            return await commit_on(current, op, loaded=lm, affected_rows=groups)
+            return await commit_on(current, op, loaded=lm, affected_rows=groups), t.num_rows
         except RetryableCommitError:
             if attempt >= max_retries:
                 raise
@@ -153,11 +154,12 @@ async def update_async(
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_retries: int | None = None,
-) -> "DatasetReader":
+) -> tuple["DatasetReader", int]:
     """Set columns of the rows matching ``where`` (all rows when None).
 
     ``values`` maps top-level column names to a SQL expression string (``"x + 1"``, ``"'text'"``),
-    a ``pyarrow.compute.Expression`` or a Python value.  Returns the new version.
+    a ``pyarrow.compute.Expression`` or a Python value.  Returns the new version and the number
+    of rows updated.
     """
     if not values:
         raise InvalidInputError("update needs at least one column to set")
@@ -174,7 +176,8 @@ async def update_async(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: Any, max_rows_per_file: int) -> "DatasetReader":
+async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: Any, max_rows_per_file: int
+                       ) -> tuple["DatasetReader", int]:
     c = ds.context
     lm = await loaded_manifest(ds)
     m = lm.manifest
@@ -219,7 +222,7 @@ async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: An
             fields_modified=(), update_mode=REWRITE_ROWS,
             fields_for_preserving_frag_bitmap=tuple(top_ids[n] for n in values),
         )
-        return await commit_on(ds, op, loaded=lm, affected_rows=groups)
+        return await commit_on(ds, op, loaded=lm, affected_rows=groups), len(addrs)
     except BaseException:
         await writer.cleanup()
         raise

@@ -16,6 +16,8 @@ from .allnull import simple_all_null
 from .levels import (EMPTYABLE_LIST, NULL_AND_EMPTY_LIST, NULLABLE_ITEM, NULLABLE_LIST, Leaf,
                      LeafSlots, Levels, concat_slots, resolve, leaf_slots, leaves_of, storage_array,
                      storage_field)
+from .blob import blob_values, descriptor_page
+from .data import block_from_arrow
 from .page import EncodedPage
 from .strategy import FieldParams, encode_leaf_page
 
@@ -50,16 +52,59 @@ class _LeafColumn:
         self.rows_flushed = 0
         # pylance 14 counts a page of a fixed-size list of structs in items (rows x dimension)
         self.count_slots = any(pa.types.is_fixed_size_list(f.type) for f in leaf.path[:-1])
+        # blob columns (no repetition): values written out of line as they arrive, descriptors kept
+        t = leaf.leaf_field.type
+        self.blob = self.params.blob and (pa.types.is_binary(t) or pa.types.is_large_binary(t)
+                                          or pa.types.is_string(t) or pa.types.is_large_string(t)) \
+            and not any(pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_fixed_size_list(f.type)
+                        for f in leaf.path[:-1])
+        self.blob_positions: list[np.ndarray] = []
+        self.blob_sizes: list[np.ndarray] = []
+        self.blob_nulls: bool | None = None  # whether the pending page's batches had nulls
 
-    def add(self, arr: pa.Array) -> LeafSlots | None:
+    def add(self, arr: pa.Array, version: tuple[int, int]) -> list[tuple[EncodedPage, int]]:
+        """Take the rows of ``arr``; returns what to write now: a blob column's values (an
+        :class:`EncodedPage` of ``external`` buffers only), after its pending page when the
+        batch's nullability differs from that page's (the reference starts a page there)."""
         if self.empty_struct:
             self.pending_rows += len(arr)
-            return None
+            return []
         s = leaf_slots(arr, self.leaf)
+        if self.blob:
+            nulls = resolve(s).value_nulls
+            has_nulls = nulls is not None and bool(nulls.any())
+            out = self.flush(version) if self.blob_nulls is not None and has_nulls != self.blob_nulls else []
+            self.blob_nulls = has_nulls
+            self.pending_rows += len(arr)
+            out.append((self._add_blob(s, nulls), 0))
+            return out
+        self.pending_rows += len(arr)
         self.pending.append(s)
         self.pending_bytes += _slots_nbytes(s)
-        self.pending_rows += len(arr)
-        return s
+        return []
+
+    def _add_blob(self, s: LeafSlots, nulls: np.ndarray | None) -> EncodedPage:
+        block = block_from_arrow(s.values)
+        external, idx, sizes = blob_values(block, nulls)
+        positions = np.zeros(len(sizes), dtype=np.uint64)
+        self.blob_positions.append(positions)
+        self.blob_sizes.append(sizes)
+        # the values are written now: the page keeps the levels only
+        self.pending.append(LeafSlots(s.rep, s.code, s.visible, pa.nulls(len(s.values)), s.kinds, s.num_rows,
+                                      s.forced))
+        self.pending_bytes += 16 * len(sizes) + s.code.nbytes
+
+        def record(written: list[int]) -> None:
+            positions[idx] = np.asarray(written, dtype=np.uint64)
+
+        return EncodedPage([], None, 0, external=external, finish=record)
+
+    def _flush_blob(self, version: tuple[int, int]) -> EncodedPage:
+        slots = concat_slots(self.pending)
+        positions = np.concatenate(self.blob_positions)
+        sizes = np.concatenate(self.blob_sizes)
+        self.blob_positions, self.blob_sizes, self.blob_nulls = [], [], None
+        return descriptor_page(positions, sizes, resolve(slots), version)
 
     def flush(self, version: tuple[int, int]) -> list[tuple[EncodedPage, int]]:
         """Encode what is pending: ``[(page, first_row)]`` (several pages when a page with
@@ -70,6 +115,10 @@ class _LeafColumn:
         if self.empty_struct:
             out.append((simple_all_null(self.pending_rows), self.rows_flushed))
             self.rows_flushed += self.pending_rows
+        elif self.blob:
+            page = self._flush_blob(version)
+            out.append((page, self.rows_flushed))
+            self.rows_flushed += page.num_rows
         else:
             slots = concat_slots(self.pending)
             for piece in split_levels(slots, MAX_LEVELS_PER_PAGE):
@@ -176,7 +225,8 @@ class FieldEncoder:
         arr = storage_array(arr, self.storage)
         for piece in self._split(arr):
             for leaf in self.leaves:
-                leaf.add(piece)
+                for page, first_row in leaf.add(piece, self.version):  # blob values (and pages) now
+                    out.append((leaf.column_index, page, first_row))
                 if leaf.pending_bytes >= self.page_bytes:
                     for page, first_row in leaf.flush(self.version):
                         out.append((leaf.column_index, page, first_row))

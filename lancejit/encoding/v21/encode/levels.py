@@ -364,15 +364,29 @@ def concat_slots(parts: list[LeafSlots]) -> LeafSlots:
 
 
 def concat_arrays(arrays: list[pa.Array]) -> pa.Array:
-    """Concatenate arrays of one type (dictionary arrays with different dictionaries are unified)."""
+    """Concatenate arrays of one type.  Dictionary arrays (several of them) are unified and the
+    items no row uses dropped, the others kept in order, as the reference writes such a page (a
+    single array keeps its dictionary as given)."""
     if len(arrays) == 1:
         return arrays[0]
-    try:
-        return pa.concat_arrays(arrays)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        if pa.types.is_dictionary(arrays[0].type):
-            return pa.chunked_array(arrays).unify_dictionaries().combine_chunks()
-        raise
+    if pa.types.is_dictionary(arrays[0].type):
+        return _compact_dictionary(pa.chunked_array(arrays).unify_dictionaries().combine_chunks())
+    return pa.concat_arrays(arrays)
+
+
+def _compact_dictionary(arr: pa.DictionaryArray) -> pa.DictionaryArray:
+    """``arr`` with only the dictionary items its rows use, in their dictionary order."""
+    idx = arr.indices
+    valid = np.asarray(idx.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    raw = np.asarray(idx.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    used = np.unique(raw[valid])
+    if len(used) == len(arr.dictionary):
+        return arr
+    remap = np.zeros(len(arr.dictionary), dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    kind = "int" if pa.types.is_signed_integer(idx.type) else "uint"
+    new_idx = pa.array(remap[raw].astype(f"{kind}{idx.type.bit_width}"), mask=~valid)
+    return pa.DictionaryArray.from_arrays(new_idx, arr.dictionary.take(pa.array(used)))
 
 
 def storage_type(t: pa.DataType) -> pa.DataType:

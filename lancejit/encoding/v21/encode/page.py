@@ -13,11 +13,12 @@ class EncodedPage:
     ``ArrayEncoding`` (2.0).
 
     ``external``: buffers the writer must write *before* the page (blob values); the writer then
-    calls ``finish(positions)`` with their absolute file offsets to get the final page.
+    calls ``finish(positions)`` with their absolute file offsets to get the final page (None:
+    the buffers were all there was to write, their page comes later).
     """
 
     buffers: list[bytes]
     layout: Any
     num_rows: int
     external: list[bytes] | None = None
-    finish: Callable[[list[int]], "EncodedPage"] | None = None
+    finish: Callable[[list[int]], "EncodedPage | None"] | None = None
