@@ -213,7 +213,7 @@ def resolve(ctx: DatasetContext, args: ScanArgs) -> tuple[ScanSpec, ScanPost | N
 
 
 def _schema_of(ctx: DatasetContext, spec: ScanSpec) -> pa.Schema:
-    from .scan import output_schema
+    from .assemble import output_schema
 
     return output_schema(ctx, spec)
 
