@@ -184,7 +184,7 @@ def test_optimize_indices_covers_new_fragments(tmp_path):
     lance.write_dataset(_table(500, start=3000, seed=1), path, mode="append")
     ds = lancejit.dataset(path)
     assert all(len(i["fragment_ids"]) == 3 for i in ds.list_indices())
-    ds = ds.optimize.optimize_indices()
+    ds.optimize.optimize_indices()
     assert all(len(i["fragment_ids"]) == 4 for i in ds.list_indices())
     ref = lance.dataset(path)
     for text in ["id = 3100", "id > 3400", "cat = 'c2' AND id > 2900"]:
@@ -198,12 +198,12 @@ def test_renamed_column_keeps_its_index_dropped_column_loses_it(tmp_path):
     path = str(tmp_path / "alt")
     lance.write_dataset(_table(500), path, max_rows_per_file=200)
     ds = lancejit.dataset(path).create_scalar_index("id", "BTREE").create_scalar_index("cat", "BITMAP")
-    ds = ds.alter_columns({"path": "id", "name": "key"})
+    ds.alter_columns({"path": "id", "name": "key"})
     ds.io_stats()
     got = ds.to_table(filter="key = 17 OR cat = 'c1'")
     assert ds.io_stats().index_searches == 2
     assert same(got, lance.dataset(path).to_table(filter="key = 17 OR cat = 'c1'"))
-    ds = ds.drop_columns(["cat"])
+    ds.drop_columns(["cat"])
     assert [d.name for d in ds.describe_indices()] == [d.name for d in lance.dataset(path).describe_indices()] == \
         ["id_idx"]
     with pytest.raises(OSError):

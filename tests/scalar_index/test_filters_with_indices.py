@@ -117,9 +117,9 @@ def test_delete_and_update_where_use_the_index(indexed, tmp_path):
     shutil.copytree(src, path)
     ds = lancejit.dataset(path)
     ds.io_stats()
-    ds = ds.delete("a IN (17, 18, 2021) OR s = 's40'")
+    ds.delete("a IN (17, 18, 2021) OR s = 's40'")
     assert ds.io_stats().index_searches > 0
-    ds = ds.update({"f": "f + 1"}, where="b = 200")
+    ds.update({"f": "f + 1"}, where="b = 200")
     ref = lance.dataset(path)
     assert ref.count_rows("a = 17") == 0 and ds.count_rows("a = 17") == 0
     for text in INDEX_FILTERS:

@@ -30,7 +30,8 @@ def test_indices_on_every_store(any_store_root):
     ds = lancejit.write_dataset(_table(2000), uri, max_rows_per_file=500, storage_options=opts)
     ds = ds.create_scalar_index("id", "BTREE").create_scalar_index("k", "BITMAP") \
         .create_scalar_index("tags", "LABEL_LIST")
-    ds = ds.insert(_table(600, start=2000)).delete("id % 9 = 4")
+    ds.insert(_table(600, start=2000))
+    ds.delete("id % 9 = 4")
     ds = lancejit.dataset(uri, storage_options=opts)
     m = ds.optimize.compact_files(target_rows_per_fragment=1200)
     assert m.fragments_removed >= 4

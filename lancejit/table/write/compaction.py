@@ -512,18 +512,21 @@ class DatasetOptimizer:
         )
         return run_sync(compact_files_async(self._ds, opts, max_retries, self._on_commit), store=self._ds.context.store)
 
-    async def optimize_indices_async(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
+    async def optimize_indices_async(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> None:
         """Extend the scalar indices (all, or ``index_names``) over fragments they do not cover
-        (see :func:`..write.scalar_index.optimize_indices_async`); returns the new version."""
+        (see :func:`..write.scalar_index.optimize_indices_async`); the dataset moves to the new
+        version."""
         from .scalar_index import optimize_indices_async
 
-        return await optimize_indices_async(self._ds, index_names, **kwargs)
+        new = await optimize_indices_async(self._ds, index_names, **kwargs)
+        if self._on_commit is not None and new.version != self._ds.version:
+            await self._on_commit(new.version)
 
-    def optimize_indices(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
+    def optimize_indices(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> None:
         """Synchronous :meth:`optimize_indices_async`."""
         from lancejit.io.sync import run_sync
 
-        return run_sync(self.optimize_indices_async(index_names=index_names, **kwargs), store=self._ds.store)
+        run_sync(self.optimize_indices_async(index_names=index_names, **kwargs), store=self._ds.store)
 
 
 __all__ = ["CompactionMetrics", "CompactionOptions", "CompactionPlan", "CompactionTask", "DatasetOptimizer",
