@@ -82,6 +82,7 @@ async def read_files(sources: Sequence[FileSource], reads: np.ndarray, nbytes: i
         a = b
     if not pending:
         return out
+    assert store is not None  # the store of the first pending source
     inline = getattr(store, "read_files_into", None) if same else None
     if inline is not None and inline_bytes <= getattr(store, "inline_read_bytes", inline_bytes):
         queue = io_queue(store)
