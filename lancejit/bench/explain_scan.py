@@ -139,7 +139,7 @@ async def plan_scan(ds: Any, filter: str, columns: Sequence[str] | None = None, 
 
     ctx = ds.context
     compiled = compile_filter(filter, ctx.schema)
-    conds = pruning.conditions_of(compiled.text, ctx.schema)
+    conds = compiled.conditions
     plan = ScanPlan(ds.uri, filter, [condition_text(c) for c in conds])
     plan.data_storage_version = ctx.manifest.data_storage_version
     zmaps = await zone_maps(ctx)

@@ -245,7 +245,7 @@ def empty_array(arrow_type: pa.DataType) -> pa.Array:
     return pa.array([], type=arrow_type)
 
 
-def array_of(values: Sequence, arrow_type: pa.DataType | None = None) -> pa.Array:
+def array_of(values: Sequence | np.ndarray, arrow_type: pa.DataType | None = None) -> pa.Array:
     """``pa.array(values, arrow_type)`` for Python ints, floats, bools, strings and bytes (None
     allowed) built from buffers: pyarrow's conversion of Python objects imports pandas
     (~0.4 s in a fresh process), which filters on plain literals do not need.  Other values

@@ -7,6 +7,9 @@ same scan with pruning switched off, while reading fewer pages when the filter i
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -75,22 +78,15 @@ FILTERS = [
 ]
 
 
-def _sorted(t: pa.Table) -> pa.Table:
-    return t.sort_by("id")
+_spec = importlib.util.spec_from_file_location(
+    "table_filters", pathlib.Path(__file__).parent.parent / "table" / "filters.py")
+_filters = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_filters)
 
 
 def _same(a: pa.Table, b: pa.Table) -> bool:
     """Equal tables, NaN equal to NaN."""
-    a, b = _sorted(a), _sorted(b)
-    if a.schema != b.schema or a.num_rows != b.num_rows:
-        return False
-    for x, y in zip(a.columns, b.columns):
-        if pa.types.is_floating(x.type):
-            if not np.array_equal(x.to_numpy(), y.to_numpy(), equal_nan=True):
-                return False
-        elif not x.equals(y):
-            return False
-    return True
+    return _filters.same_rows(a, b, "id")
 
 
 def _scan(ds, flt: str, enabled: bool):
@@ -167,16 +163,23 @@ def test_statistics_match_the_data(legacy_ds):
 
 def test_conditions_extracted():
     schema = pa.schema([("a", pa.int64()), ("s", pa.string()), ("st", pa.struct([("x", pa.int32())]))])
-    got = conditions_of("a > 5 AND 3 <= a AND s IN ('x', 'y') AND a BETWEEN -2 AND 9 AND st.x = 1 AND a + 1 = 3",
-                        schema)
-    assert Condition("a", "gt", (5,)) in got
-    assert Condition("a", "ge", (3,)) in got
-    assert Condition("a", "between", (-2, 9)) in got
-    assert Condition("s", "in", ("x", "y")) in got
+    got = [c.as_py() for c in conditions_of(
+        "a > 5 AND 3 <= a AND s IN ('x', 'y') AND a BETWEEN -2 AND 9 AND st.x = 1 AND a + 1 = 3", schema)]
+    assert ("a", "gt", [5]) in got
+    assert ("a", "ge", [3]) in got
+    assert ("a", "between", [-2, 9]) in got
+    assert ("s", "in", ["x", "y"]) in got
     assert len(got) == 4
     assert conditions_of("a > 5 OR a < 1", schema) == ()
     assert conditions_of("a NOT IN (1, 2)", schema) == ()
     assert conditions_of("garbage ((", schema) == ()
+    assert conditions_of("a > 1.5", schema) == ()  # refused, as the reference does
+    (c,) = conditions_of("a IN (1, 9223372036854775807)", schema)
+    assert c.values.type == pa.int64() and c.as_py() == ("a", "in", [1, 9223372036854775807])
+
+
+def _cond(op, values, typ=None):
+    return Condition("c", op, pa.array(list(values), typ or pa.int64()))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -188,20 +191,63 @@ def test_batches_may_match_never_drops_a_match(seed):
     mins = pa.array([v.min() for v in vals], pa.int64())
     maxs = pa.array([v.max() for v in vals], pa.int64())
     lits = rng.integers(-60, 60, 4).tolist()
-    conds = [Condition("c", op, (lits[0],)) for op in ("eq", "lt", "le", "gt", "ge")]
-    conds += [Condition("c", "between", tuple(sorted(lits[:2]))), Condition("c", "in", tuple(lits)),
-              Condition("c", "in", ())]
+    conds = [_cond(op, (lits[0],)) for op in ("eq", "lt", "le", "gt", "ge")]
+    conds += [_cond("between", sorted(lits[:2])), _cond("in", lits), _cond("in", ())]
     py = {"eq": lambda x, v: x == v[0], "lt": lambda x, v: x < v[0], "le": lambda x, v: x <= v[0],
           "gt": lambda x, v: x > v[0], "ge": lambda x, v: x >= v[0],
           "between": lambda x, v: (x >= v[0]) & (x <= v[1]), "in": lambda x, v: np.isin(x, list(v))}
     for cond in conds:
         keep = batches_may_match(cond, mins, maxs)
-        truth = np.array([bool(np.any(py[cond.op](v, cond.values))) for v in vals])
+        values = cond.values.to_pylist()
+        truth = np.array([bool(np.any(py[cond.op](v, values))) for v in vals])
         assert not np.any(truth & ~keep), cond
     # unbounded (null) bounds keep everything; float literals never prune an integer column
-    keep = batches_may_match(Condition("c", "gt", (10**6,)), pa.nulls(3, pa.int64()), pa.nulls(3, pa.int64()))
+    keep = batches_may_match(_cond("gt", (10**6,)), pa.nulls(3, pa.int64()), pa.nulls(3, pa.int64()))
     assert keep.all()
-    assert batches_may_match(Condition("c", "gt", (1.5,)), mins, maxs) is None
+    assert batches_may_match(_cond("gt", (1.5,), pa.float64()), mins, maxs) is None
+
+
+def _brute(op: str, values: list[int], zone: tuple[int, int]) -> bool:
+    """May a value of ``zone`` (``[min, max]``, inclusive) satisfy ``op`` with ``values``?"""
+    lo, hi = zone
+    if op == "eq":
+        return lo <= values[0] <= hi
+    if op in ("lt", "le"):
+        return lo < values[0] if op == "lt" else lo <= values[0]
+    if op in ("gt", "ge"):
+        return hi > values[0] if op == "gt" else hi >= values[0]
+    if op == "between":
+        return hi >= values[0] and lo <= values[1]
+    return any(lo <= v <= hi for v in values)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("typ", [pa.int64(), pa.uint64()])
+def test_bounds_compare_in_their_own_type(seed, typ):
+    """Bounds beyond 2**53 (int64) and 2**63 (uint64), with all-null zones (null bounds) among
+    them: every condition keeps exactly the zones a brute-force test over the zones' values
+    keeps (no float64 rounding)."""
+    rng = np.random.default_rng(seed)
+    base = (1 << 53) + 1 if typ == pa.int64() else (1 << 63) + 1
+    span = 40
+    zones = []
+    for _ in range(60):
+        if rng.random() < 0.2:
+            zones.append(None)  # all null
+        else:
+            lo = base + int(rng.integers(0, span))
+            zones.append((lo, lo + int(rng.integers(0, 3))))
+    mins = pa.array([z[0] if z else None for z in zones], typ)
+    maxs = pa.array([z[1] if z else None for z in zones], typ)
+    lits = [base + int(v) for v in rng.integers(-2, span + 2, 5)]
+    for op, values in [("eq", lits[:1]), ("lt", lits[:1]), ("le", lits[:1]), ("gt", lits[:1]), ("ge", lits[:1]),
+                       ("between", sorted(lits[:2])), ("in", lits)]:
+        keep = batches_may_match(_cond(op, values, typ), mins, maxs)
+        for z, k in zip(zones, keep):
+            if z is None:
+                assert k  # null bounds: unbounded (the caller drops all-null zones by null count)
+                continue
+            assert bool(k) == _brute(op, values, z), (op, values, z)
 
 
 def test_explain_scan_shows_pruned_pages(legacy_ds, capsys):
@@ -276,20 +322,28 @@ def test_zone_maps_skip_zones(zonemap_ds, flt):
 
 def test_zone_maps_loaded(zonemap_ds):
     from lancejit.io.sync import run_sync
+    from lancejit.table.indices.coverage import index_coverage
     from lancejit.table.indices.zonemap import zone_maps
 
     uri, n = zonemap_ds
     ds = lancejit.dataset(uri)
     zm = run_sync(zone_maps(ds.context))
     by_name = {t.name: t.id for t in ds.context.top_fields}
-    assert set(zm) == {by_name["id"], by_name["f"], by_name["name"]}
-    z = zm[by_name["id"]]
+    assert set(zm.by_field) == {by_name["id"], by_name["f"], by_name["name"]}
+    (z,) = zm.by_field[by_name["id"]]
     assert int(z.zone_length.sum()) == n  # the rows the index was built on
     frag0 = ds.context.manifest.fragments[0]
-    zones = z.zones_of(frag0.id, frag0.physical_rows)
+    zones = zm.zones_of(by_name["id"], frag0.id, frag0.physical_rows)
     assert zones is not None and zones.offsets[0] == 0 and zones.offsets[-1] == frag0.physical_rows
     appended = ds.context.manifest.fragments[-1]
-    assert z.zones_of(appended.id, appended.physical_rows) is None  # not covered by the index
+    assert zm.zones_of(by_name["id"], appended.id, appended.physical_rows) is None  # not covered by the index
+    cov = run_sync(index_coverage(ds.context))
+    (seg,) = cov.of_field(by_name["id"], "ZoneMapIndexDetails")
+    ids = np.array([f.id for f in ds.context.manifest.fragments])
+    assert cov.covered([seg], ids).tolist() == [f.id in set(seg.fragments.tolist()) for f in ds.context.manifest.fragments]
+    assert not seg.covers(appended.id) and seg.covers(frag0.id)
+    assert cov.segment_for(by_name["id"], appended.id, "ZoneMapIndexDetails") is None
+    assert cov.segment_for(by_name["id"], frag0.id, "ZoneMapIndexDetails") is seg
 
 
 @pytest.mark.parametrize("seed", range(4))

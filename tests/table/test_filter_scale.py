@@ -103,7 +103,7 @@ def test_in_list_extraction_leaves_strings_alone():
         "a IN (1, NULL)": [0],
         "a NOT IN (1, 2)": [2],
         "NOT (a IN (1, 2))": [2],
-        "a IN (+1, -2, 3e0)": [0, 2],
+        "a IN (1, -2, 3)": [0, 2],
         "a in(2)": [1],
         "a + 1 IN (2, 3)": [0, 1],
         "a IN (a, 2)": [0, 1, 2],
@@ -112,7 +112,7 @@ def test_in_list_extraction_leaves_strings_alone():
         assert evaluate_filter(compile_filter(text, t.schema), t).to_pylist() == rows, text
 
 
-@pytest.mark.parametrize("text", ["a IN (1.5, 2)", "a IN ('1', 2)", "i32 IN (1, 5000000000)"])
+@pytest.mark.parametrize("text", ["a IN (1.5, 2)", "a IN ('1', 2)", "i32 IN (1, 5000000000)", "a IN (1, -2, 3e0)"])
 def test_in_lists_that_do_not_fit_the_column(text):
     schema = pa.schema([("a", pa.int64()), ("i32", pa.int32())])
     with pytest.raises(InvalidInputError):

@@ -20,7 +20,6 @@ import pytest
 import lancejit.table as lt
 from lancejit.core import config
 import lancejit.table.read.scan as scan_module
-import lancejit.table.read.scan_plan as scan_plan
 
 lance = pytest.importorskip("lance")
 
@@ -137,27 +136,34 @@ def test_readahead_is_bounded_by_bytes(knobs, many, monkeypatch):
         assert max(seen) > config.settings().scan_readahead  # small units: more than the unit minimum
 
 
-def test_page_pruning_hook(many):
+def test_page_pruning_hook(many, monkeypatch):
     """A pruner that keeps only the first half of each fragment: rows outside are not read."""
+    from lancejit.table.read import pruning
+
     ref, ours = lance.dataset(many), lt.dataset(many)
     calls = []
 
-    def half(ctx, fragment_id, lo, hi, compiled):
-        calls.append(fragment_id)
-        return [(lo, lo + (hi - lo) // 2)]
+    class Half:
+        def fragment_ids(self):
+            return np.array([f.fragment_id for f in ours.get_fragments()], dtype=np.int64)
 
-    scan_plan.set_pruner(half)
-    try:
+        def kept(self, fragment_id, lo, hi):
+            calls.append(fragment_id)
+            return np.array([[lo, lo + (hi - lo) // 2]], dtype=np.int64), 1, hi - lo - (hi - lo) // 2
+
+    async def prepare(ctx, filt):
+        return Half()
+
+    with monkeypatch.context() as m:
+        m.setattr(pruning, "prepare", prepare)
         got = ours.to_table(filter="a >= 0", with_row_address=True)
-    finally:
-        scan_plan.set_pruner(None)
     assert calls
     addr = got["_rowaddr"].to_numpy()
     local = addr & 0xFFFFFFFF
     phys = {f.fragment_id: f.physical_rows for f in ours.get_fragments()}
     assert all(local[i] < phys[int(addr[i] >> 32)] // 2 for i in range(len(addr)))
     assert got.num_rows < ref.count_rows()
-    assert ours.to_table(filter="a >= 0").num_rows == ref.count_rows()  # hook removed
+    assert ours.to_table(filter="a >= 0").num_rows == ref.count_rows()  # pruner gone
 
 
 def test_late_materialization_reads_less(knobs, tmp_path, monkeypatch):

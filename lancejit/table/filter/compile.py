@@ -9,6 +9,11 @@ AND/OR/NOT, IN / NOT IN, IS [NOT] NULL, IS [NOT] TRUE/FALSE, [NOT] LIKE / ILIKE,
 :func:`compile_filter` returns the expression and the set of top-level columns it reads.
 Evaluation follows SQL: rows where the predicate is NULL are not selected.
 
+Typing follows the reference: literals are typed as it types them and converted to their
+column's type where it converts them, refusing the filter when it does (:mod:`.literals`,
+:mod:`.resolve`); other comparisons compare both sides in their common type (:mod:`.operands`).
+The terms statistics can decide are kept with the compiled filter (:mod:`.conditions`).
+
 Scaling: ``IN`` lists become one ``is_in`` set lookup; ``AND``/``OR`` chains are flattened and
 rebuilt as balanced trees (depth log2 of the terms, never a 20,000-deep Arrow expression);
 in an ``OR`` chain, :data:`GROUP_EQUALITIES` or more ``column = literal`` terms on one column
@@ -17,9 +22,9 @@ become one set lookup too.
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,15 +32,19 @@ import pyarrow.compute as pc
 from sqlglot import expressions as exp
 
 from lancejit.core.errors import InvalidInputError
-from lancejit.encoding.arrow_build import array_of, scalar_of
+from lancejit.encoding.arrow_build import array_of
 
 from .evaluate import (
     BoolNode, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree, negate,
 )
 from .columns import resolve_column as _resolve
 from .fast import FastNode, fast_positions, plan_fast
+from .conditions import Condition, conditions_of_tree
 from .floats import float_key, key_set, literal_key
+from .literals import FLOAT64, INT64, UINT64, UTF8, SqlLiteral, literal_array, sql_literal
+from .operands import Side, arithmetic_sides, coerce_sides, temporal_constant
 from .parse import DIALECT as _DIALECT, PLACEHOLDER, InList, parse_filter
+from .resolve import Resolved, resolve_literals
 
 #: ``col = literal`` terms of one OR chain on one column from which they become one set lookup.
 GROUP_EQUALITIES = 8
@@ -43,13 +52,11 @@ GROUP_EQUALITIES = 8
 #: for measurements and tests).
 USE_KERNELS = True
 _NULL_BOOL = pa.nulls(1, pa.bool_())[0]
-_I64_MAX = (1 << 63) - 1
-_U64_MAX = (1 << 64) - 1
 _COMPARE = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
     "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
 }
-_COMPARE_NODES = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+_COMPARE_NODES: dict[type, str] = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,8 @@ class CompiledFilter:
     text: str
     #: The same predicate as a kernel plan (:mod:`.filter_fast`), None when it has none.
     fast: FastNode | None = None
+    #: Conjuncts statistics can decide (:mod:`.conditions`), literals in their column's type.
+    conditions: tuple[Condition, ...] = ()
 
     @property
     def expression(self) -> pc.Expression:
@@ -79,6 +88,7 @@ _TYPE_MAP = {
     "DATETIME": pa.timestamp("us"), "BINARY": pa.binary(), "VARBINARY": pa.binary(),
     "DECIMAL": pa.decimal128(38, 10),
 }
+_TIMESTAMP_UNITS = {0: "s", 3: "ms", 6: "us", 9: "ns"}
 
 
 class _Compiler:
@@ -87,6 +97,10 @@ class _Compiler:
         self.text = text if len(text) <= 200 else text[:200] + "..."
         self.columns: set[str] = set()
         self.in_lists = in_lists or {}
+        #: Literals converted to their column's type (:mod:`.resolve`), set before compiling.
+        self.resolved = Resolved()
+        #: Compile-time values of casts of literals (``DATE '...'``...), by node id.
+        self.constants: dict[int, pa.Scalar] = {}
 
     def fail(self, node: exp.Expression) -> InvalidInputError:
         try:
@@ -126,20 +140,49 @@ class _Compiler:
         return out
 
     def value_set(self, values: InList, target: pa.DataType | None, node: exp.Expression) -> pa.Array:
+        """The values of an ``IN`` list for a set lookup on an operand of type ``target``: as the
+        reference converted them (:mod:`.resolve`), else in the operand's type where they are
+        exactly representable (others cannot be equal to any value of it), floats as doubles."""
+        items = node.expressions if isinstance(node, exp.In) else ()
+        if len(items) == 1 and isinstance(items[0], exp.Column):
+            got = self.resolved.lists.get(items[0].name)
+            if got is not None:
+                return got
+        listed: Any = values.values
         try:
-            if values.kind == "str":
-                arr = array_of(values.values, pa.string())
-            else:
-                arr = array_of(values.values)
-            if target is not None and arr.type != target:
-                arr = arr.cast(target, safe=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+            arr = array_of(listed, pa.string()) if values.kind == "str" else array_of(listed)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            arr = pa.concat_arrays([array_of([v]) for v in listed]) if values.kind == "int" else None
+        if arr is None:
+            raise InvalidInputError(f"filter {self.text!r}: IN list values of mixed types")
+        if target is None or arr.type == target:
+            return arr
+        if pa.types.is_dictionary(target):
+            target = target.value_type
+        if pa.types.is_floating(target) and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
+            return arr.cast(pa.float64(), safe=False)
+        try:
+            return arr.cast(target, safe=True)
+        except pa.ArrowInvalid:
+            keep = []
+            for i in range(len(arr)):
+                try:
+                    keep.append(arr.slice(i, 1).cast(target, safe=True))
+                except pa.ArrowInvalid:
+                    continue  # not representable: equal to no value of the operand
+            return pa.concat_arrays(keep) if keep else pa.nulls(0, target)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise InvalidInputError(f"filter {self.text!r}: IN list does not match the column's type: {exc}") from None
-        return arr
 
-    def set_lookup(self, x: pc.Expression, arr: pa.Array, has_null: bool) -> pc.Expression:
+    def set_lookup(self, x: pc.Expression, arr: pa.Array, has_null: bool,
+                   x_type: pa.DataType | None = None) -> pc.Expression:
         """SQL ``x IN (arr...)``: NULL when ``x`` is NULL, or when nothing matched and the list
         held a NULL."""
+        if x_type is not None and pa.types.is_dictionary(x_type):
+            x = x.cast(x_type.value_type)
+        if len(arr) == 0:  # no value (or only NULLs): FALSE, NULL where x is NULL
+            out = pc.if_else(x.is_valid(), pc.scalar(False), _NULL_BOOL)
+            return out | pc.scalar(_NULL_BOOL) if has_null else out
         if pa.types.is_floating(arr.type):  # the reference's float order (see filter_floats)
             x, arr = float_key(x, True), key_set(arr)
         out = pc.if_else(x.is_valid(), pc.is_in(x, value_set=arr, skip_nulls=True), _NULL_BOOL)
@@ -150,13 +193,14 @@ class _Compiler:
         if len(items) == 1 and isinstance(items[0], exp.Column) and items[0].name.startswith(PLACEHOLDER):
             values = self.in_lists.get(items[0].name)
             if values is not None:
-                arr = self.value_set(values, self.column_type(node.this), node)
-                return self.set_lookup(self.expr(node.this), arr, values.has_null)
+                t = self.column_type(node.this)
+                arr = self.value_set(values, t, node)
+                return self.set_lookup(self.expr(node.this), arr, values.has_null, t)
         return combine("or", [self.compare("eq", node.this, e) for e in items])
 
     def or_chain(self, node: exp.Or) -> pc.Expression:
         terms = self.chain(node)
-        groups: dict[tuple[str, ...], list[tuple[int, exp.Expression, object]]] = {}
+        groups: dict[tuple[str, ...], list[tuple[int, exp.Expression, pa.Scalar]]] = {}
         for i, t in enumerate(terms):
             hit = _equality_literal(self, t)
             if hit is not None:
@@ -167,16 +211,8 @@ class _Compiler:
             if len(members) < GROUP_EQUALITIES:
                 continue
             col = members[0][1]
-            vals = [m[2] for m in members]
-            kind = "str" if all(isinstance(v, str) for v in vals) else (
-                "int" if all(isinstance(v, int) for v in vals) else "mixed")
-            if kind == "mixed":
-                continue
-            try:
-                arr = self.value_set(InList(vals, False, kind), self.column_type(col), col)
-            except InvalidInputError:
-                continue  # keep the equalities (their comparison rules apply)
-            out.append(self.set_lookup(self.expr(col), arr, False))
+            arr = pa.concat_arrays([m[2] for m in members]).drop_null()
+            out.append(self.set_lookup(self.expr(col), arr, False, self.column_type(col)))
             grouped.update(m[0] for m in members)
         out.extend(self.visit(t) for i, t in enumerate(terms) if i not in grouped)
         return combine("or", out)
@@ -201,16 +237,9 @@ class _Compiler:
                 return left + [key.this]
         return None
 
-    def literal(self, node: exp.Literal) -> pc.Expression:
-        if node.is_string:
-            return pc.scalar(scalar_of(node.this))
-        text = node.this
-        if re.fullmatch(r"[+-]?\d+", text):
-            value = int(text)
-            if value > _U64_MAX:
-                raise InvalidInputError(f"filter {self.text!r}: integer literal {text[:40]} out of range")
-            return pc.scalar(scalar_of(value, pa.uint64() if value > _I64_MAX else pa.int64()))
-        return pc.scalar(scalar_of(float(text)))
+    def literal(self, lit: SqlLiteral) -> pc.Expression:
+        """A literal keeping its own type (where the reference does not convert it)."""
+        return pc.scalar(literal_array(lit)[0])
 
     def cast(self, node: exp.Cast) -> pc.Expression:
         to = node.to
@@ -218,40 +247,63 @@ class _Compiler:
         target = _TYPE_MAP.get(name.upper())
         if target is None:
             raise self.fail(node)
+        if pa.types.is_timestamp(target) and to.expressions:
+            p = to.expressions[0]
+            digits = p.this.this if isinstance(p, exp.DataTypeParam) and isinstance(p.this, exp.Literal) else None
+            unit = _TIMESTAMP_UNITS.get(int(digits)) if digits is not None and str(digits).isdigit() else None
+            if unit is None:
+                raise self.fail(node)
+            target = pa.timestamp(unit)
         inner = node.this
-        if isinstance(inner, exp.Literal) and inner.is_string:
-            if target == pa.date32():
-                return pc.scalar(pa.scalar(_dt.date.fromisoformat(inner.this), pa.date32()))
-            if pa.types.is_timestamp(target):
-                return pc.scalar(pa.scalar(_dt.datetime.fromisoformat(inner.this), target))
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Literal) and inner.is_string and (pa.types.is_date32(target)
+                                                                  or pa.types.is_timestamp(target)):
+            value = temporal_constant(inner.this, target)  # an offset in the text: its UTC time
+            assert value is not None  # text always converts (or raises)
+            self.constants[id(node)] = value[0]
+            return pc.scalar(value[0])
         return self.expr(inner).cast(target)
 
-    def operand_is_float(self, node: exp.Expression, compiled: pc.Expression) -> bool:
-        """True when ``node`` (compiled to ``compiled``) is of a floating-point type."""
+    def side(self, node: exp.Expression, compiled: pc.Expression) -> Side:
+        """``node`` (compiled to ``compiled``) as a comparison side: its type and, when known at
+        compile time, its value (a literal's text for strings, which may be dates)."""
         t = self.column_type(node)
-        if t is None:
-            value = _literal_value(node)
-            if value is not None or isinstance(node, exp.Null):
-                return isinstance(value, float)
-            try:  # a computed operand: its type from an empty evaluation
-                from .evaluate import _project
+        if t is not None:
+            return Side(compiled, t)
+        got = self.resolved.scalar(node)
+        if got is None:
+            got = self.constants.get(id(_strip(node)))
+        if got is not None:
+            return Side(compiled, got.type, got)
+        lit = sql_literal(node)
+        if lit is not None:
+            value = literal_array(lit)[0]
+            return Side(compiled, value.type, lit.value if lit.kind == UTF8 else value)
+        try:  # a computed operand: its type from an empty evaluation
+            from .evaluate import _project
 
-                # (built from names, not the schema: pyarrow checks a schema's pandas metadata)
-                empty = pa.Table.from_arrays([pa.nulls(0, f.type) for f in self.schema], names=self.schema.names)
-                t = _project(empty, [compiled])[0].type
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError, TypeError):
-                return False
-        return pa.types.is_floating(t)
+            # (built from names, not the schema: pyarrow checks a schema's pandas metadata)
+            empty = pa.Table.from_arrays([pa.nulls(0, f.type) for f in self.schema], names=self.schema.names)
+            return Side(compiled, _project(empty, [compiled])[0].type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError, TypeError):
+            return Side(compiled, None)
 
     def compare(self, op: str, left: exp.Expression, right: exp.Expression) -> pc.Expression:
-        """``left <op> right``; floats compare in the reference's total order (see
-        :mod:`.filter_floats`)."""
-        a, b = self.expr(left), self.expr(right)
-        if not (self.operand_is_float(left, a) or self.operand_is_float(right, b)):
+        """``left <op> right`` in the sides' common type (:mod:`.operands`); floats compare in the
+        reference's total order (see :mod:`.floats`)."""
+        ls, rs = self.side(left, self.expr(left)), self.side(right, self.expr(right))
+        if any(isinstance(x.constant, pa.Scalar) and not x.constant.is_valid for x in (ls, rs)):
+            return pc.scalar(_NULL_BOOL)  # a comparison with NULL is NULL, whatever the other side's type
+        try:
+            a, b, ftype = coerce_sides(ls, rs)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"filter {self.text!r}: {exc}") from None
+        if ftype is None:
             return _COMPARE[op](a, b)
         # a constant side (no column) folds -0.0 into 0.0 on both sides, as the reference does
         fold = _constant(left) or _constant(right)
-        return _COMPARE[op](_key(left, a, fold), _key(right, b, fold))
+        return _COMPARE[op](_key(ls, a, ftype, fold), _key(rs, b, ftype, fold))
 
     def expr(self, node: exp.Expression) -> pc.Expression:
         """``node`` compiled to one Arrow expression (operands of non-boolean operators)."""
@@ -262,14 +314,14 @@ class _Compiler:
         if parts is not None:
             return self.column(parts)
         v = self.expr
+        got = self.resolved.scalar(node)
+        if got is not None:
+            return pc.scalar(got)
         if isinstance(node, exp.Paren):
             return self.visit(node.this)
-        if isinstance(node, exp.Literal):
-            return self.literal(node)
-        if isinstance(node, exp.Boolean):
-            return pc.scalar(bool(node.this))
-        if isinstance(node, exp.Null):
-            return pc.scalar(None)
+        lit = sql_literal(node)
+        if lit is not None:
+            return self.literal(lit)
         if isinstance(node, (exp.Cast, exp.TryCast)):
             return self.cast(node)
         if isinstance(node, exp.And):
@@ -283,12 +335,12 @@ class _Compiler:
         op = _COMPARE_NODES.get(type(node))
         if op is not None:
             return self.compare(op, node.this, node.expression)
-        binary = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide}
+        binary = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide,
+                  exp.Mod: pc.remainder}  # SQL %: the sign follows the dividend (truncated division)
         for cls, fn in binary.items():
             if type(node) is cls:
-                return fn(v(node.this), v(node.expression))
-        if isinstance(node, exp.Mod):  # SQL %: the sign follows the dividend (truncated division)
-            return pc.remainder(v(node.this), v(node.expression))
+                a, b = self.side(node.this, v(node.this)), self.side(node.expression, v(node.expression))
+                return fn(*arithmetic_sides(a, b))
         if isinstance(node, exp.Between):
             return self.compare("ge", node.this, node.args["low"]) & self.compare("le", node.this, node.args["high"])
         if isinstance(node, exp.In):
@@ -300,8 +352,13 @@ class _Compiler:
             rhs = node.expression
             if isinstance(rhs, exp.Null):
                 return x.is_null()
-            if isinstance(rhs, exp.Boolean):
-                return pc.fill_null(x == pc.scalar(bool(rhs.this)), False)
+            if isinstance(rhs, exp.Boolean):  # IS [NOT] TRUE/FALSE: never NULL
+                t = self.side(node.this, x).type
+                if t is not None and not (pa.types.is_boolean(t) or pa.types.is_null(t)):
+                    raise InvalidInputError(f"filter {self.text!r}: IS {'TRUE' if rhs.this else 'FALSE'} "
+                                            f"needs a boolean operand, not {t}")
+                truth = x if rhs.this else ~x
+                return pc.if_else(x.is_valid(), truth, pc.scalar(False))
             raise self.fail(node)
         if isinstance(node, (exp.Like, exp.ILike)):
             pattern = node.expression
@@ -323,11 +380,13 @@ def compile_filter(filter: str | pc.Expression, schema: pa.Schema) -> CompiledFi
     parsed = parse_filter(filter)
     comp = _Compiler(schema, filter, parsed.in_lists)
     try:
+        comp.resolved = resolve_literals(comp, parsed.tree, parsed.in_lists)
         expr = comp.visit(parsed.tree)
     except RecursionError:  # pragma: no cover - nesting is bounded by parse_filter
         raise InvalidInputError(f"filter {comp.text!r} nests too deeply") from None
     fast = plan_fast(comp, parsed.tree, parsed.in_lists) if USE_KERNELS else None
-    return CompiledFilter(expr, frozenset(comp.columns), filter, fast)
+    conditions = conditions_of_tree(comp, parsed.tree)
+    return CompiledFilter(expr, frozenset(comp.columns), filter, fast, conditions)
 
 
 def _constant(node: exp.Expression) -> bool:
@@ -335,40 +394,48 @@ def _constant(node: exp.Expression) -> bool:
     return next(node.find_all(exp.Column), None) is None
 
 
-def _key(node: exp.Expression, compiled: pc.Expression, fold_zero: bool) -> pc.Expression:
-    """The total-order key of a float comparison operand (see :mod:`.filter_floats`)."""
-    value = _literal_value(node)
-    if isinstance(value, (int, float)) and fold_zero:
-        return literal_key(value)
+def _strip(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _key(side: Side, compiled: pc.Expression, ftype: pa.DataType, fold_zero: bool) -> pc.Expression:
+    """The total-order key of a float comparison operand (see :mod:`.floats`), ``compiled``
+    already in the comparison's float type ``ftype``."""
+    value = side.constant
+    if isinstance(value, pa.Scalar) and value.is_valid and fold_zero and (
+            pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
+        if side.type != ftype and ftype != pa.float64():
+            value = _rounded(value, ftype)
+        return literal_key(float(value.as_py()))
     return float_key(compiled, fold_zero)
 
 
-def _literal_value(node: exp.Expression) -> int | float | str | None:
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return node.this
-        text = node.this
-        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        v = _literal_value(node.this)
-        return -v if v is not None else None  # type: ignore[operator]
-    return None
+def _rounded(value: pa.Scalar, ftype: pa.DataType) -> pa.Scalar:
+    """A numeric constant rounded to the float type ``ftype`` (one rounding)."""
+    from .literals import SqlLiteral, convert_literal
+
+    v = value.as_py()
+    kind = FLOAT64 if isinstance(v, float) else (UINT64 if v > (1 << 63) - 1 else INT64)
+    got = convert_literal(SqlLiteral(kind, v), ftype)
+    return got[0] if got is not None else value.cast(ftype, safe=False)
 
 
-def _equality_literal(comp: "_Compiler", node: exp.Expression) -> tuple[tuple[str, ...], exp.Expression, object] | None:
-    """``(column path, column node, value)`` when ``node`` is ``column = literal`` (either side)."""
-    while isinstance(node, exp.Paren):
-        node = node.this
+def _equality_literal(comp: "_Compiler", node: exp.Expression) -> tuple[tuple[str, ...], exp.Expression, pa.Array] | None:
+    """``(column path, column node, value)`` when ``node`` is ``column = literal`` (either side)
+    with the literal converted to the column's type (a one-value array)."""
+    node = _strip(node)
     if type(node) is not exp.EQ:
         return None
     for col, lit in ((node.this, node.expression), (node.expression, node.this)):
         parts = comp.column_parts(col)
         if parts is None:
             continue
-        value = _literal_value(lit)
-        if value is None:
+        got = comp.resolved.values.get(id(lit))
+        if got is None:
             return None
-        return _resolve(parts, comp.schema, comp.text), col, value
+        return _resolve(parts, comp.schema, comp.text), col, got
     return None
 
 
@@ -411,7 +478,7 @@ def warm() -> None:
         "s": pa.array([f"w{i}" for i in range(n)], mask=mask),
         "l": pa.array([f"w{i}" for i in range(n)], pa.large_string()),
     })
-    for text in ("i > 3 AND n <= 7 AND b = 1", "x >= 0.5 OR y < -1", "i < 2.5", "n % 7 = 3",
+    for text in ("i > 3 AND n <= 7 AND b = 1", "x >= 0.5 OR y < -1", "NOT (i >= 2.5)", "n % 7 = 3",
                  "i IN (1, 5, 9)", "i IN (1, 9223372036854775807)", "x IN (0.5, 1)", "s LIKE 'w1%'",
                  "l LIKE 'w12345678%'", "n IS NULL", "x IS NOT NULL", "s = 'w1' OR l IN ('w2', 'w3')"):
         compiled = compile_filter(text, table.schema)

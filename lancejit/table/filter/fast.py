@@ -29,6 +29,7 @@ from lancejit.encoding.arrow_build import numbers_of
 
 from .columns import resolve_column
 from .floats import key_set, total_keys
+from .literals import f32_of_int
 
 #: Most leaves of a kernel-evaluated filter (one pass over a column each).
 MAX_LEAVES = 32
@@ -156,6 +157,25 @@ class _Planner:
         name = resolve_column(parts, self.comp.schema, self.comp.text)[0]
         return name, self.comp.schema.field(name).type
 
+    def number(self, node: exp.Expression, t: pa.DataType | None = None) -> int | float:
+        """The number ``node`` stands for: as converted to its column's type (:mod:`.resolve`),
+        else the literal itself (an integer against a float32 column rounded to float32, as the
+        comparison does)."""
+        got = self.comp.resolved.scalar(node)
+        if got is None:
+            value = _number(node)
+            if isinstance(value, int) and t is not None and pa.types.is_float32(t):
+                return f32_of_int(value)
+            return value
+        known = got.as_py() if got.is_valid else None
+        if isinstance(known, bool) or not isinstance(known, (int, float)):
+            raise _Unsupported
+        if isinstance(known, float) and math.isnan(known):
+            raise _Unsupported
+        if isinstance(known, int) and not (_I64_MIN <= known <= _I64_MAX):
+            raise _Unsupported
+        return known
+
     def leaf(self, leaf: Leaf) -> Leaf:
         self.leaves += 1
         if self.leaves > MAX_LEAVES:
@@ -169,7 +189,7 @@ class _Planner:
         if t.id in _STRING_TYPES and isinstance(lit, exp.Literal) and lit.is_string and op in ("eq", "ne"):
             words = _prefix_words(lit.this.encode("utf-8"))
             return self.leaf(Leaf(name, "streq", negate ^ (op == "ne"), members=words))
-        value = _number(lit)
+        value = self.number(lit, t)
         if t.id in _FLOAT_TYPES:
             lo, hi, neg = _int_range(op, _f64_key(value))
             return self.leaf(Leaf(name, "f64", negate ^ neg, lo, hi))
@@ -260,7 +280,7 @@ class _Planner:
         if isinstance(node, exp.Between):
             low, high = node.args["low"], node.args["high"]
             name, t = self.column(node.this)
-            lv, hv = _number(low), _number(high)
+            lv, hv = self.number(low, t), self.number(high, t)
             if t.id in _FLOAT_TYPES:
                 return self.leaf(Leaf(name, "f64", negate, _f64_key(lv), _f64_key(hv)))
             if t.id in _INT_TYPES and isinstance(lv, int) and isinstance(hv, int):

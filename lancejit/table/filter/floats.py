@@ -77,9 +77,10 @@ def _register() -> None:
 
 
 def float_key(expr: pc.Expression, fold_zero: bool) -> pc.Expression:
-    """The int64 total-order key of ``expr`` (cast to double) as an Arrow expression."""
+    """The int64 total-order key of ``expr`` (cast to double, integers rounded to nearest) as
+    an Arrow expression."""
     _register()
-    return pc.Expression._call(_KEY_FN_FOLD if fold_zero else _KEY_FN, [expr.cast(pa.float64())])
+    return pc.Expression._call(_KEY_FN_FOLD if fold_zero else _KEY_FN, [expr.cast(pa.float64(), safe=False)])
 
 
 def literal_key(value: float) -> pc.Expression:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ _LIT = rf"(?:{_NUMBER}|'(?:[^']|'')*'|NULL)"
 _SCAN = re.compile(
     rf"(?P<q>{_QUOTED})|(?P<in>\bIN\s*\(\s*(?>(?:{_LIT}\s*,\s*)*){_LIT}\s*\))", re.IGNORECASE
 )
+_NOT_BEFORE = re.compile(r"\bNOT\s*$", re.IGNORECASE)
 _ITEM = re.compile(rf"{_NUMBER}|'(?:[^']|'')*'|NULL", re.IGNORECASE)
 _INT = re.compile(r"[+-]?\d+")
 _QUOTED_RE = re.compile(_QUOTED)
@@ -65,6 +67,9 @@ class InList:
     values: object
     has_null: bool
     kind: str  # "int", "float", "str" or "mixed"
+    #: Written ``x NOT IN (...)`` (one predicate), not ``NOT x IN (...)`` (a NOT around one):
+    #: the two parse alike, but the reference converts literals only in the first.
+    not_in: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +149,10 @@ def _extract_in_lists(text: str) -> tuple[str, dict[str, InList], str]:
             body = m.group(0)
             inner = body[body.index("(") + 1 : body.rindex(")")]
             key = f"{PLACEHOLDER}{len(lists)}"
-            lists[key] = _numbers(inner) or _convert_items(_ITEM.findall(inner))
+            got = _numbers(inner) or _convert_items(_ITEM.findall(inner))
+            if _NOT_BEFORE.search(text, 0, a):
+                got = dataclasses.replace(got, not_in=True)
+            lists[key] = got
             out.append(f"IN ({key})")
             blank.append("IN (x)")
         pos = b

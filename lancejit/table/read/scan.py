@@ -1,5 +1,5 @@
 """Scanning a dataset version as one pipeline: units planned as arrays over the version index
-(:mod:`.scan_plan`, with its page-pruning hook), read concurrently with readahead bounded by
+(:mod:`.scan_plan`, pruned by statistics where an index covers a fragment), read concurrently with readahead bounded by
 estimated bytes in flight (many small fragments are opened and read together), filtered,
 re-batched (batches of ``batch_size`` rows may span fragments), then offset/limit applied in
 scan order.
@@ -288,14 +288,15 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec) -> tuple["DatasetIndex", Sc
         if k:
             to_skip -= int(ends[k - 1])
             positions = positions[k:]
+    pruner = None
     if spec.filter is not None:
-        from .pruning import prepare  # page statistics / zone maps for plan_units' pruner (h6)
+        from .pruning import prepare  # page statistics / zone maps where their index covers a fragment
 
-        await prepare(ctx, spec.filter)
+        pruner = await prepare(ctx, spec.filter)
     knobs = settings()
     filtered_late = spec.filter is not None and knobs.late_materialization
     max_rows = knobs.scan_unit_rows * (FILTERED_UNIT_FACTOR if filtered_late else 1)
-    plan = plan_units(ctx, index, positions, spec.batch_size, knobs.scan_unit_bytes, max_rows, spec.filter)
+    plan = plan_units(ctx, index, positions, spec.batch_size, knobs.scan_unit_bytes, max_rows, pruner)
     return index, plan, to_skip
 
 

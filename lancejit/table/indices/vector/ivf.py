@@ -26,20 +26,19 @@ index directory (an index's files never change).
 from __future__ import annotations
 
 import json
-import uuid as _uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-from pyroaring import BitMap
 
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotSupportedError
 from lancejit.io.store import join_path
 
 from . import pb
 from .query import metric_code
+from ..coverage import IndexCoverage, index_coverage
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancejit.table.meta.context import DatasetContext
@@ -91,41 +90,26 @@ class IvfIndex:
         return self.kind.replace("HNSW_", "")
 
 
-def vector_indices(section: Any, field_ids: dict[str, int] | None = None) -> list[IndexEntry]:
-    """The vector index entries of an ``IndexSection`` message."""
+def vector_indices(coverage: IndexCoverage) -> list[IndexEntry]:
+    """The vector index entries among a version's index segments (their fragment bitmaps as
+    :mod:`..coverage` reads them: a fragment outside one is searched flat)."""
     out = []
-    for ix in section.indices if section is not None else ():
-        if not ix.index_details.type_url.endswith("VectorIndexDetails") or len(ix.fields) != 1:
+    for seg in coverage.segments:
+        if not seg.kind.endswith("VectorIndexDetails") or len(seg.fields) != 1:
             continue
         try:
-            name = str(_uuid.UUID(bytes=bytes(ix.uuid.uuid)))
-        except ValueError:
-            continue
-        frags = frozenset(BitMap.deserialize(ix.fragment_bitmap)) if ix.fragment_bitmap else frozenset()
-        try:
-            details = pb.VectorIndexDetails.FromString(ix.index_details.value)
+            details = pb.VectorIndexDetails.FromString(seg.metadata.index_details.value)
         except Exception:  # an unreadable detail: the index files say what it is
             details = None
-        out.append(IndexEntry(name, ix.name, int(ix.fields[0]), frags, int(ix.dataset_version), details))
+        out.append(IndexEntry(seg.uuid, seg.name, seg.fields[0], frozenset(seg.fragments.tolist()),
+                              seg.dataset_version, details))
     return out
 
 
 async def index_entries(ctx: "DatasetContext") -> list[IndexEntry]:
-    """The vector indices of this version (one manifest read when it has an index section, kept
-    per manifest: a manifest file never changes)."""
-    from lancejit.table.meta.manifest import decode_index_section
-
-    m = ctx.manifest
-    if m.index_section is None:
-        return []
-    key = ctx.store.uri(ctx.manifest_path)
-    got = _ENTRIES.get(key)
-    if got is None:
-        _, data = await ctx.reader(ctx.store, ctx.manifest_path).read_tail(1 << 62)
-        got = _ENTRIES[key] = vector_indices(decode_index_section(data, m, key))
-        while len(_ENTRIES) > _CACHE_MAX * 4:
-            _ENTRIES.popitem(last=False)
-    return got
+    """The vector indices of this version (from its :func:`~..coverage.index_coverage`, built
+    once per version)."""
+    return vector_indices(await index_coverage(ctx))
 
 
 async def _open(ctx: "DatasetContext", path: str) -> tuple[Any, Any]:
@@ -249,7 +233,6 @@ class _with_key:
 
 
 #: Vector index entries by manifest URI.
-_ENTRIES: "OrderedDict[str, list[IndexEntry]]" = OrderedDict()
 #: Loaded indices by index directory URI.
 _CACHE: "OrderedDict[str, IvfIndex]" = OrderedDict()
 _CACHE_MAX = 16
