@@ -134,7 +134,8 @@ def bench_one(root: str, version: str, repeat: int) -> list[dict]:
         _same(ours.to_table(filter=text), ref.to_table(filter=text), text[:60])
         label = text if len(text) < 80 else "id IN (<5,000 integers>)"
         out.append(dict(work=f"1M rows, one fragment: `{label}`",
-                        **alternate(lambda: ref.to_table(filter=text), lambda: ours.to_table(filter=text), repeat)))
+                        **alternate(lambda text=text: ref.to_table(filter=text),
+                                    lambda text=text: ours.to_table(filter=text), repeat)))
     return out
 
 
@@ -154,9 +155,6 @@ def bench_late_materialization(root: str, version: str) -> list[dict]:
                 ours.to_table(filter=text)
                 st = ours.io_stats()
             row["late" if late else "early"] = {"read_iops": st.read_iops, "read_bytes": st.read_bytes}
-            if saved is None:
-                row["early"] = None
-                break
         out.append(row)
     return out
 
@@ -219,7 +217,7 @@ def bench_scale(root: str, version: str, repeat: int) -> list[dict]:
         path = ensure(os.path.join(root, f"scale{n}"), SCALE_ROWS, SCALE_ROWS // n, version)
         ref, ours = lance.dataset(path), lt.dataset(path)
         _same(ours.to_table(), ref.to_table(), f"scale {n}")
-        res = alternate(lambda: ref.to_table(), lambda: ours.to_table(), repeat)
+        res = alternate(ref.to_table, ours.to_table, repeat)
         res["lancejit_ns_per_row"] = res["lancejit_s"] / SCALE_ROWS * 1e9
         res["reference_ns_per_row"] = res["reference_s"] / SCALE_ROWS * 1e9
         res["python_calls_per_fragment"] = python_calls(ours.to_table) / n
@@ -242,9 +240,9 @@ def bench_cold(root: str, version: str, repeat: int) -> list[dict]:
         if not os.path.isdir(path):
             continue  # built by the scale / frags2000 sections
         _same(lt.dataset(path).to_table(), lance.dataset(path).to_table(), f"cold {label}")
-        res = alternate(lambda: lance.dataset(path).to_table(), lambda: lt.dataset(path).to_table(),
+        res = alternate(lambda path=path: lance.dataset(path).to_table(), lambda path=path: lt.dataset(path).to_table(),
                         max(3, repeat if n < 10_000 else repeat // 2))
-        res["python_calls_per_fragment"] = python_calls(lambda: lt.dataset(path).to_table()) / n
+        res["python_calls_per_fragment"] = python_calls(lambda path=path: lt.dataset(path).to_table()) / n
         out.append(dict(work=f"{label}: open + full scan (new dataset object each time)", fragments=n, **res))
     return out
 

@@ -23,6 +23,7 @@ Ratios are lancejit / reference; the machine is shared, so only ratios from one 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import statistics
@@ -75,7 +76,7 @@ def timed(fn) -> float:
 def bandwidth_ms(n: int, dim: int) -> float:
     a = np.random.default_rng(0).standard_normal((n, dim)).astype(np.float32)
     a.sum()
-    best = min(timed(lambda: a.sum()) for _ in range(3))
+    best = min(timed(a.sum) for _ in range(3))
     del a
     return best
 
@@ -100,13 +101,13 @@ def flat(repeat: int, rows: list) -> None:
                 nn = {"column": "vec", "q": q, "k": k}
                 kw = dict(columns=["id"], filter=flt, prefilter=flt is not None)
 
-                def search():
+                def search(ours=ours, nn=nn, kw=kw):
                     return run_sync(nearest_table(ours, nn, **kw))
 
                 first = None
                 a, c, b = [], [], []
-                for i in range(repeat + 1):
-                    b.append(timed(lambda: ref.to_table(nearest=nn, **kw)))
+                for _ in range(repeat + 1):
+                    b.append(timed(functools.partial(ref.to_table, nearest=nn, **kw)))
                     cache.clear()
                     t = timed(search)  # decoded from the files (the cache was just emptied)
                     if first is None:
@@ -162,8 +163,8 @@ def ivf(repeat: int, rows: list, build: bool) -> None:
         for q, ex in zip(qs, exact):
             nn = {"column": "vec", "q": q, "k": 10, "nprobes": 20, **extra}
             for _ in range(max(1, repeat // 2)):
-                b.append(timed(lambda: ref.to_table(nearest=nn, columns=["id"])))
-                a.append(timed(lambda: run_sync(nearest_table(ours, nn, columns=["id"]))))
+                b.append(timed(functools.partial(ref.to_table, nearest=nn, columns=["id"])))
+                a.append(timed(lambda nn=nn: run_sync(nearest_table(ours, nn, columns=["id"]))))
             ra.append(recall(run_sync(nearest_table(ours, nn, columns=["id"]))["id"].to_pylist(), ex))
             rb.append(recall(ref.to_table(nearest=nn, columns=["id"])["id"].to_pylist(), ex))
         ma, mb = statistics.median(a[1:]), statistics.median(b[1:])

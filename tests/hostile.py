@@ -29,7 +29,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 #: Memory a hostile case may add to the process (bytes).
 ADDED_MEMORY = 100 * 1024 * 1024
@@ -454,7 +454,7 @@ def layout_cases(f: V2File):
     for c, p in _first_pages(f):
         url, enc = f.page_encoding(c, p)
         seen = set()
-        for path, msg, fd in list(int_fields(enc)):
+        for path, _msg, fd in list(int_fields(enc)):
             for v in huge_values(fd):
                 if (path, v) in seen:
                     continue

@@ -103,9 +103,9 @@ def probe_chain(source: Any) -> Any:
     if isinstance(source, FileScheduler):
         return SchedulerProbe(source)
     state = getattr(source, "__dict__", None)
-    inner = state.get("inner") if state else None
-    if inner is None:
+    if not state or state.get("inner") is None:
         return SchedulerProbe(source)
+    inner = state["inner"]
     clone = object.__new__(type(source))
     clone.__dict__.update(state)
     clone.inner = probe_chain(inner)

@@ -15,7 +15,7 @@ import math
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, overload
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError
 
@@ -53,7 +53,19 @@ def parse_size(text: str | int) -> int:
     return out
 
 
-def parse_list(text: str | Sequence[Any] | None, item=int) -> list[Any] | None:
+@overload
+def parse_list(text: str | Sequence[Any], item: Callable[[Any], Any] = ...) -> list[Any]: ...
+
+
+@overload
+def parse_list(text: None, item: Callable[[Any], Any] = ...) -> None: ...
+
+
+@overload
+def parse_list(text: str | Sequence[Any] | None, item: Callable[[Any], Any] = ...) -> list[Any] | None: ...
+
+
+def parse_list(text: str | Sequence[Any] | None, item: Callable[[Any], Any] = int) -> list[Any] | None:
     """``"1,10,100"`` -> ``[1, 10, 100]`` (``item`` converts each part); None stays None."""
     if text is None:
         return None

@@ -7,6 +7,8 @@ not pull in the readers.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lancejit.core.lazy import lazy_exports
 
 _LAZY = {
@@ -24,4 +26,20 @@ _LAZY = {
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
-__all__ = sorted(_LAZY)
+if TYPE_CHECKING:  # the lazily imported names, for type checkers and editors
+    from lancejit.file.cache import FileCache, SearchCache, default_cache
+    from lancejit.file.container import FileMetadata, open_file_metadata, parse_file_metadata
+    from lancejit.file.reader import AsyncLanceFileReader, LanceFileReader
+    from lancejit.file.summary import FileSummary
+
+__all__ = [
+    "AsyncLanceFileReader",
+    "FileCache",
+    "FileMetadata",
+    "FileSummary",
+    "LanceFileReader",
+    "SearchCache",
+    "default_cache",
+    "open_file_metadata",
+    "parse_file_metadata",
+]

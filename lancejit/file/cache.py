@@ -197,15 +197,14 @@ class FileCache:
                 inflight = self._inflight
                 if inflight is None:
                     inflight = self._inflight = {}
-                fut = inflight.get(flight_key)
-                owner = fut is None
-                if owner:
+                waiting = inflight.get(flight_key)
+                if waiting is None:  # this call loads
                     fut = loop.create_future()
                     inflight[flight_key] = fut
-            if owner:
+            if waiting is None:
                 break
             try:
-                return await asyncio.shield(fut)
+                return await asyncio.shield(waiting)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
@@ -215,7 +214,7 @@ class FileCache:
             value = await loader()
         except BaseException as exc:
             with _FLIGHTS_LOCK:
-                self._inflight.pop(flight_key, None)
+                inflight.pop(flight_key, None)
             if isinstance(exc, asyncio.CancelledError):
                 fut.cancel()
             else:
@@ -224,7 +223,7 @@ class FileCache:
             raise
         self.put(key, value, None if nbytes is None else nbytes(value))
         with _FLIGHTS_LOCK:
-            self._inflight.pop(flight_key, None)
+            inflight.pop(flight_key, None)
         fut.set_result(value)
         return value
 

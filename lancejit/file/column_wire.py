@@ -17,7 +17,7 @@ error.  Used only once Numba is loaded (a fresh process's first small take does 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 

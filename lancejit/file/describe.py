@@ -116,7 +116,7 @@ def array_encoding_name(enc: Message | None) -> str:
     if which == "general_mini_block":
         scheme = inner.compression.scheme if inner.HasField("compression") else "general"
         return f"{scheme or 'general'}({array_encoding_name(inner.inner)})"
-    children = []
+    children: list[str] = []
     for fd, v in _set_fields(inner):
         if fd.message_type is None or fd.message_type.name != "ArrayEncoding":
             continue

@@ -136,7 +136,7 @@ async def parse_legacy_metadata(reader: RangeReader, tail, file_size, *, schema:
     if not region.covers(lo, meta_pos):
         (buf,) = await reader.read_ranges([(lo, footer_start)], priority=0)
         region = MetadataRegion(lo, memoryview(buf))
-    if embedded:
+    if schema is None:  # embedded
         manifest, _ = _framed(region, mpos, table_pb2.Manifest(), "manifest", path, meta_pos)
         schema = LanceSchema.from_pb(manifest.fields, dict(manifest.schema_metadata), path=path)
     ids = schema.field_ids()

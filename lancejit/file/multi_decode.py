@@ -423,7 +423,7 @@ def _corrupt(ix: Any, what: str) -> None:
     raise CorruptFileError(f"column {ix.column}: {what}", path=ix.path)
 
 
-def _group_index(tables: list[TakeTable], j: int, seg_base: np.ndarray) -> Any:
+def _group_index(tables: Sequence[TakeTable], j: int, seg_base: np.ndarray) -> Any:
     """Column ``j``'s take index standing for all files (FSST: every file's symbol tables,
     indexed by global segment)."""
     ix = tables[0].columns[j]

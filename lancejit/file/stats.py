@@ -122,8 +122,8 @@ async def _load(reader: RangeReader, stats_pb, region: MetadataRegion, file_size
     first = await _fetch(reader, region, file_size, path, [(p, p + w) for (_, _, _, p), w in zip(pages, width)])
     positions = {i: np.frombuffer(b, dtype="<i8") for i, ((_, _, t, _), b) in enumerate(zip(pages, first))
                  if _is_string(t)}
-    for pos in positions.values():
-        if np.any(np.diff(pos) < 0):
+    for vpos in positions.values():
+        if np.any(np.diff(vpos) < 0):
             raise CorruptFileError("statistics value positions decrease", path=path)
     values = dict(zip(positions, await _fetch(reader, region, file_size, path,
                                              [(int(p[0]), int(p[-1])) for p in positions.values()])))

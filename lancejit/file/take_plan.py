@@ -228,7 +228,7 @@ async def read_many(readers: Sequence[Any], ranges: Sequence[list]) -> list[list
         spans.append((first, len(reads)))
     if not reads:
         return [[] for _ in readers]
-    data = memoryview(await read_files([FileSource.of(r) for r in readers], np.array(reads, dtype=np.int64), pos))
+    data = (await read_files([FileSource.of(r) for r in readers], np.array(reads, dtype=np.int64), pos)).data
     out = []
     for (lo, hi), rs in zip(spans, ranges):
         bufs = []
@@ -255,7 +255,7 @@ async def _read_one_each(readers: Sequence[Any], ranges: Sequence[list]) -> list
     lens = se[:, 1] - se[:, 0]  # (sizes from file metadata: never negative)
     reads[:, 3] = np.cumsum(lens) - lens
     total = int(lens.sum())
-    data = memoryview(await read_files([FileSource.of(r) for r in readers], reads, total))
+    data = (await read_files([FileSource.of(r) for r in readers], reads, total)).data
     at = reads[:, 3].tolist()
     return [[data[p:p + k]] for p, k in zip(at, lens.tolist())]
 
@@ -272,7 +272,7 @@ async def _load_chunk_tables(decoders: Sequence[Any], reader: Any) -> bool:
     load or more than :data:`PREFETCH_META_BYTES`.  True when every such page's table is loaded."""
     from lancejit.encoding.v21.miniblock import MiniBlockPage
 
-    pages = []
+    pages: list[MiniBlockPage] = []
     for d in decoders:
         leaves = getattr(d, "leaves", None)
         if leaves and len(leaves) == 1:

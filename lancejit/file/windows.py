@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, AsyncIterator
+from typing import Any, AsyncGenerator
 
 import pyarrow as pa
 
@@ -18,7 +18,7 @@ from lancejit.core.errors import LanceJitError
 class Slicer:
     """Cuts consecutive ``n``-row slices out of a stream of arrays."""
 
-    def __init__(self, windows: AsyncIterator[pa.Array]) -> None:
+    def __init__(self, windows: AsyncGenerator[pa.Array, None]) -> None:
         self._windows = windows
         self._current: pa.Array | None = None
         self._offset = 0
@@ -43,7 +43,7 @@ class Slicer:
         await self._windows.aclose()
 
 
-async def windows(decoder: Any, start: int, end: int, window_rows: int) -> AsyncIterator[pa.Array]:
+async def windows(decoder: Any, start: int, end: int, window_rows: int) -> AsyncGenerator[pa.Array, None]:
     """Arrays of rows ``[start, end)`` in windows of ``window_rows``, one window read ahead."""
     pos = start
     pending: deque[tuple[asyncio.Future, int, int]] = deque()

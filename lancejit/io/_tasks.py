@@ -47,6 +47,8 @@ async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
     if pending:
         await drain(tasks)
     for t in tasks:  # the first failure in input order
-        if t.done() and not t.cancelled() and t.exception() is not None:
-            raise t.exception()
+        if t.done() and not t.cancelled():
+            exc = t.exception()
+            if exc is not None:
+                raise exc
     return [t.result() for t in tasks]

@@ -33,6 +33,7 @@ import numpy as np
 from lancejit.io.forwarding import ForwardingReader
 from lancejit.io.planner import range_array
 from lancejit.io.scheduler import FileScheduler, io_queue
+from lancejit.io.store import StreamingStore
 
 #: Bytes merged into one call when ``inner`` has no ``config.max_request_size``.
 DEFAULT_MERGE_BYTES = 8 << 20
@@ -268,7 +269,7 @@ class CoalescingReader(ForwardingReader):
         """True when ``inner`` reads through a file scheduler (see :meth:`_scheduler`) over a
         store that streams a range's bytes as they arrive (``store.read_streaming``)."""
         sched = self._scheduler()
-        return sched is not None and callable(getattr(sched.store, "read_streaming", None))
+        return sched is not None and isinstance(sched.store, StreamingStore)
 
     async def _stream(self, ranges: np.ndarray, idx: np.ndarray, priority: int, deliver) -> None:
         """One request for the run covering ``ranges`` (rows of the merged plan ``idx``),
@@ -277,6 +278,7 @@ class CoalescingReader(ForwardingReader):
         inner = self._scheduler()
         assert inner is not None  # _can_stream checked it
         store = inner.store
+        assert isinstance(store, StreamingStore)  # _can_stream checked it
         base, top = int(ranges[:, 0].min()), int(ranges[:, 1].max())
         by_end = np.argsort(ranges[:, 1], kind="stable")
         ends = (ranges[by_end, 1] - base).tolist()
@@ -314,6 +316,7 @@ class CoalescingReader(ForwardingReader):
         if fut.done():
             return
         task = asyncio.current_task()
+        assert task is not None  # runs in a task (see above)
         fut.add_done_callback(lambda f: task.cancel() if f.cancelled() and not task.done() else None)
         try:
             result = await self.inner.read_ranges(ranges, priority=priority)

@@ -24,7 +24,6 @@ The concrete stores are :class:`lancejit.io.s3_store.S3Store` and :class:`lancej
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import random
 import time
@@ -216,8 +215,8 @@ class FsspecStore(ObjectStore):
             handle.ready = asyncio.ensure_future(self._start_session(handle.fs))
         if not handle.ready.done():
             await asyncio.shield(handle.ready)
-        if handle.ready.exception() is not None:
-            exc = handle.ready.exception()
+        exc = handle.ready.exception()
+        if exc is not None:
             handle.ready = None  # retry next time
             raise translate_error(exc, self.uri(""))
         return handle
@@ -248,8 +247,7 @@ class FsspecStore(ObjectStore):
                             raise
                         if attempt:
                             err = type(err)(f"{err} (after {attempt} retries)")
-                            err.__cause__ = exc
-                        raise err  # keeps __cause__ = the backend's exception
+                        raise err from exc  # __cause__ = the backend's exception
             attempt += 1
             self.retries += 1
             await asyncio.sleep(retry_delay(attempt))

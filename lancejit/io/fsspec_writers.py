@@ -132,7 +132,7 @@ class S3Writer(_BufferedWriter):
         except BaseException:
             self._tasks = set(tasks)
             raise
-        extra = {"IfNoneMatch": "*"} if self.if_absent else {}
+        extra: dict[str, Any] = {"IfNoneMatch": "*"} if self.if_absent else {}
         parts = [{"PartNumber": n, "ETag": self._parts[n]} for n in sorted(self._parts)]
         await self._s3("complete_multipart_upload", UploadId=self._upload_id,
                        MultipartUpload={"Parts": parts}, **extra)

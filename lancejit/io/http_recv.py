@@ -61,7 +61,7 @@ class _Answer(asyncio.BufferedProtocol):
         self.status = 0
         self.headers: dict[str, str] = {}
         self.out = np.empty(0, dtype=np.uint8)
-        self.view = self.readonly = memoryview(self.out)
+        self.view = self.readonly = self.out.data
         self.length = 0
         self.filled = 0
         self.done: asyncio.Future[None] = loop.create_future()
@@ -112,7 +112,7 @@ class _Answer(asyncio.BufferedProtocol):
             self._fail(ShortBody("the answer ran past its Content-Length"))
             return
         self.out = np.empty(self.length, dtype=np.uint8)
-        self.view = memoryview(self.out)
+        self.view = self.out.data
         self.readonly = self.view.toreadonly()
         self.out[: len(extra)] = np.frombuffer(extra, dtype=np.uint8)
         self.filled = len(extra)

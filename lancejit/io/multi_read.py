@@ -91,6 +91,7 @@ async def read_files(sources: Sequence[FileSource], reads: np.ndarray, nbytes: i
         a = b
     if not pending:
         return out
+    assert store is not None  # the store of the first pending source
     inline = getattr(store, "read_files_into", None) if same else None
     limit = getattr(store, "inline_read_bytes", inline_bytes)
     if scattered and len(rows) and inline_bytes <= SCATTERED_READ_BYTES * len(rows):

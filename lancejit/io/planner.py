@@ -94,7 +94,7 @@ class ReadPlan:
     @property
     def slices(self) -> tuple[tuple[Slice, ...], ...]:
         """Per requested range, the slices of physical reads that make it up."""
-        out = []
+        out: list[tuple[Slice, ...]] = []
         for i, (r, off, ln) in enumerate(zip(self.req_read, self.req_off, self.req_len)):
             if r >= 0:
                 out.append((Slice(r, off, off + ln),))

@@ -96,7 +96,7 @@ async def _receive_into(resp: Any, length: int, url: str, progress: Any = None) 
     import numpy as np
 
     out = np.empty(length, dtype=np.uint8)
-    view = memoryview(out).toreadonly()
+    view = out.data.toreadonly()
     pos = 0
     async for chunk in resp.content.iter_any():
         n = len(chunk)

@@ -281,7 +281,7 @@ class FileScheduler:
                 stats.record_read(total, time.perf_counter() - t0, requests=len(pairs))
             return assemble(plan, buffers)
         units = pack_units(pairs, store.serial_batches, self.config.max_request_size)
-        buffers: list[Any] = [None] * len(pairs)
+        parts: list[Any] = [None] * len(pairs)
 
         async def run_unit(unit: list[int]) -> None:
             await queue.iops.acquire(prio)
@@ -293,14 +293,14 @@ class FileScheduler:
             if stats is not None:
                 stats.record_read(sum(len(b) for b in got), time.perf_counter() - t0, requests=len(unit))
             for i, buf in zip(unit, got):
-                buffers[i] = buf
+                parts[i] = buf
 
         await queue.bytes.acquire(prio, total)
         try:
             await gather_all(run_unit(u) for u in units)
         finally:
             queue.bytes.release(total)
-        return assemble(plan, buffers)
+        return assemble(plan, parts)
 
     async def read_tail(self, nbytes: int) -> tuple[int, memoryview]:
         """The last ``nbytes`` bytes (fewer if the file is smaller) in one request: ``(size, data)``."""

@@ -21,7 +21,7 @@ import asyncio
 import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar, runtime_checkable
 
 from lancejit.core.config import IOConfig
 from lancejit.core.ranges import ByteRange
@@ -300,10 +300,22 @@ class ObjectStore(ABC):
 
     async def _close_loop_state(self, slots: dict[str, Any]) -> None:
         """Close and remove what ``slots`` (one loop's state) holds that needs closing; runs on
-        that loop, from :meth:`aclose` or when the loop shuts down (``closes_with_loop``)."""
+        that loop, from :meth:`aclose` or when the loop shuts down (``closes_with_loop``).
+        The base store holds nothing that needs closing."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri('')!r})"
+
+
+@runtime_checkable
+class StreamingStore(Protocol):
+    """A store that hands out a range's bytes as they arrive (S3)."""
+
+    async def read_streaming(self, path: str, start: int, end: int, progress: Any) -> memoryview:
+        """Bytes ``[start, end)`` of ``path`` in one request; ``progress(view, filled)`` is called
+        as they arrive (``view`` the whole read-only buffer, ``filled`` its bytes so far)."""
+        ...
 
 
 __all__ = [
@@ -312,6 +324,7 @@ __all__ = [
     "Buffer",
     "ObjectInfo",
     "ObjectStore",
+    "StreamingStore",
     "check_ranges",
     "join_path",
     "past_eof",

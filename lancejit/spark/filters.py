@@ -95,10 +95,10 @@ def to_sql(flt: Any, schema: pa.Schema) -> str | None:
         values = list(flt.value)
         if not values or any(v is None for v in values):
             return None
-        lits = [_literal(v, kind) for v in values]
-        if any(x is None for x in lits):
+        lits = [lit for lit in (_literal(v, kind) for v in values) if lit is not None]
+        if len(lits) != len(values):
             return None
-        return f"{col} IN ({', '.join(lits)})"  # type: ignore[arg-type]
+        return f"{col} IN ({', '.join(lits)})"
     ops = {d.EqualTo: "=", d.GreaterThan: ">", d.GreaterThanOrEqual: ">=", d.LessThan: "<",
            d.LessThanOrEqual: "<="}
     if isinstance(flt, d.EqualNullSafe):
@@ -106,12 +106,12 @@ def to_sql(flt: Any, schema: pa.Schema) -> str | None:
             return f"{col} IS NULL"
         lit = _literal(flt.value, kind)
         return None if lit is None else f"({col} IS NOT NULL AND {col} = {lit})"
-    for cls, op in ops.items():
-        if type(flt) is cls:
-            if flt.value is None:
-                return None
-            lit = _literal(flt.value, kind)
-            return None if lit is None else f"{col} {op} {lit}"
+    if isinstance(flt, (d.EqualTo, d.GreaterThan, d.GreaterThanOrEqual, d.LessThan, d.LessThanOrEqual)):
+        op = ops.get(type(flt))
+        if op is None or flt.value is None:
+            return None
+        lit = _literal(flt.value, kind)
+        return None if lit is None else f"{col} {op} {lit}"
     return None
 
 

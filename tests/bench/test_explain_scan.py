@@ -79,7 +79,7 @@ def test_zone_map_counts_the_pages_it_prunes(capsys, zoned):
     assert [fid for fid in frags if by_id[fid]["pages"]] == sorted(covered)
     assert 0 < report["pages_pruned"] < report["pages"]
     assert report["measured"]["pruned"]["pages_pruned"] == report["pages_pruned"]
-    assert f"id BETWEEN 100 AND 150: zone map in 3 of 4 fragments" in text
+    assert "id BETWEEN 100 AND 150: zone map in 3 of 4 fragments" in text
     assert f"pages pruned: {report['pages_pruned']} of {report['pages']} " in text
     assert "  fragment 3: 5000 rows, no statistics" in text
     # statistics that cannot exclude a page

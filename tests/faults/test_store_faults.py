@@ -10,7 +10,6 @@ Counts: 200 takes, 20 scans, 20 commits per store by default; ``LANCEJIT_FAULT_S
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 
 import numpy as np
@@ -75,7 +74,7 @@ def _run(ep, proxy, kind: str) -> dict[str, int]:
 
     committed: list[pa.Table] = []
     next_start = 10_000
-    for i in range(N_COMMITS):
+    for _ in range(N_COMMITS):
         batch = _rows(next_start, 7)
         next_start += 100
         try:

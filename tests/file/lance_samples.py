@@ -7,7 +7,6 @@ and "0.1" via ``lance.write_dataset(..., data_storage_version="legacy")`` (its d
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np

@@ -63,7 +63,9 @@ def test_file_metadata_fields(samples, key, bytes_reader):
     assert meta.file_size == len(data)
     page_cls = encodings_v2_0_pb2.ArrayEncoding if version == "2.0" else encodings_v2_1_pb2.PageLayout
     ref = reference_metadata(samples[key])
+    assert len(meta.columns) == len(ref.columns)
     for col, ref_col in zip(meta.columns, ref.columns):
+        assert len(col.pages) == len(ref_col.pages)
         assert isinstance(col.encoding, encodings_v2_0_pb2.ColumnEncoding)
         assert col.encoding.WhichOneof("column_encoding") == "values"
         expected_priority = 0

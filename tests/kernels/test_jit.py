@@ -51,7 +51,7 @@ def test_pickle_and_fsst_numba_names():
     from lancejit.encoding.kernels import fsst
 
     k = [x for x in jit.kernels() if x.__qualname__ == "fsst_decode"][0]
-    assert pickle.loads(pickle.dumps(k)) is getattr(fsst, "fsst_decode")
+    assert pickle.loads(pickle.dumps(k)) is fsst.fsst_decode
     # a kernel using numba.uint64 casts loads from the cache, or compiles once the placeholder is
     # resolved (by the cache miss; the fast loader needs no globals on a hit)
     from fsst_ref import symbol_table

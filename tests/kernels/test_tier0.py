@@ -224,7 +224,7 @@ def test_page_segments_numpy_matches_kernel():
     kernel = page_segments.dispatcher() if isinstance(page_segments, jit.LazyKernel) else page_segments
     rng = np.random.default_rng(11)
     errors = 0
-    for trial in range(400):
+    for _trial in range(400):
         raw = bytearray()
         pages = []
         key = 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 import numpy as np
 import pyarrow as pa
@@ -266,9 +265,6 @@ def test_external_row_id_sequences(make_dataset, tmp_path):
     ids = expected["_rowid"].to_numpy()[[5, 1, 300]]
     assert ds.take_rows(ids, columns=["a"]).equals(expected.take([5, 1, 300]).select(["a"]))
 
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 @settings(max_examples=200, deadline=None)

@@ -16,9 +16,7 @@ import pyarrow as pa
 import pytest
 
 import lancejit.table as lt
-import lancejit.table.read.datafile as datafile
 import lancejit.table.read.late as late
-import lancejit.table.read.scan as scan_module
 
 lance = pytest.importorskip("lance")
 

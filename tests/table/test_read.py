@@ -252,8 +252,6 @@ def test_io_stats_are_incremental(make_dataset, version):
 
 def test_filter_reads_less(knobs, make_dataset, need_decoders, monkeypatch):
     """A selective filter reads the other columns only for matching rows."""
-    import lancejit.table.read.datafile as datafile
-
     knobs(whole_file_bytes=0)  # small files: keep reading ranges
     need_decoders("2.1")
     ours = dataset(make_dataset("bigdel", "2.1"))
@@ -335,8 +333,6 @@ def test_shallow_clone_reads_through_base_paths(make_dataset, version, tmp_path)
 
 def test_small_units_cross_boundaries(knobs, make_dataset, version, monkeypatch):
     """Fragments split into many small units (deletions, filters, offsets across unit edges)."""
-    from lancejit.table.read import scan as scan_module
-
     knobs(scan_unit_rows=257)
     path = make_dataset("bigdel", version)
     ref, ours = lance.dataset(path), dataset(path)

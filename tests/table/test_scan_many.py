@@ -167,8 +167,6 @@ def test_page_pruning_hook(many, monkeypatch):
 
 
 def test_late_materialization_reads_less(knobs, tmp_path, monkeypatch):
-    import lancejit.table.read.datafile as datafile
-
     knobs(whole_file_bytes=0)
     path = str(tmp_path / "ds")
     n = 50_000

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 import lancejit.table as lt
 import lancejit.table.read.scan_multi as scan_multi
-import lancejit.table.read.datafile as datafile
 from lancejit.encoding.kernels.scan import SCAN_BAD_ROW, plan_runs
 
 lance = pytest.importorskip("lance")
@@ -123,8 +122,6 @@ def test_nullable_columns(tmp_path, spy, version, frags):
 def test_same_files_held_whole_and_read_by_ranges(knobs, dataset, monkeypatch, spy):
     """A file's take table is cached with the file: a second dataset object whose readers read
     ranges (not whole small files) decodes with the same tables."""
-    import lancejit.table.read.datafile as datafile
-
     ref = lance.dataset(dataset)
     cols = ["id", "s", "long"]
     expected = ref.to_table(columns=cols)

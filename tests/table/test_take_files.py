@@ -176,7 +176,7 @@ def test_calls_per_take_do_not_grow_with_fragments(tmp_path):
     big = dataset(_write(str(tmp_path / "f400"), 400, 20))
     for ds in (small, big):
         ds.take(np.arange(0, ds.count_rows(), 20), columns=COLS)  # every file opened
-    one = [_calls(lambda: ds.take([37], columns=COLS)) for ds in (small, big)]
+    one = [_calls(lambda ds=ds: ds.take([37], columns=COLS)) for ds in (small, big)]
     assert one[1] <= one[0] + 5, one
     # rows of 10 fragments vs rows of 200 fragments: a handful of calls per touched fragment
     ten = _calls(lambda: big.take(np.arange(0, 200, 20), columns=COLS))
@@ -189,7 +189,7 @@ def _plan_numpy(tables, row_slot, rows, ncols, block):
     """NumPy reference of plan_take_files: tables = per slot (keys, b0, stride, len) arrays."""
     items = []
     for j in range(ncols):
-        for i, (s, r) in enumerate(zip(row_slot, rows)):
+        for s, r in zip(row_slot, rows):
             keys, b0, stride, ln, span, lo = tables[s]
             key = j * span + r
             g = int(np.searchsorted(keys, key, side="right")) - 1
@@ -211,7 +211,7 @@ def test_plan_take_files_matches_numpy(data):
     ncols = data.draw(st.integers(1, 3))
     block = data.draw(st.sampled_from([0, 16, 4096]))
     tables, seg_rows, lo = [], [], 0
-    for s in range(nslots):
+    for _ in range(nslots):
         nrows = data.draw(st.integers(1, 40))
         span = nrows + 1
         keys, b0, stride, ln = [], [], [], []

@@ -117,11 +117,12 @@ def test_race_with_pylance_writers(tmp_path):
 
         barrier.wait()
         try:
+            async def one(f):
+                rv = await latest_version(store, root)
+                return await commit_transaction(store, root, Transaction(rv, Append((f,))), max_attempts=60)
+
             for f in frags:
-                async def one():
-                    rv = await latest_version(store, root)
-                    return await commit_transaction(store, root, Transaction(rv, Append((f,))), max_attempts=60)
-                run_sync(one())
+                run_sync(one(f))
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
 

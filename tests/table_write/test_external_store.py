@@ -5,7 +5,6 @@ a writer killed between staging and finalizing; stores without conditional put."
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import uuid
 
 import numpy as np

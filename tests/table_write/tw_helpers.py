@@ -88,14 +88,12 @@ def append_worker(uri: str, storage_options: dict, writer: int, fragments: list,
     run_sync(_warm(store, root))  # open the store's sessions before the start signal
     barrier.wait()
     done = []
+    async def one(frag):
+        rv = await latest_version(store, root)
+        return await commit_transaction(store, root, Transaction(rv, Append((frag,))), max_attempts=60)
+
     for raw in fragments:
-        frag = table_pb2.DataFragment.FromString(raw)
-
-        async def one():
-            rv = await latest_version(store, root)
-            return await commit_transaction(store, root, Transaction(rv, Append((frag,))), max_attempts=60)
-
-        res = run_sync(one())
+        res = run_sync(one(table_pb2.DataFragment.FromString(raw)))
         done.append((res.version, res.attempts))
     out.put((writer, done))
 
@@ -111,15 +109,15 @@ def delete_worker(uri: str, storage_options: dict, offsets: list, barrier, out) 
     run_sync(_warm(store, root))  # open the store's sessions before the start signal
     barrier.wait()
     done = []
-    for off in offsets:
-        async def one():
-            lm = await load_manifest(store, root)
-            frag = next(f for f in lm.manifest.fragments if f.id == 0)
-            new = await delete_rows(store, root, frag, lm.manifest.version, np.array([off]))
-            txn = Transaction(lm.manifest.version, Delete((new,), (), f"offset = {off}"))
-            return await commit_transaction(store, root, txn, affected_rows={0: np.array([off])}, max_attempts=60)
+    async def one(off):
+        lm = await load_manifest(store, root)
+        frag = next(f for f in lm.manifest.fragments if f.id == 0)
+        new = await delete_rows(store, root, frag, lm.manifest.version, np.array([off]))
+        txn = Transaction(lm.manifest.version, Delete((new,), (), f"offset = {off}"))
+        return await commit_transaction(store, root, txn, affected_rows={0: np.array([off])}, max_attempts=60)
 
-        res = run_sync(one())
+    for off in offsets:
+        res = run_sync(one(off))
         done.append((res.version, res.attempts))
     out.put(("deleter", done))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 import lance.file as lf

@@ -111,7 +111,7 @@ def _ints(rng, n, typ, nulls):
 
 def _strings(rng, n, nulls=True, alphabet=None, max_len=12):
     out = []
-    for i in range(n):
+    for _ in range(n):
         if nulls and rng.random() < 0.15:
             out.append(None)
         elif alphabet is not None:

@@ -13,7 +13,7 @@ import pytest
 from lancejit.pb import encodings_v2_1_pb2 as pb21
 from lancejit.pb import file2_pb2
 
-lance = pytest.importorskip("lance")
+pytest.importorskip("lance")
 import lance.file  # noqa: E402
 
 from lancejit.encoding.v21 import compression as C  # noqa: E402
@@ -509,8 +509,8 @@ def test_packed_structs(tmp_path):
         (_f("vps", var, **packed), pa.array([{"a": i, "s": "q" * (i % 7), "c": -i} for i in range(n)], var)),
     ]
     path = write(tmp_path, _table(cols), "2.2")
-    pages = check_column(path, 0, "ps", fixed, ["packed_struct", "flat"])
-    pages = check_column(path, 1, "vps", var, ["variable_packed_struct"])
+    check_column(path, 0, "ps", fixed, ["packed_struct", "flat"])
+    check_column(path, 1, "vps", var, ["variable_packed_struct"])
     path21 = write(tmp_path, _table(cols[:1]), "2.1")
     check_column(path21, 0, "ps", fixed, ["packed_struct", "flat"])
 

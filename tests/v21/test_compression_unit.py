@@ -308,7 +308,7 @@ def test_packed_struct_and_dictionary_take():
 
 
 def test_variable_packed_struct_fullzip():
-    rows, payload = [], []
+    rows = []
     for i in range(4):
         s = b"x" * i
         rows.append(np.int32(i).tobytes() + len(s).to_bytes(4, "little") + s)

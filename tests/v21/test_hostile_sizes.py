@@ -5,10 +5,7 @@ or answered, under 100 MiB of added memory (see ``tests/hostile.py``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pytest
 
 import tests_hostile as H
@@ -32,7 +29,7 @@ def single_columns(tmp_path_factory):
     file must agree with."""
     tmp = tmp_path_factory.mktemp("hostile21cols")
     out = []
-    for name, table in H.corpus_tables().items():
+    for table in H.corpus_tables().values():
         for field in table.schema.names:
             one = table.select([field])
             for writer, fn in H.WRITERS.items():

@@ -23,7 +23,9 @@ def ref_unzip(data: bytes, cw, bits_def, fixed, len_bytes, max_visible):
             if fixed >= 0:
                 if pos + fixed > len(data):
                     return None
-                starts.append(pos); lens.append(fixed); pos += fixed
+                starts.append(pos)
+                lens.append(fixed)
+                pos += fixed
             elif d == 0:
                 if pos + len_bytes > len(data):
                     return None
@@ -31,9 +33,12 @@ def ref_unzip(data: bytes, cw, bits_def, fixed, len_bytes, max_visible):
                 pos += len_bytes
                 if ln > len(data) - pos:
                     return None
-                starts.append(pos); lens.append(ln); pos += ln
+                starts.append(pos)
+                lens.append(ln)
+                pos += ln
             else:
-                starts.append(pos); lens.append(0)
+                starts.append(pos)
+                lens.append(0)
     return reps, defs, starts, lens
 
 
@@ -92,7 +97,8 @@ def test_gather_slices_matches_numpy(src, data):
     for _ in range(k):
         s = data.draw(st.integers(0, len(src)))
         ln = data.draw(st.integers(0, len(src) - s))
-        starts.append(s); lens.append(ln)
+        starts.append(s)
+        lens.append(ln)
     starts_a, lens_a = np.asarray(starts, np.int64), np.asarray(lens, np.int64)
     out = np.empty(int(lens_a.sum()), np.uint8)
     assert gather_slices(arr, starts_a, lens_a, out) == out.size
@@ -134,7 +140,9 @@ def test_gather_variable_chunks_matches_numpy(chunk_values, width):
             pos.append(pos[-1] + len(v))
         buf = b"".join(p.to_bytes(width, "little") for p in pos) + b"".join(vals)
         buf += b"H" * ((-len(buf)) % 8)
-        starts.append(len(blob)); sizes.append(len(buf)); counts.append(len(vals))
+        starts.append(len(blob))
+        sizes.append(len(buf))
+        counts.append(len(vals))
         chunks.append((buf, len(vals)))
         blob += buf
     data = np.frombuffer(bytes(blob), dtype=np.uint8)
@@ -170,7 +178,9 @@ def test_unpack_chunk_kernels_match_per_chunk_decoders(data):
         vals = (rng.integers(0, 2**63, size=n, dtype=np.uint64) & np.uint64((1 << w) - 1 if w < 64 else 2**64 - 1)).astype(dt)
         packed = pack_inline(vals)
         packed += b"\0" * ((-len(packed)) % 8)
-        starts.append(len(blob) // dt.itemsize); ends.append((len(blob) + len(packed)) // dt.itemsize); counts.append(n)
+        starts.append(len(blob) // dt.itemsize)
+        ends.append((len(blob) + len(packed)) // dt.itemsize)
+        counts.append(n)
         blob += packed
         expect.append(vals)
     words = np.frombuffer(blob, dtype=dt)

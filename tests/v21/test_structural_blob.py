@@ -71,7 +71,6 @@ def test_blob_v2_descriptors_and_sidecars(tmp_path, monkeypatch):
     ds = lance.write_dataset(t, str(tmp_path / "ds"), data_storage_version="2.2")
     ref = ds.to_table()
     data_file = Path(glob.glob(str(tmp_path / "ds" / "data" / "*.lance"))[0])
-    desc_field = ref.schema.field("b")
 
     op = Opened(data_file)
     got = op.read_all()

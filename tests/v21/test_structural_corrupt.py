@@ -74,7 +74,7 @@ def test_flipped_bytes(tmp_path, version):
     meta = dataclasses.replace(asyncio.run(open_file_metadata(BytesReader(good))), cache=None)
     end = _data_end(meta)
     foreign = []
-    for trial in range(40):
+    for _trial in range(40):
         data = bytearray(good)
         for _ in range(int(rng.integers(1, 6))):
             pos = int(rng.integers(0, end))

@@ -45,11 +45,15 @@ def segment_tables(draw):
             keys.append(base + a)
             if draw(st.booleans()):  # a mini-block chunk: the whole chunk is read
                 size = 8 * draw(st.integers(1, 20))
-                b0.append(pos); stride.append(0); length.append(size)
+                b0.append(pos)
+                stride.append(0)
+                length.append(size)
                 pos += size + 8 * draw(st.integers(0, 3))
             else:  # full-zip rows of a fixed width
                 w = draw(st.integers(1, 16))
-                b0.append(pos); stride.append(w); length.append(w)
+                b0.append(pos)
+                stride.append(w)
+                length.append(w)
                 pos += w * (b - a)
     rows = draw(st.lists(st.integers(0, num_rows - 1), min_size=1, max_size=40))
     arr = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731

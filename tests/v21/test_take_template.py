@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lancejit.encoding.v21 import take_template as tt
 from lancejit.encoding.v21.field import make_field_decoders
 from lancejit.file.container import open_file_metadata
 from lancejit.file.take_plan import file_take_table, take_table
@@ -172,7 +171,7 @@ def test_damaged_chunk_words_never_crash(tmp_path):
     words = [(p.buffer_offsets[0], p.buffer_sizes[0]) for c in meta.columns for p in c.pages
              if p.encoding.WhichOneof("layout") == "mini_block_layout"]
     bad_path = tmp_path / "bad.lance"
-    for trial in range(40):
+    for _trial in range(40):
         data = bytearray(good)
         for _ in range(int(rng.integers(1, 4))):
             off, size = words[int(rng.integers(0, len(words)))]

@@ -207,7 +207,7 @@ def variable_chunk_spans(data, offs, sizes, counts, width, pick, use_pick, out_s
             a = _read_le(data, p, width)
             if a < lo or a > size:
                 return SPANS_BAD_OFFSETS
-            for i in range(c):
+            for _ in range(c):
                 p += w
                 b = _read_le(data, p, width)
                 if b < a or b > size:
@@ -333,7 +333,7 @@ def fsst_decode_chunks(data, offs, sizes, counts, width, sym_bytes, sym_lens, n_
         a = _read_le(data, p, width)
         if a < lo or a > size:
             return np.int64(0), np.int64(FSST_BAD_OFFSETS)
-        for i in range(c):
+        for _ in range(c):
             p += w
             b = _read_le(data, p, width)
             if b < a or b > size:

@@ -40,7 +40,6 @@ check a warm process compiles nothing: :func:`cache_misses`).
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time

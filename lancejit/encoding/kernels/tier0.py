@@ -26,7 +26,6 @@ once Numba is loaded (tests; kernels whose dispatcher exists already run compile
 
 from __future__ import annotations
 
-import os
 import threading
 import types
 from typing import Any, Callable

@@ -8,7 +8,7 @@ NumPy integers.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -83,7 +83,7 @@ def gather_slices(src: np.ndarray, starts: np.ndarray, lens: np.ndarray, out: np
 
 
 #: module.qualname of a kernel -> its NumPy version.
-VERSIONS = {
+VERSIONS: dict[str, Callable[..., Any]] = {
     "lancejit.encoding.kernels.bitpack.unpack_blocks": unpack_blocks,
     "lancejit.encoding.kernels.scan.copy_range": copy_range,
     "lancejit.encoding.kernels.gather.copy_slices": copy_slices,

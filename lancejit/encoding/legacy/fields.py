@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancejit.core.schema import LanceField
 from lancejit.core.ranges import RangeReader
 from lancejit.encoding import arrow_build as AB
 from lancejit.encoding.legacy.values import (
@@ -233,7 +234,7 @@ def make_field_decoders(reader: RangeReader, metadata, field_names: Sequence[str
     schema = metadata.schema
     arrow = getattr(metadata, "arrow_schema", None) or legacy.arrow_schema
     path = getattr(metadata, "path", None) or reader.path
-    by_name = {}
+    by_name: dict[str, LanceField] = {}
     for f in schema.fields:
         by_name.setdefault(f.name, f)
     names = list(field_names) if field_names is not None else [f.name for f in schema.fields]

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding import arrow_build as AB
-from lancejit.encoding.v20.rowranges import bits_from_ranges, read_gathered, segment_ends, to_pairs, total
+from lancejit.encoding.v20.rowranges import bits_from_ranges, read_gathered, segment_ends, total
 from lancejit.encoding.v20.steps import Steps
 
 Ranges = np.ndarray

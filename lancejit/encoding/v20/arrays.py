@@ -18,7 +18,7 @@ from lancejit.encoding.v20 import blocks as B
 from lancejit.encoding.v20.compression import FsstTable, decompress_buffer
 from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.v20_offsets import decode_end_offsets
-from lancejit.encoding.v20.rowranges import EMPTY, bits_from_ranges, read_gathered, to_pairs, total
+from lancejit.encoding.v20.rowranges import EMPTY, bits_from_ranges, read_gathered, total
 from lancejit.encoding.v20.steps import Steps, gather
 
 #: Row ranges: a ``(k, 2)`` int64 array of half-open ``[start, end)`` rows (see ``rowranges``).

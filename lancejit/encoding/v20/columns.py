@@ -100,7 +100,7 @@ class PrimitiveNode(Node):
         parts = split_by_pages(ranges, self.paged.starts)
         block_list = yield from gather([self.decoder(p).decode(local) for p, local in parts])
         arrays = []
-        for (p, local), blk in zip(parts, block_list):
+        for (_, local), blk in zip(parts, block_list):
             want = total(local)
             if blk.n != want:
                 raise CorruptFileError(f"page decoded {blk.n} rows, expected {want}", path=self.paged.path)

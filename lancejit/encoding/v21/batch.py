@@ -12,7 +12,7 @@ Offsets and sizes are bytes relative to the run buffer; ranges are half-open.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,8 @@ from lancejit.encoding.v21.values import (
 )
 
 ALIGN = 8
+
+_V = TypeVar("_V", FixedWidth, VariableWidth, FixedSizeListValues, StructValues)
 
 
 def _align(a: np.ndarray) -> np.ndarray:
@@ -92,7 +94,8 @@ def parse_chunk_headers(
         pos += szw
     cur = starts + ((pos + ALIGN - 1) // ALIGN) * ALIGN
     ends = starts + sizes
-    rep = def_ = None
+    rep: tuple[np.ndarray, np.ndarray] | None = None
+    def_: tuple[np.ndarray, np.ndarray] | None = None
 
     def take(size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         nonlocal cur
@@ -103,9 +106,9 @@ def parse_chunk_headers(
         cur = _align(end)
         return off, size
 
-    if has_rep:
+    if rep_size is not None:
         rep = take(rep_size)
-    if has_def:
+    if def_size is not None:
         def_ = take(def_size)
     bufs = [take(s) for s in buf_sizes]
     return ChunkHeaders(num_levels, rep, def_, bufs)
@@ -260,6 +263,14 @@ def _inline_bitpacked(enc, data, offs, sizes, counts, n, path) -> FixedWidth | N
     return FixedWidth(out.view(np.uint8), bits, n)
 
 
+def _same_kind(parts: Sequence[DecodedValues], kind: type[_V]) -> list[_V]:
+    """``parts``, each checked to be a ``kind``."""
+    same = [p for p in parts if isinstance(p, kind)]
+    if len(same) != len(parts):
+        raise CorruptFileError("chunks decoded to different value kinds")
+    return same
+
+
 def concat_values(parts: Sequence[DecodedValues]) -> DecodedValues:
     """Concatenate decoded values of the same shape, in order."""
     if len(parts) == 1:
@@ -268,40 +279,41 @@ def concat_values(parts: Sequence[DecodedValues]) -> DecodedValues:
     n = sum(p.num_values for p in parts)
     if isinstance(first, FixedWidth):
         bits = first.bits_per_value
-        if any(not isinstance(p, FixedWidth) or p.bits_per_value != bits for p in parts):
+        fixed = _same_kind(parts, FixedWidth)
+        if any(p.bits_per_value != bits for p in fixed):
             raise CorruptFileError("chunks decoded to different value widths")
         if bits == 1:
             bools = np.concatenate(
-                [np.unpackbits(p.data, bitorder="little")[: p.num_values] for p in parts]
+                [np.unpackbits(p.data, bitorder="little")[: p.num_values] for p in fixed]
             )
             return FixedWidth(np.packbits(bools, bitorder="little"), 1, n)
         w = bits // 8
-        return FixedWidth(np.concatenate([p.data[: p.num_values * w] for p in parts]), bits, n)
+        return FixedWidth(np.concatenate([p.data[: p.num_values * w] for p in fixed]), bits, n)
     if isinstance(first, VariableWidth):
         datas, offs, base = [], [np.zeros(1, np.int64)], 0
-        for p in parts:
-            if not isinstance(p, VariableWidth):
-                raise CorruptFileError("chunks decoded to different value kinds")
-            o = np.asarray(p.offsets, dtype=np.int64)
-            datas.append(p.data[o[0] : o[-1]])
+        for v in _same_kind(parts, VariableWidth):
+            o = np.asarray(v.offsets, dtype=np.int64)
+            datas.append(v.data[o[0] : o[-1]])
             offs.append(o[1:] - o[0] + base)
             base += int(o[-1] - o[0])
         return VariableWidth(np.concatenate(offs), np.concatenate(datas) if datas else np.zeros(0, np.uint8), n)
     if isinstance(first, FixedSizeListValues):
-        items = concat_values([p.items for p in parts])
+        lists = _same_kind(parts, FixedSizeListValues)
+        items = concat_values([p.items for p in lists])
         validity = None
-        if any(p.validity is not None for p in parts):
-            bits = []
-            for p in parts:
+        if any(p.validity is not None for p in lists):
+            masks = []
+            for p in lists:
                 m = p.num_values * p.dimension
                 if p.validity is None:
-                    bits.append(np.ones(m, dtype=np.uint8))
+                    masks.append(np.ones(m, dtype=np.uint8))
                 else:
-                    bits.append(np.unpackbits(p.validity, bitorder="little")[:m])
-            validity = np.packbits(np.concatenate(bits), bitorder="little")
+                    masks.append(np.unpackbits(p.validity, bitorder="little")[:m])
+            validity = np.packbits(np.concatenate(masks), bitorder="little")
         return FixedSizeListValues(items, first.dimension, validity, n)
     if isinstance(first, StructValues):
-        kids = tuple(concat_values([p.children[i] for p in parts]) for i in range(len(first.children)))
+        structs = _same_kind(parts, StructValues)
+        kids = tuple(concat_values([p.children[i] for p in structs]) for i in range(len(first.children)))
         return StructValues(kids, n)
     raise CorruptFileError(f"cannot concatenate {type(first).__name__}")
 

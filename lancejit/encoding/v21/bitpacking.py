@@ -19,7 +19,7 @@ from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.bitpack import BLOCK_VALUES, pack_blocks, unpack_blocks
 
-_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
+_DTYPES: dict[int, np.dtype] = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
 
 
 def word_dtype(bits: int, *, path: str) -> np.dtype:

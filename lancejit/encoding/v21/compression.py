@@ -144,6 +144,7 @@ def _variable_block(buf: np.ndarray, n: int, path: str) -> VariableWidth:
     if len(buf) < 8:
         raise CorruptFileError(f"variable block of {len(buf)} bytes has no header", path=path)
     bits = int.from_bytes(buf[:4].tobytes(), "little")
+    dt: np.dtype
     if bits == 32:
         hdr, dt = 8, np.dtype("<u4")
         start = int.from_bytes(buf[4:8].tobytes(), "little")
@@ -209,7 +210,7 @@ def _expect_variable(v: DecodedValues, what: str, path: str) -> VariableWidth:
     return v
 
 
-def _fsl_layers(enc) -> tuple[list[tuple[int, bool]], object]:
+def _fsl_layers(enc: CompressiveEncoding) -> tuple[list[tuple[int, bool]], CompressiveEncoding]:
     """[(dimension, has_validity) outermost first], innermost non-FSL encoding."""
     layers = []
     while enc is not None and enc.WhichOneof("compression") == "fixed_size_list":
@@ -278,6 +279,7 @@ def decode_miniblock(
         return _out_of_line(enc, one(), n, path)
     if kind == "fsst":
         table = _fsst_table(enc, path)
+        inner: DecodedValues
         if enc.fsst.values.WhichOneof("compression") == "variable" and table.enabled:
             inner = _variable_miniblock(enc.fsst.values, one(), n, path, copy=False)
         else:
@@ -296,12 +298,13 @@ def decode_miniblock(
         first = decompress_buffer(comp.scheme, one(), path=path)
         return decode_miniblock(enc.general.values, [first, *bufs[1:]], n, path=path)
     if kind == "fixed_size_list":
-        layers, inner = _fsl_layers(enc)
+        layers, fsl_inner = _fsl_layers(enc)
         _check_dims(layers, path)
         nvalid = sum(1 for _, v in layers if v)
         if len(bufs) < nvalid + 1:
             raise CorruptFileError(f"fixed size list chunk needs {nvalid + 1} buffers", path=path)
-        validities, count, vi = [], n, 0
+        validities: list[np.ndarray | None] = []
+        count, vi = n, 0
         for dim, has_validity in layers:
             count *= dim
             if has_validity:
@@ -309,7 +312,7 @@ def decode_miniblock(
                 vi += 1
             else:
                 validities.append(None)
-        items = decode_miniblock(inner, bufs[nvalid:], count, path=path)
+        items = decode_miniblock(fsl_inner, bufs[nvalid:], count, path=path)
         return _wrap_fsl(layers, items, validities, n)
     if kind == "packed_struct":
         ps = enc.packed_struct
@@ -364,8 +367,8 @@ def decode_block(enc: CompressiveEncoding, buffer, num_values: int, *, path: str
     if kind == "byte_stream_split":
         return _bss(enc, buf, n, path)
     if kind == "fsst":
-        inner = _expect_variable(decode_block(enc.fsst.values, buf, n, path=path), "fsst values", path)
-        return _fsst.decode_values(_fsst_table(enc, path), inner, path=path)
+        compressed = _expect_variable(decode_block(enc.fsst.values, buf, n, path=path), "fsst values", path)
+        return _fsst.decode_values(_fsst_table(enc, path), compressed, path=path)
     if kind in ("fixed_size_list", "packed_struct"):
         return decode_fullzip_fixed(enc, buf, n, path=path)
     raise NotSupportedError(f"{path}: {kind} is not supported as a block encoding")
@@ -458,18 +461,19 @@ def decode_fullzip_fixed(enc: CompressiveEncoding, data, num_values: int, *, pat
         if not any(v for _, v in layers):
             items = decode_fullzip_fixed(inner, buf[: row_bytes * n], n * cum, path=path)
             return _wrap_fsl(layers, items, [None] * len(layers), n)
-        rows = buf[: row_bytes * n].reshape(n, row_bytes) if n else np.zeros((0, row_bytes), np.uint8)
-        validities, col, count = [], 0, 1
+        matrix = buf[: row_bytes * n].reshape(n, row_bytes) if n else np.zeros((0, row_bytes), np.uint8)
+        validities: list[np.ndarray | None] = []
+        col, count = 0, 1
         for dim, has_validity in layers:
             count *= dim
             if has_validity:
                 nb = (count + 7) // 8
-                bits = np.unpackbits(rows[:, col : col + nb], axis=1, bitorder="little")[:, :count]
+                bits = np.unpackbits(matrix[:, col : col + nb], axis=1, bitorder="little")[:, :count]
                 validities.append(np.packbits(bits.reshape(-1), bitorder="little"))
                 col += nb
             else:
                 validities.append(None)
-        values = np.ascontiguousarray(rows[:, col:]).reshape(-1)
+        values = np.ascontiguousarray(matrix[:, col:]).reshape(-1)
         items = decode_fullzip_fixed(inner, values, n * cum, path=path)
         return _wrap_fsl(layers, items, validities, n)
     raise NotSupportedError(f"{path}: {kind} is not supported for fixed-width full-zip values")

@@ -93,7 +93,6 @@ def scalar_from_buffer(buf: memoryview, t: pa.DataType, *, path: str) -> pa.Arra
     if pa.types.is_string(vt) or pa.types.is_binary(vt) or pa.types.is_large_string(vt) or pa.types.is_large_binary(vt):
         if len(parts) != 2:
             raise CorruptFileError(f"variable constant with {len(parts)} buffers", path=path)
-        large = pa.types.is_large_string(vt) or pa.types.is_large_binary(vt)
         odt = "<i8" if len(parts[0]) == 16 else "<i4"
         offs = np.frombuffer(parts[0], dtype=odt).astype(np.int64)
         if offs.size != 2:
@@ -228,6 +227,7 @@ class ConstantPage(LayoutPage):
         rep, deff, scalar, num_levels, null_def = yield from self._load_steps()
         if rep is None:
             total = sum(b - a for a, b in ranges)
+            d: np.ndarray | None
             if null_def is not None:
                 d = np.full(total, null_def, dtype=np.uint16)
             else:

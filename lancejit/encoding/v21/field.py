@@ -12,7 +12,7 @@ import bisect
 
 import asyncio
 import struct
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +23,7 @@ from lancejit.core.ranges import RangeReader
 from lancejit.encoding import arrow_build as ab
 from lancejit.encoding.field_base import FieldDecoderBase
 from lancejit.encoding.pages import ColumnInfo
-from lancejit.encoding.v21.columns import LeafPath, count_columns, is_blob, leaf_paths
+from lancejit.encoding.v21.columns import LeafPath, count_columns, leaf_paths
 from lancejit.encoding.v21.constant import ConstantPage
 from lancejit.encoding.v21.context import ColumnContext, Steps
 from lancejit.encoding.v20.steps import gather as gather_steps
@@ -309,6 +309,7 @@ class StructuralFieldDecoder(FieldDecoderBase):
             return ab.with_validity(values, nl.valid)
         if leaf.kinds[i] == LIST:
             child = self._build(i + 1, group)
+            assert nl.offsets is not None  # repdef.unravel gives every LIST node offsets
             try:
                 return ab.list_array(f.type, nl.offsets, child, nl.valid)
             except CorruptFileError as exc:

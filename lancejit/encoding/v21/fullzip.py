@@ -180,13 +180,14 @@ class FullZipPage(LayoutPage):
         except (ValueError, IndexError, TypeError, OverflowError) as exc:
             raise CorruptFileError(f"bad full-zip data ({type(exc).__name__}: {exc})", path=self.ctx.path) from exc
 
-    def _decode_one(self, buf: memoryview, nrows: int) -> LeafRows:
+    def _decode_one(self, buf: memoryview | np.ndarray, nrows: int) -> LeafRows:
         path = self.ctx.path
         data = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
         if not self.use_index:
             stride = self.cw + self.fixed
             if data.size != stride * nrows:
                 raise CorruptFileError("full-zip fixed data has the wrong size", path=path)
+            deff: np.ndarray | None = None
             if self.cw:
                 m = data.reshape(nrows, stride)
                 words = np.zeros(nrows, dtype=np.uint32)
@@ -199,7 +200,6 @@ class FullZipPage(LayoutPage):
                     deff = None
             else:
                 raw = data
-                deff = None
             dv = cmp.decode_fullzip_fixed(self.layout.value_compression, raw, nrows, path=path)
             values = values_to_arrow(dv, self.ctx.value_type, path=path)
             return LeafRows(None, deff, values, nrows)

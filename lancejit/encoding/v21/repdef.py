@@ -17,6 +17,7 @@ enclosing list is null or empty carry no child items ("invisible").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -115,6 +116,18 @@ def def_translation(layers: tuple[int, ...], canon: CanonicalLevels, *, path: st
     return np.asarray(table, dtype=np.uint16)
 
 
+@overload
+def translate_def(page_def: np.ndarray, table: np.ndarray, *, path: str) -> np.ndarray: ...
+
+
+@overload
+def translate_def(page_def: None, table: np.ndarray, *, path: str) -> None: ...
+
+
+@overload
+def translate_def(page_def: np.ndarray | None, table: np.ndarray, *, path: str) -> np.ndarray | None: ...
+
+
 def translate_def(page_def: np.ndarray | None, table: np.ndarray, *, path: str) -> np.ndarray | None:
     """Canonical def levels for one page's def levels (None stays None)."""
     if page_def is None:
@@ -174,6 +187,7 @@ def unravel(
     for i in range(n):
         r = canon.rep_depth[i]
         if r > 0:
+            assert rep is not None  # a list level implies max_rep > 0: checked above
             starts = rep >= r
             mask = starts if alive is None else (starts & alive)
         else:

@@ -80,10 +80,10 @@ class ColumnTakeIndex:
     seg_dict: np.ndarray | None = None
 
     def nbytes(self) -> int:
-        n = sum(a.nbytes for a in (self.row0, self.b0, self.stride, self.length, self.szw, self.count,
-                                   self.defw)) + 512
+        arrays = (self.row0, self.b0, self.stride, self.length, self.szw, self.count, self.defw, self.seg_dict)
+        n = sum(int(a.nbytes) for a in arrays if a is not None) + 512
         if self.dictionary is not None:
-            n += self.dictionary.nbytes + self.seg_dict.nbytes
+            n += self.dictionary.nbytes
         return n
 
 
@@ -206,8 +206,9 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
     cached = ctx.cache_get(key)
     if cached is not None:
         return cached
-    kinds = [_page_kind(p, ctx.value_type) for p in lc.pages]
-    if not kinds or any(k is None for k in kinds):
+    found = [_page_kind(p, ctx.value_type) for p in lc.pages]
+    kinds = [k for k in found if k is not None]
+    if not found or len(kinds) != len(found):
         return None
     if len({(k[0], k[1]) for k in kinds}) != 1:
         return None  # pages of different value encodings
@@ -255,8 +256,8 @@ async def build_column_index(decoder: Any) -> ColumnTakeIndex | None:
     dictionary = seg_dict = None
     if dicts:
         dictionary = dicts[0] if len(dicts) == 1 else pa.concat_arrays(dicts)
-        base = np.cumsum([0] + [len(d) for d in dicts[:-1]]).astype(np.int64)
-        seg_dict = np.repeat(base, np.array([p[0].size for p in parts], dtype=np.int64))
+        dict_base = np.cumsum([0] + [len(d) for d in dicts[:-1]]).astype(np.int64)
+        seg_dict = np.repeat(dict_base, np.array([p[0].size for p in parts], dtype=np.int64))
     t = decoder.field.type
     index = ColumnTakeIndex(ctx.column_index, lc.num_rows, row0, b0, stride, length, szw, count, kind,
                             width, fsst, t, path, t.list_size if pa.types.is_fixed_size_list(t) else 0,
@@ -278,7 +279,7 @@ class FsstTables:
     seg_tab: np.ndarray
 
 
-def _fsst_tables(kinds: list, segs_per_page: np.ndarray, path: str) -> FsstTables:
+def _fsst_tables(kinds: list[tuple[str, int, Any]], segs_per_page: np.ndarray, path: str) -> FsstTables:
     from lancejit.encoding.v21.fsst import parse_symbol_table
 
     ids: dict[bytes, int] = {}
@@ -359,8 +360,9 @@ def take_column(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, 
 
 def _validity(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndarray, item_in: np.ndarray,
               item_seg: np.ndarray, seg_szw: np.ndarray, seg_len: np.ndarray, seg_count: np.ndarray,
-              seg_def: np.ndarray) -> pa.Buffer | None:
-    """The items' validity bitmap from their chunks' def levels, or None when all are valid."""
+              seg_def: np.ndarray) -> tuple[pa.Buffer, np.ndarray] | tuple[None, None]:
+    """The items' validity bitmap and a uint8 per item (1 = valid), or (None, None) when all
+    are valid."""
     k = item_pos.size
     words = np.empty(1024 + 1024, dtype=np.uint16)  # staging block, unpacked block
     valid = np.empty(k, dtype=np.uint8)
@@ -378,6 +380,7 @@ def _take_dictionary(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndar
                      seg_def: np.ndarray, seg0: int, validity: pa.Buffer | None,
                      valid: np.ndarray | None) -> pa.Array:
     """Dictionary pages: decode each item's index like values, then take from the dictionary."""
+    assert index.dictionary is not None and index.seg_dict is not None  # set for dictionary kinds
     k = item_pos.size
     bits = index.width
     if index.kind == DICT_BITPACKED:

@@ -247,11 +247,11 @@ def build_tables(files: Sequence[tuple[Any, ColumnsPlan, Sequence[Any]]]) -> lis
             if len(files) == 1:
                 return [None]
             return [build_table(*f) for f in files]
-        firsts, pfirst, raw = got
+        firsts, pfirst, nraw = got
         spans.append((nseg, len(rows) - pfirst[-1]))
         parts.append((firsts, pfirst))
         nseg += firsts[-1]
-        raw_pos += raw
+        raw_pos += nraw
         allbufs.extend(bufs)
     raw = np.frombuffer(b"".join(allbufs), dtype=np.uint8)
     out = np.empty((7, nseg), dtype=np.int64)

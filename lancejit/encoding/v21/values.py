@@ -8,9 +8,12 @@ into a file buffer that may be reused).  Counts are numbers of values; byte rang
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +34,7 @@ class FixedWidth:
         """Width of one value in bytes (only meaningful when ``bits_per_value % 8 == 0``)."""
         return self.bits_per_value // 8
 
-    def view(self, dtype: np.dtype | type) -> np.ndarray:
+    def view(self, dtype: npt.DTypeLike) -> np.ndarray:
         """The first ``num_values`` values reinterpreted as ``dtype`` (whose size must match)."""
         dt = np.dtype(dtype)
         nbytes = self.num_values * dt.itemsize

@@ -41,14 +41,14 @@ BITMAP_SPAN = 1 << 26
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 # keyed by Arrow type id (hashing a DataType costs tens of microseconds)
-_INT_TYPES = {
+_INT_TYPES: dict[int, type[np.number]] = {
     pa.int8().id: np.int8, pa.int16().id: np.int16, pa.int32().id: np.int32, pa.int64().id: np.int64,
     pa.uint8().id: np.uint8, pa.uint16().id: np.uint16, pa.uint32().id: np.uint32,
 }
-_FLOAT_TYPES = {pa.float32().id: np.float32, pa.float64().id: np.float64}
+_FLOAT_TYPES: dict[int, type[np.number]] = {pa.float32().id: np.float32, pa.float64().id: np.float64}
 _STRING_TYPES = {pa.string().id: np.int32, pa.large_string().id: np.int64}
 _FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
-_OPS = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+_OPS: dict[type[exp.Expression], str] = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.setflags(write=False)
 
@@ -267,10 +267,10 @@ class _Planner:
             else:
                 break
         if isinstance(node, (exp.And, exp.Or)):
-            op = "and" if isinstance(node, exp.And) else "or"
+            junction = "and" if isinstance(node, exp.And) else "or"
             if negate:
-                op = "or" if op == "and" else "and"
-            return Junction(op, tuple(self.visit(t, negate) for t in self.comp.chain(node)))
+                junction = "or" if junction == "and" else "and"
+            return Junction(junction, tuple(self.visit(t, negate) for t in self.comp.chain(node)))
         op = _OPS.get(type(node))
         if op is not None:
             left, right = node.this, node.expression

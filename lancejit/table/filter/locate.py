@@ -94,11 +94,11 @@ def syntax_error(text: str, exc: Exception, same_length: str | None, dialect: st
     ``same_length`` is the copy of ``text`` for locating (None: too big to parse again)."""
     opened = unterminated(text)
     if opened is not None:
-        offset, what = opened
+        start, what = opened
         return FilterSyntaxError(
-            f"filter {short(text)!r} does not parse: unterminated {what} starting at character {offset + 1}\n"
-            f"{excerpt(text, offset)}",
-            position=offset + 1,
+            f"filter {short(text)!r} does not parse: unterminated {what} starting at character {start + 1}\n"
+            f"{excerpt(text, start)}",
+            position=start + 1,
         )
     found: tuple[int | None, str, Any] | None = None
     if same_length is not None:

@@ -118,8 +118,8 @@ def fragment_counts(messages: Any, trusted: bool) -> tuple[np.ndarray, np.ndarra
     has_files = np.fromiter(map(len, map(attrgetter("files"), items)), dtype=np.int64, count=n) > 0
     has_del = np.fromiter(map(methodcaller("HasField", "deletion_file"), items), dtype=bool, count=n)
     deleted = np.zeros(n, dtype=np.uint64)
-    with_del = np.flatnonzero(has_del) if trusted else ()
-    if len(with_del):
+    with_del = np.flatnonzero(has_del) if trusted else None
+    if with_del is not None and len(with_del):
         deleted[with_del] = np.fromiter(
             (items[i].deletion_file.num_deleted_rows for i in with_del.tolist()), dtype=np.uint64, count=len(with_del)
         )

@@ -207,8 +207,9 @@ async def _staged_matches(
                 mask = fast_mask(node, by_name, n_lives[i])
             if mask is None:
                 return None
-            if masks[i] is not None:
-                np.bitwise_and(mask, masks[i], out=mask)
+            prev = masks[i]
+            if prev is not None:
+                np.bitwise_and(mask, prev, out=mask)
             masks[i] = mask
             if mask.view(np.bool_).any():
                 still.append(i)
@@ -222,7 +223,13 @@ async def _staged_matches(
     arrays = [[g.get(t.name) for t in read] for g in got]
     empty = np.zeros(0, dtype=np.int64)
     survivors = set(alive)
-    matches = [positions(m) if i in survivors else empty for i, m in enumerate(masks)]
+    matches = []
+    for i, m in enumerate(masks):
+        if i in survivors:
+            assert m is not None  # every survivor passed the stages
+            matches.append(positions(m))
+        else:
+            matches.append(empty)
     return arrays, matches
 
 
@@ -274,10 +281,10 @@ async def read_small_group(
     assert compiled is not None
     if any(hi - lo > SMALL_UNIT_ROWS for _, lo, hi in members):
         return NOT_HANDLED
-    got = await evaluate_members(ctx, compiled, members)
-    if got is None:
+    evaluated = await evaluate_members(ctx, compiled, members)
+    if evaluated is None:
         return NOT_HANDLED
-    ftops, lives, arrays, matches, bounds = got
+    ftops, lives, arrays, matches, bounds = evaluated
     k = len(members)
     los = np.fromiter((lo for _, lo, _ in members), dtype=np.int64, count=k)
     n = len(matches)

@@ -213,7 +213,9 @@ async def _masks(ctx: "DatasetContext", frag: "FragmentReader", conds: tuple[Con
 
     for cond in conds:
         top = by_name.get(cond.column)
-        df = frag.file_for(top) if top is not None else None
+        if top is None:
+            continue
+        df = frag.file_for(top)
         if df is None:
             continue
         zones = zmaps.zones_of(top.id, frag.id, frag.physical_rows)
@@ -226,7 +228,9 @@ async def _masks(ctx: "DatasetContext", frag: "FragmentReader", conds: tuple[Con
         handle = await open_data_file(ctx, df)
         legacy = getattr(handle.reader.file_metadata, "legacy", None)
         stats = getattr(legacy, "statistics", None)
-        col = stats.columns.get(top.id) if stats is not None else None
+        if stats is None:
+            continue
+        col = stats.columns.get(top.id)
         if col is not None:
             add(df.path, stats.batch_offsets, batches_may_match(cond, col.min_value, col.max_value), col.null_count)
     return list(seen.values())

@@ -65,7 +65,7 @@ class DatasetIndex:
                  "has_deletions", "total_rows", "no_data_fragment", "_sorted_ids", "_sorted_pos", "_readers",
                  "take_state")
 
-    def __init__(self, ctx: "DatasetContext", fragments: "Sequence[Fragment]", physical_rows: np.ndarray,
+    def __init__(self, ctx: "DatasetContext | None", fragments: "Sequence[Fragment]", physical_rows: np.ndarray,
                  live_rows: np.ndarray, fragment_ids: np.ndarray | None = None,
                  has_deletions: np.ndarray | None = None, order: np.ndarray | None = None,
                  live_starts: np.ndarray | None = None) -> None:
@@ -105,6 +105,13 @@ class DatasetIndex:
     def ctx(self) -> "DatasetContext":
         """The context this index serves (alive while any context using the index is: see
         :func:`_adopt`)."""
+        ctx = self._context()
+        if ctx is None:
+            raise LanceJitError("this index was built without a dataset")
+        return ctx
+
+    def _context(self) -> "DatasetContext | None":
+        """The context, None for an index built without one."""
         ctx = self._ctx()
         if ctx is None and self._ctx is not _no_context:  # (an index held without its dataset)
             raise LanceJitError("the dataset this index belongs to was closed")
@@ -124,7 +131,7 @@ class DatasetIndex:
         """The reader of the fragment at position ``pos`` (created once, on first use)."""
         r = self._readers.get(pos)
         if r is None:
-            ctx = self.ctx
+            ctx = self._context()
             r = FragmentReader(ctx, self.fragments[pos], int(self.physical_rows[pos]), weak=ctx is not None)
             self._readers[pos] = r
         return r

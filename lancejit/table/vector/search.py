@@ -27,14 +27,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import pyarrow as pa
 
-from lancejit.core.errors import InvalidInputError
 
 from ..indices.vector import kernels as K
 from .flat import flat_search, qnorms, vectors_of
 from ..indices.vector.ivf import IvfIndex, index_entries, load_index
-from ..indices.vector.query import NearestQuery, parse_nearest
+from ..indices.vector.query import NearestQuery
 from ..indices.vector.topk import Heaps, Result
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +107,7 @@ def _search_partition(index: IvfIndex, p: int, q: np.ndarray, keep: np.ndarray, 
         K.sq_topk(index.codes[lo:lo + n], qcode, metric, np.float32(np.float32(rng) ** 2), rid, keep,
                   h.d, h.ids, h.n)
     else:
+        assert index.codebook is not None  # IVF_PQ indices carry their codebook
         m = index.codebook.shape[0]
         if index.metric == K.DOT:
             r, bias, metric = np.ascontiguousarray(q, np.float32), np.float32(-(m - 1)), K.DOT
@@ -130,10 +129,11 @@ def ann_one(index: IvfIndex, q: np.ndarray, k: int, kk: int, lo_probes: int, hi_
     order, dists = partition_order(index, q)
     hi = len(order) if hi_probes is None else min(len(order), max(hi_probes, 1))
     lo = min(hi, max(lo_probes, 1, pruned_probes(dists, k)))
-    wanted = k if not filtered else min(k, len(allowed))
+    matches = allowed if filtered else None  # a prefilter's matches
+    wanted = k if matches is None else min(k, len(matches))
     h = Heaps.empty(1, kk)
     for i, p in enumerate(order[:hi]):
-        if i == lo and filtered and h.n[0] < wanted and len(allowed) <= k:
+        if i == lo and matches is not None and h.n[0] < wanted and len(matches) <= k:
             break  # every match is known: the missed ones are added below
         if i >= lo and h.n[0] >= wanted:
             break
@@ -142,8 +142,8 @@ def ann_one(index: IvfIndex, q: np.ndarray, k: int, kk: int, lo_probes: int, hi_
         _search_partition(index, int(p), q, keep, h)
     n = int(h.n[0])
     d, ids = h.d[0, :n], h.ids[0, :n]
-    if filtered and hi > lo and n < len(allowed) <= k:  # (no late search when lo == hi)
-        missed = np.setdiff1d(allowed, ids)
+    if matches is not None and hi > lo and n < len(matches) <= k:  # (no late search when lo == hi)
+        missed = np.setdiff1d(matches, ids)
         d = np.concatenate([d, np.full(len(missed), np.inf, np.float32)])
         ids = np.concatenate([ids, missed.astype(np.uint64)])
     order2 = np.lexsort((ids, d))

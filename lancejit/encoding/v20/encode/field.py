@@ -115,6 +115,10 @@ class _Column:
         return out
 
 
+#: A field's plan: (kind, its column, children: a list of nodes (struct), one node (list) or None).
+_Node = tuple[str, _Column, "list[_Node] | _Node | None"]
+
+
 class FieldEncoder20:
     """Encodes one top-level Arrow field into one column per (nested) field, pre-order."""
 
@@ -137,13 +141,14 @@ class FieldEncoder20:
         self.columns.append(col)
         return col
 
-    def _build(self, f: pa.Field, first: int):
+    def _build(self, f: pa.Field, first: int) -> _Node:
         t = f.type
         md = _params(f.with_metadata({**self.defaults, **(f.metadata or {})}))
         if "lance-encoding:packed" in md and pa.types.is_struct(t):
             return ("values", self._new("packed"), None)
         if md.get("lance-encoding:blob", "").lower() in ("true", "1", "yes", "on") and _is_binary(t):
             return ("values", self._new("blob"), None)
+        node: _Node
         if pa.types.is_struct(t):
             col = self._new("struct")
             children = [self._build(t.field(i), first) for i in range(t.num_fields)]
@@ -202,7 +207,7 @@ class FieldEncoder20:
         """Column-level ``ColumnEncoding`` messages that differ from ``values`` (blob columns)."""
         from lancejit.pb import encodings_v2_0_pb2 as pb20
 
-        out = {}
+        out: dict[int, object] = {}
         for c in self.columns:
             if c.kind == "blob":
                 ce = pb20.ColumnEncoding()

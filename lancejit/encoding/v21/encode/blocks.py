@@ -40,6 +40,7 @@ class BlockCompressor:
         if self.kind == "flat":
             return words.tobytes()
         if self.kind == "general-flat":
+            assert self.scheme is not None  # choose_fixed names the scheme of general kinds
             return general.compress(words.tobytes(), self.scheme, self.level)
         if self.kind == "inline":
             return _inline_pack(words, self.bits)
@@ -210,6 +211,7 @@ def compress_dictionary(dict_block, version: tuple[int, int]) -> tuple[bytes, pb
     if bits in (8, 16, 32, 64):
         words = dict_block.data[: dict_block.num_values]
         comp = choose_fixed(words, bits, version, force_general=True)
+        assert comp.encoding is not None  # choose_fixed always names the encoding
         return comp.compress_fixed(words), comp.encoding
     raw = dict_block.raw_bytes()
     if version >= (2, 2):

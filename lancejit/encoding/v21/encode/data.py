@@ -162,7 +162,7 @@ def packed_from_arrow(arr: pa.Array, allow_variable: bool = False):
             raise NotSupportedError(
                 f"packed struct child {t.field(i).name!r} ({t.field(i).type}) is not fixed-width")
         if isinstance(b, FslBlock):
-            inner = b
+            inner: FixedBlock | FslBlock = b
             while isinstance(inner, FslBlock):
                 inner = inner.child
             raw = inner.data.view(np.uint8)
@@ -192,7 +192,7 @@ def _buffer_view(arr: pa.Array, itemsize: int) -> np.ndarray:
     return raw[start : start + len(arr) * itemsize]
 
 
-def block_from_arrow(arr: pa.Array) -> Block:
+def block_from_arrow(arr: pa.Array) -> FixedBlock | VarBlock | FslBlock:
     """Convert a leaf Arrow array (nulls keep their placeholder bytes) to a block."""
     t = arr.type
     n = len(arr)

@@ -14,12 +14,13 @@ from lancejit.pb import encodings_v2_1_pb2 as pb21
 
 from . import general
 from . import pbutil
-from .data import FslBlock, VarBlock
+from .data import FixedBlock, FslBlock, VarBlock
 from .levels import Levels
 from .page import EncodedPage
 
 
 def _bytepack(values: np.ndarray, max_value: int) -> bytes:
+    dt: type[np.unsignedinteger]
     if max_value < 1 << 8:
         dt = np.uint8
     elif max_value < 1 << 16:
@@ -54,7 +55,7 @@ def _fixed_value_bytes(block) -> tuple[np.ndarray, int, pbutil.CE]:
     """(uint8 matrix of per-value bytes, bits per value, encoding) for fixed / FSL blocks."""
     if isinstance(block, FslBlock):
         dims = []
-        b = block
+        b: FixedBlock | FslBlock = block
         while isinstance(b, FslBlock):
             dims.append((b.dimension, b.validity))
             b = b.child
@@ -112,7 +113,7 @@ def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: i
         offs = block.offsets.astype(np.int64)
         width_off = block.offsets.dtype.itemsize
         data = block.data
-        payloads: list[bytes]
+        payloads: list[bytes] | None
         lens = np.diff(offs)
         enc = pbutil.variable(width_off * 8)
         if per_value is not None:
@@ -122,9 +123,9 @@ def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: i
             enc = pbutil.general(per_value, level, enc)
         elif fsst_table is not None:
             enc = pbutil.fsst(fsst_table, enc)
-            payloads = None  # type: ignore[assignment]
+            payloads = None
         else:
-            payloads = None  # type: ignore[assignment]
+            payloads = None
         fz.bits_per_offset = width_off * 8
         fz.value_compression.CopyFrom(value_encoding if value_encoding is not None else enc)
         # per-slot sizes
@@ -175,16 +176,16 @@ def encode_fullzip(block, levels: Levels, per_value: str | None = None, level: i
     ends = np.cumsum(slot_size)
     starts = ends - slot_size
     total = int(ends[-1]) if n_slots else 0
-    out = np.zeros(total, dtype=np.uint8)
+    zipped = np.zeros(total, dtype=np.uint8)
     if ctrl is not None:
         cb = ctrl.view(np.uint8).reshape(n_slots, width)
         for j in range(width):
-            out[starts + j] = cb[:, j]
+            zipped[starts + j] = cb[:, j]
     vstarts = starts[visible] + width
     if k:
         idx = vstarts[:, None] + np.arange(k)[None, :]
-        out[idx] = mat
-    bufs = [out.tobytes()]
+        zipped[idx] = mat
+    bufs = [zipped.tobytes()]
     if new_row is not None:
         rep_idx = np.concatenate([starts[new_row], [total]]).astype(np.uint64)
         bufs.append(_bytepack(rep_idx, total))

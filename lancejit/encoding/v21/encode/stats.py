@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from lancejit.encoding.kernels.enc_hll import estimate, hll_bytes, hll_fixed
 from lancejit.encoding.kernels.enc_rle import count_runs
 
 from .data import FixedBlock, FslBlock, VarBlock
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CHUNK = 1024
 

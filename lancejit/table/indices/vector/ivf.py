@@ -124,8 +124,9 @@ async def _global_buffer(ctx: "DatasetContext", path: str, meta: Any, key: str) 
     try:
         pos = int(raw)
         start, size = meta.global_buffers[pos]
-    except (TypeError, ValueError, IndexError):
-        raise CorruptFileError(f"schema metadata {key!r} = {raw!r} names no global buffer", path=ctx.store.uri(path))
+    except (TypeError, ValueError, IndexError) as exc:
+        raise CorruptFileError(f"schema metadata {key!r} = {raw!r} names no global buffer",
+                               path=ctx.store.uri(path)) from exc
     if start < 0 or size < 0 or start + size > meta.file_size:
         raise CorruptFileError(f"global buffer {pos} lies outside the file", path=ctx.store.uri(path))
     (buf,) = await ctx.store.read_ranges(path, [(start, start + size)])

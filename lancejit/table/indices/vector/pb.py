@@ -13,14 +13,17 @@
 
 from __future__ import annotations
 
+from typing import Protocol, Sequence
+
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import Message
 
 _F = descriptor_pb2.FieldDescriptorProto
 _PACKAGE = "lance.index.pb"
 
 
-def _build() -> dict[str, type]:
+def _build() -> dict[str, type[Message]]:
     fd = descriptor_pb2.FileDescriptorProto(name="lancejit_vector_index.proto", package=_PACKAGE, syntax="proto3")
 
     def msg(name: str, fields: list[tuple], nested: list | None = None) -> None:
@@ -74,13 +77,25 @@ IVF = _CLASSES["IVF"]
 VectorIndexDetails = _CLASSES["VectorIndexDetails"]
 
 #: Tensor data types -> NumPy dtypes (bfloat16 is not read).
-TENSOR_DTYPES = {1: np.dtype("<f2"), 2: np.dtype("<f4"), 3: np.dtype("<f8"), 4: np.dtype("u1"),
+TENSOR_DTYPES: dict[int, np.dtype] = {1: np.dtype("<f2"), 2: np.dtype("<f4"), 3: np.dtype("<f8"), 4: np.dtype("u1"),
                  5: np.dtype("<u2"), 6: np.dtype("<u4"), 7: np.dtype("<u8")}
 #: The manifest entry's type URL of a vector index.
 DETAILS_TYPE_URL = "/lance.index.pb.VectorIndexDetails"
 
 
-def tensor_array(t: "Tensor") -> np.ndarray:
+class TensorMessage(Protocol):
+    """The fields of a ``Tensor`` message (its class is built at import: no static type)."""
+
+    data_type: int
+    shape: Sequence[int]
+    data: bytes
+
+    def SerializeToString(self) -> bytes:
+        """The message's wire bytes."""
+        ...
+
+
+def tensor_array(t: TensorMessage) -> np.ndarray:
     """A Tensor's values as an array of its shape; ValueError when type, shape and bytes
     disagree."""
     dt = TENSOR_DTYPES.get(t.data_type)
@@ -93,7 +108,7 @@ def tensor_array(t: "Tensor") -> np.ndarray:
     return np.frombuffer(t.data, dtype=dt).reshape(shape)
 
 
-def tensor_of(a: np.ndarray) -> "Tensor":
+def tensor_of(a: np.ndarray) -> TensorMessage:
     """A Tensor message holding ``a`` (float16/32/64 or unsigned ints)."""
     a = np.ascontiguousarray(a)
     code = next((c for c, dt in TENSOR_DTYPES.items() if dt == a.dtype.newbyteorder("<")), None)
