@@ -193,7 +193,7 @@ class LocalStore(ObjectStore):
             err = translate_error(exc, path)
             if err is exc:
                 raise
-            raise err  # keeps __cause__ = the OS error
+            raise err from exc  # __cause__: the OS error
 
     async def _run_write(self, path: str, fn: Callable[[threading.Event | None], T], data: Buffer | None) -> T:
         """``fn`` inline when it writes at most :data:`INLINE_WRITE_BYTES` (``data``; None:
@@ -211,7 +211,7 @@ class LocalStore(ObjectStore):
             err = translate_error(exc, path)
             if err is exc:
                 raise
-            raise err  # keeps __cause__ = the OS error
+            raise err from exc  # __cause__: the OS error
 
     @staticmethod
     def to_os_path(path: str) -> str:

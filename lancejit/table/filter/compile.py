@@ -37,8 +37,7 @@ from lancejit.core.errors import InvalidInputError
 from lancejit.encoding.arrow_build import array_of
 
 from .evaluate import (
-    BoolNode, ListMatch, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree,
-    negate,
+    BoolNode, ListMatch, check_expression, combine, evaluate_expression, evaluate_tree, negate,
 )
 from .columns import resolve_column as _resolve
 from .fast import FastNode, fast_positions, plan_fast

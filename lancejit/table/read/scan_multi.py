@@ -133,7 +133,7 @@ async def _open_scans(ctx: DatasetContext, tops: Sequence[TopField], key: tuple[
     names = [handle._columns(tops) for handle in handles]
     if len(todo) > 1:
         await _take_tables([(h, u) for h, (n, u) in zip(handles, names) if len(n) == len(u)])
-    for (i, per, df, _), handle, (names_i, unique) in zip(todo, handles, names):
+    for (i, per, _, _), handle, (names_i, unique) in zip(todo, handles, names):
         got = None
         if len(unique) == len(names_i):
             try:
