@@ -287,15 +287,17 @@ class AsyncLanceFileWriter:
                 self.schema = None
                 await self.abort()
                 raise
-        if not _schemas_match(self.schema, data.schema):
+        schema = self.schema
+        assert schema is not None  # set by _initialize
+        if not _schemas_match(schema, data.schema):
             await self.abort()
             raise SchemaMismatchError(
-                f"{self.uri}: batch schema {data.schema} does not match the file schema {self.schema}")
+                f"{self.uri}: batch schema {data.schema} does not match the file schema {schema}")
         try:
             for batch in self._batches(data):
                 if batch.num_rows == 0:
                     continue
-                for f, col in zip(self.schema, batch.columns):
+                for f, col in zip(schema, batch.columns):
                     _check_nullability(f, col)
                 # pages are written in column order so files are deterministic
                 results = await _run_all([functools.partial(enc.add, col)

@@ -333,7 +333,7 @@ def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tu
     key = _cache_key(scheme, f"{bucket}?{table}" if table else bucket, options)
     with _CACHE_LOCK:
         store = _CACHE.get(key)
-        if store is not None and scheme == "memory" and not store.is_current():
+        if store is not None and not store.is_current():
             store = None  # the namespace was renewed
         if store is None:
             if scheme == "file":
