@@ -20,6 +20,7 @@ reference segfaults there); use ``ds.scanner(...)`` / ``ds.to_batches()`` instea
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -32,7 +33,7 @@ def arrow_view(cls: type, kind: str) -> type:
     pds = sys.modules.get("pyarrow.dataset")
     if pds is None:
         try:
-            import pyarrow.dataset as pds
+            pds = importlib.import_module("pyarrow.dataset")
         except ImportError:  # pragma: no cover - pyarrow without the dataset module
             return cls
     view = _VIEWS.get((cls, kind))
@@ -47,7 +48,7 @@ def arrow_view(cls: type, kind: str) -> type:
 class ArrowDatasetFace:
     """Mixin: ``__class__`` is the ``pyarrow.dataset.Dataset`` view (see the module docstring)."""
 
-    @property  # type: ignore[misc]
+    @property  # type: ignore[misc]  # read-only by design; typeshed's object.__class__ has a setter
     def __class__(self) -> type:  # noqa: D105
         return arrow_view(type(self), "Dataset")
 
@@ -55,7 +56,7 @@ class ArrowDatasetFace:
 class ArrowScannerFace:
     """Mixin: ``__class__`` is the ``pyarrow.dataset.Scanner`` view."""
 
-    @property  # type: ignore[misc]
+    @property  # type: ignore[misc]  # read-only by design; typeshed's object.__class__ has a setter
     def __class__(self) -> type:  # noqa: D105
         return arrow_view(type(self), "Scanner")
 

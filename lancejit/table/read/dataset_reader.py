@@ -8,7 +8,7 @@ from these async methods (:func:`lancejit.io.sync.bridged`).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -68,7 +68,7 @@ class Scanner(ArrowScannerFace):
     def store(self) -> Any:
         return self._ctx.store
 
-    def _batches(self, ramp: bool = True) -> AsyncIterator[pa.RecordBatch]:
+    def _batches(self, ramp: bool = True) -> AsyncGenerator[pa.RecordBatch, None]:
         batches = _scan.scan(self._ctx, self._spec, ramp=ramp)
         if self._post is None:
             return batches

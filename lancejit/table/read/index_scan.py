@@ -102,10 +102,14 @@ def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | pa.Ta
               have: dict) -> pa.Table:
     """The output table from a take's ``batch`` (its columns by name) and columns in ``have``."""
     by_top = {}
-    names = batch.schema.names if batch is not None else ()
     for t in spec.tops:
-        by_top[t.name] = have[t.name] if t.name in have else batch.column(t.name)
-    meta = {name: batch.column(name) for name in (ROWID, ROWADDR) if name in names}
+        if t.name in have:
+            by_top[t.name] = have[t.name]
+        else:
+            assert batch is not None  # the columns not in ``have`` were read into ``batch``
+            by_top[t.name] = batch.column(t.name)
+    meta = {} if batch is None else {name: batch.column(name) for name in (ROWID, ROWADDR)
+                                     if name in batch.schema.names}
     return assemble_table(ctx, spec, by_top, meta, n)
 
 
@@ -134,7 +138,7 @@ async def _read_many(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIndex",
         frag = index.reader(p)
         hi = min(hi, frag.physical_rows)
         by_name: dict = {}
-        if ftops:
+        if ftops and compiled is not None:  # (ftops: the filter's columns when rechecking)
             arrays = await _read_at(frag, ftops, lo, hi, offs)
             table = pa.Table.from_arrays(list(arrays), names=[t.name for t in ftops])
             keep = filter_positions(compiled, table, len(offs))
