@@ -256,7 +256,7 @@ class _Compiler:
         lits = [sql_literal(e) for e in arr.expressions]
         if any(lit is None or lit.value is None for lit in lits):
             raise self.fail(node)
-        values = [lit.value for lit in lits]  # type: ignore[union-attr]
+        values = [lit.value for lit in lits if lit is not None]  # (none is: checked above)
         self.columns.add(path[0])
         if not values:  # the reference: every row holds all of no label, none holds any of them
             return pc.scalar(op == "all")

@@ -21,6 +21,7 @@ caller caches them) and binary-searches each page's sorted values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -107,6 +108,8 @@ class BTreeIndex:
         lows, highs = self.lows, self.highs
         if not len(lows):
             return np.zeros(0, dtype=np.int64)
+        los: np.ndarray | list[Any] | None
+        his: np.ndarray | list[Any] | None
         if c.op == "in":
             los = his = c.values
         elif c.op == "range":

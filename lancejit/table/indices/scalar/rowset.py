@@ -21,7 +21,7 @@ from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.jit import njit
 
-EMPTY = np.zeros(0, dtype=np.uint64)
+EMPTY: np.ndarray = np.zeros(0, dtype=np.uint64)
 EMPTY.setflags(write=False)
 
 _SET3 = ("ro(u8[::1]), ro(u8[::1]), u8[::1]",)
