@@ -739,7 +739,7 @@ class ReaderResults:
     def __eq__(self, other: object) -> bool:
         return self._table == (other._table if isinstance(other, ReaderResults) else other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable; typeshed types object.__hash__ as a method only
 
     def __len__(self) -> int:
         return len(self._table)

@@ -224,7 +224,8 @@ def run_here(coro: Coroutine[Any, Any, T]) -> T:
         first = coro.send(None)
     except StopIteration as stop:
         asyncio._set_running_loop(None)
-        if loop._ready:  # type: ignore[attr-defined]  # callbacks it scheduled: run them now
+        # callbacks it scheduled: run them now
+        if loop._ready:  # type: ignore[attr-defined]  # the loop's private queue: not in typeshed
             loop.run_until_complete(_noop())
         return stop.value
     except BaseException:

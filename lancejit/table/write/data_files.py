@@ -176,6 +176,7 @@ class FragmentFileWriter:
         if self._writer is None:
             return
         w, name = self._writer, self._name
+        assert name is not None  # named by _open with the writer
         self._writer = None
         self._rows = 0
         rows = await w.close()
