@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lancejit.core.errors import InvalidInputError, StoreError
 from lancejit.io._tasks import drain
+from lancejit.io.fsspec_store import FsspecStore
+from lancejit.io.gcs_request import call_once
 from lancejit.io.store import AsyncWriter, Buffer
-
-if TYPE_CHECKING:
-    from lancejit.io.gcs_store import GCSStore
-    from lancejit.io.s3_store import S3Store
 
 #: S3 parts uploaded concurrently by one writer.
 S3_PARTS_IN_FLIGHT = 4
 
 
 class _BufferedWriter(AsyncWriter):
-    def __init__(self, store: Any, key: str, *, if_absent: bool) -> None:
+    def __init__(self, store: FsspecStore, key: str, *, if_absent: bool) -> None:
         self.store = store
         self.key = key
         self.path = key
@@ -83,9 +81,7 @@ class _BufferedWriter(AsyncWriter):
 class S3Writer(_BufferedWriter):
     """Multipart upload; parts go up concurrently (``S3_PARTS_IN_FLIGHT``)."""
 
-    store: "S3Store"
-
-    def __init__(self, store: "S3Store", key: str, *, if_absent: bool = False) -> None:
+    def __init__(self, store: FsspecStore, key: str, *, if_absent: bool = False) -> None:
         super().__init__(store, key, if_absent=if_absent)
         self._upload_id: str | None = None
         self._parts: dict[int, str] = {}
@@ -152,16 +148,12 @@ class S3Writer(_BufferedWriter):
 class GCSWriter(_BufferedWriter):
     """Resumable upload (chunks are multiples of 256 KiB, sent in order)."""
 
-    store: "GCSStore"
-
-    def __init__(self, store: "GCSStore", key: str, *, if_absent: bool = False) -> None:
+    def __init__(self, store: FsspecStore, key: str, *, if_absent: bool = False) -> None:
         super().__init__(store, key, if_absent=if_absent)
         self._location: str | None = None
         self._offset = 0
 
     async def _request(self, nbytes: int, *args: Any, **kwargs: Any) -> tuple[Any, bytes]:
-        from lancejit.io.gcs_store import call_once
-
         async def op(fs: Any) -> tuple[Any, bytes]:
             t0 = time.perf_counter()
             try:
