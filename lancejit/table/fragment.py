@@ -242,66 +242,16 @@ def _storage_version(data_storage_version: str | None, use_legacy_format: bool |
     return data_storage_version
 
 
+# (the other keywords, typed by the implementation, pass through ``**kwargs`` here)
 @overload
-def write_fragments(
-    data: Any,
-    dataset_uri: Any,
-    schema: pa.Schema | None = ...,
-    *,
-    return_transaction: Literal[False] = ...,
-    mode: str = ...,
-    max_rows_per_file: int = ...,
-    max_rows_per_group: int | None = ...,
-    max_bytes_per_file: int = ...,
-    data_cache_bytes: int | None = ...,
-    max_page_bytes: int | None = ...,
-    progress: Any = ...,
-    data_storage_version: str | None = ...,
-    use_legacy_format: bool | None = ...,
-    storage_options: dict | None = ...,
-    enable_stable_row_ids: bool = ...,
-    **kwargs: Any,
-) -> List[FragmentMetadata]: ...
+def write_fragments(data: Any, dataset_uri: Any, schema: pa.Schema | None = ..., *,
+                    return_transaction: Literal[False] = ..., **kwargs: Any) -> List[FragmentMetadata]: ...
 @overload
-def write_fragments(
-    data: Any,
-    dataset_uri: Any,
-    schema: pa.Schema | None = ...,
-    *,
-    return_transaction: Literal[True],
-    mode: str = ...,
-    max_rows_per_file: int = ...,
-    max_rows_per_group: int | None = ...,
-    max_bytes_per_file: int = ...,
-    data_cache_bytes: int | None = ...,
-    max_page_bytes: int | None = ...,
-    progress: Any = ...,
-    data_storage_version: str | None = ...,
-    use_legacy_format: bool | None = ...,
-    storage_options: dict | None = ...,
-    enable_stable_row_ids: bool = ...,
-    **kwargs: Any,
-) -> Transaction: ...
+def write_fragments(data: Any, dataset_uri: Any, schema: pa.Schema | None = ..., *,
+                    return_transaction: Literal[True], **kwargs: Any) -> Transaction: ...
 @overload
-def write_fragments(
-    data: Any,
-    dataset_uri: Any,
-    schema: pa.Schema | None = ...,
-    *,
-    return_transaction: bool,
-    mode: str = ...,
-    max_rows_per_file: int = ...,
-    max_rows_per_group: int | None = ...,
-    max_bytes_per_file: int = ...,
-    data_cache_bytes: int | None = ...,
-    max_page_bytes: int | None = ...,
-    progress: Any = ...,
-    data_storage_version: str | None = ...,
-    use_legacy_format: bool | None = ...,
-    storage_options: dict | None = ...,
-    enable_stable_row_ids: bool = ...,
-    **kwargs: Any,
-) -> List[FragmentMetadata] | Transaction: ...
+def write_fragments(data: Any, dataset_uri: Any, schema: pa.Schema | None = ..., *,
+                    return_transaction: bool, **kwargs: Any) -> List[FragmentMetadata] | Transaction: ...
 
 
 def write_fragments(
