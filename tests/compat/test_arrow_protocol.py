@@ -209,8 +209,9 @@ def test_fresh_process_class_follows_the_setting(uri):
     for name, (env, arg) in runs.items():
         code_here = code if name != "plain" else code.replace("import pyarrow.dataset as pds\n", "").replace(
             "issubclass(type(ds), pds.Dataset), isinstance(ds, pds.Dataset)", "'pyarrow.dataset' in sys.modules")
+        base = {k: v for k, v in os.environ.items() if k != "LANCEJIT_PYARROW_DATASET_CLASS"}
         out = subprocess.run([sys.executable, "-c", code_here, uri, arg], capture_output=True, text=True,
-                             timeout=300, env={**os.environ, **env})
+                             timeout=300, env={**base, **env})
         assert out.returncode == 0, out.stderr[-2000:]
         got[name] = out.stdout.strip().splitlines()[-1]
     assert got == {"plain": "False False False", "import": "False True True True", "env": "False True True True"}
