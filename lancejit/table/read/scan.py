@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 #: Filtered scans with late materialization take units of up to this many times the
 #: ``scan_unit_rows`` knob's rows (same ``scan_unit_bytes``): each unit's filter columns are read,
 #: evaluated and its other columns fetched in turn, so the per-unit Python counts for more than
-#: the overlap smaller units give (1M rows, one fragment: six filtered scans 12-26% faster
-#: with 2x; an unfiltered scan, 15% slower with 2x, keeps its units).
+#: the overlap smaller units give (filtered scans are faster with units twice as large; an
+#: unfiltered scan, slower with them, keeps its units).
 FILTERED_UNIT_FACTOR = 2
 #: A filtered scan evaluates its filter once for runs of consecutive small units of up to
 #: this many rows (one Arrow call instead of one per small fragment).
