@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancejit.core.errors import NotSupportedError
 
@@ -129,6 +129,10 @@ class ArrowDatasetFace:
     The class calls :meth:`_arm_arrow` whenever its schema may have changed (opening, moving to
     another version)."""
 
+    if TYPE_CHECKING:  # what the dataset class this is mixed into provides
+        @property
+        def schema(self) -> Any: ...
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         pds = _pyarrow_dataset(False)
         if pds is not None and issubclass(cls, pds.FileSystemDataset):  # a genuine class already
@@ -145,7 +149,7 @@ class ArrowDatasetFace:
         if pds is None or not issubclass(type(self), pds.FileSystemDataset):
             return
         fmt, fs, frag = _placeholder()
-        pds.FileSystemDataset.__init__(self, [frag], self.schema, fmt, fs)  # type: ignore[arg-type]
+        pds.FileSystemDataset.__init__(self, [frag], self.schema, fmt, fs)
 
     @property  # type: ignore[misc]  # read-only by design; typeshed's object.__class__ has a setter
     def __class__(self) -> type:  # noqa: D105
