@@ -8,16 +8,19 @@ covers) and the candidate rows there, sorted in scan order; ``exact`` when they 
 matches.  Candidates of a complemented answer (``NOT`` of an indexed predicate) are the rows
 *excluded*: a scan does not take those (the matches are most rows); a count uses them.
 
-:meth:`IndexedRows.worth_taking`: a take of the candidates replaces the scan of the answered
-fragments when they are at most the ``index_take_fraction`` knob of those fragments' live rows,
-three quarters of that when the filter is evaluated again on them (beyond that, reading whole
-pages and evaluating the filter with the kernels costs less than taking rows: a take's cost
-grows with the rows taken, a scan's does not).
+:meth:`IndexedRows.costs` / :meth:`IndexedRows.worth_taking`: reading the candidates (the rows
+the indices selected, by run plans or ranges of the projected columns: a masked scan) replaces
+the scan of the answered fragments when its estimated cost is lower.  Both ways read the output
+columns at the matching rows; what differs is the rest: the candidates' handling (positions,
+units) and, when the indices do not answer the filter exactly, the filter evaluated again on
+them, against the filter's columns read and evaluated on every live row of those fragments.
+The ``index_candidate_cost`` knob prices a candidate in scanned rows (:data:`RECHECK` times as
+much when the filter is evaluated again).  A complemented answer is scanned.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,7 +28,7 @@ import numpy as np
 from lancejit.core.config import settings
 
 from ..indices.scalar.domain import Unusable
-from .index_query import IndexQuery, plan_index_query, resolve
+from .index_query import IndexQuery, fixed_columns, plan_index_query, resolve
 from .index_scan import candidate_positions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,11 +36,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..meta.context import DatasetContext
     from .version_index import DatasetIndex
 
+#: A candidate the filter is evaluated again on costs this many times one it is not: its filter
+#: columns are read at it and evaluated before the output columns.
+RECHECK = 3.0
+
+
 @dataclass(frozen=True, slots=True)
 class IndexedRows:
     """The indices' answer for a scan (see the module docstring): ``query``; ``positions``
     answered (version-index positions, scan order); candidate rows ``upos`` / ``uoff``
-    (positions and physical offsets, scan order); ``live_rows`` of the answered fragments."""
+    (positions and physical offsets, scan order); ``live_rows`` of the answered fragments;
+    ``fixed``: columns whose value in the selected rows the filter gives (not read)."""
 
     query: IndexQuery
     positions: np.ndarray
@@ -46,15 +55,25 @@ class IndexedRows:
     exact: bool
     complemented: bool
     live_rows: int
+    #: Columns with one value in every selected row (:func:`.index_query.fixed_columns`).
+    fixed: dict = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
         return len(self.upos)
 
+    def costs(self) -> tuple[float, float]:
+        """``(read the candidates, scan the answered fragments)``: estimated costs in scanned
+        rows (see the module docstring)."""
+        per = settings().index_candidate_cost * (1.0 if self.exact else RECHECK)
+        return self.rows * per, float(self.live_rows)
+
     def worth_taking(self) -> bool:
-        """Whether taking the candidates beats scanning the answered fragments."""
-        fraction = settings().index_take_fraction * (1.0 if self.exact else 0.75)
-        return not self.complemented and self.rows <= fraction * max(self.live_rows, 1)
+        """Whether reading the candidates beats scanning the answered fragments."""
+        if self.complemented:
+            return False
+        candidates, scan = self.costs()
+        return candidates <= scan
 
     def matches(self) -> int | None:
         """The number of matching rows in the answered fragments when the answer is exact."""
@@ -78,16 +97,14 @@ async def plan_indexed(ctx: "DatasetContext", index: "DatasetIndex", compiled: "
     except Unusable:
         return None
     answered = positions if len(q.covered) == len(frag_ids) else positions[np.isin(frag_ids, q.covered)]
-    upos, uoff = candidate_positions(index, rows)
-    if len(upos) and len(answered) > 1:
+    rank = None
+    if len(answered) > 1 and bool((np.diff(positions) < 0).any()):  # scan order differs from manifest order
         rank = np.full(len(index), -1, dtype=np.int64)
         rank[positions] = np.arange(len(positions))
-        key = rank[upos]
-        if bool((key[1:] < key[:-1]).any()):  # scan order differs from manifest order
-            order = np.lexsort((uoff, key))
-            upos, uoff = upos[order], uoff[order]
+    upos, uoff = candidate_positions(index, rows, rank)
     live = int(index.live_rows[answered].sum())
-    return IndexedRows(q, answered, upos, uoff, q.exact, complemented, live)
+    fixed = {} if complemented else fixed_columns(q, ctx.schema)
+    return IndexedRows(q, answered, upos, uoff, q.exact, complemented, live, fixed)
 
 
-__all__ = ["IndexedRows", "plan_indexed"]
+__all__ = ["IndexedRows", "RECHECK", "plan_indexed"]
