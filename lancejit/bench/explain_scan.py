@@ -63,13 +63,17 @@ class IndexPart:
     complemented: bool
     taken: bool
     index_reads: int
-    #: Estimated costs (in scanned rows) of reading the candidates and of scanning instead.
+    #: Estimated costs (in scanned values) of reading the candidates and of scanning instead.
     costs: tuple[float, float] = (0.0, 0.0)
+    #: False: the indices were not searched, ``candidates`` being the least number their page
+    #: lookups give (enough to scan).
+    searched: bool = True
 
     def lines(self) -> list[str]:
         how = "exact" if self.exact else "the filter is evaluated again on the candidates"
-        what = "rows left out" if self.complemented else "candidate rows"
-        est = f"est. cost {self.costs[0]:,.0f} vs {self.costs[1]:,.0f} rows scanned"
+        what = "rows left out" if self.complemented else (
+            "candidate rows" if self.searched else "candidate rows at least (page lookups; pages not read)")
+        est = f"est. cost {self.costs[0]:,.0f} vs {self.costs[1]:,.0f} scanning, in scanned values"
         if self.complemented:
             taken = "the fragments are scanned"
         elif self.taken:
@@ -121,7 +125,7 @@ class ScanPlan:
                 "uses": self.index.uses, "exact": self.index.exact, "fragments": self.index.fragments,
                 "candidates": self.index.candidates, "complemented": self.index.complemented,
                 "taken": self.index.taken, "index_reads": self.index.index_reads,
-                "costs": list(self.index.costs)},
+                "costs": list(self.index.costs), "searched": self.index.searched},
         }
 
     def _statistics_lines(self) -> list[str]:
@@ -229,7 +233,7 @@ async def _index_part(ds: Any, plan: ScanPlan, columns: Sequence[str] | None, fi
     reads = (ctx.stats.snapshot() - before).index_parts_loaded
     ids = sorted(index.fragment_ids[got.positions].tolist())
     plan.index = IndexPart(got.query.describe(), got.exact, ids, got.rows, got.complemented,
-                           units.indexed is not None, reads, got.costs())
+                           units.indexed is not None, reads, got.costs(), got.least is None)
     return set(ids) if units.indexed is not None else set()
 
 

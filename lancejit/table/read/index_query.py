@@ -300,6 +300,38 @@ async def drop_deleted(ctx: "DatasetContext", rows: np.ndarray) -> np.ndarray:
     return rows[keep]
 
 
+def least_candidates(q: IndexQuery) -> int:
+    """A lower bound of the rows (deleted ones included) the indices select, from BTREE page
+    lookups alone (no page read): for a range, or an OR of ranges, on BTREE columns, the rows
+    of the pages strictly inside a range (NULLs excepted) -- the first and last pages it
+    touches may hold rows outside it.  0 when unknown: other predicates, segments covering
+    fragments outside the query's, stable row ids (rows may have moved out)."""
+    if q.stable_row_ids:
+        return 0
+    tree = q.tree
+    best = 0
+    for leaf in tree.parts if isinstance(tree, Junction) and tree.op == "or" else (tree,):
+        if not isinstance(leaf, Leaf) or leaf.negated or leaf.query.op != "range":
+            continue
+        use = q.use_of(leaf)
+        if use.kind != "BTREE":
+            continue
+        rows = 0
+        for seg, si in use.segments:
+            lookup = si.lookup
+            if not lookup.ordered or not bool(np.isin(seg.fragments, q.covered).all()):
+                rows = 0
+                break
+            first, last = lookup.page_spans(convert(leaf.query, lookup.value_type))
+            inner = np.arange(int(first[0]) + 1, int(last[0]) - 1, dtype=np.int64)  # lookup rows
+            if len(inner):
+                starts = lookup.page_idx[inner] * lookup.batch_size
+                sizes = np.minimum(lookup.batch_size, lookup.num_rows - starts)
+                rows += int((sizes - lookup.null_counts[inner]).sum())
+        best = max(best, rows)
+    return best
+
+
 def fixed_columns(q: IndexQuery, schema: pa.Schema) -> dict[str, pa.Scalar]:
     """The columns holding one known value in every row the filter selects: ``column =
     literal`` leaves ANDed at the top of the index tree, on integer, text, binary and boolean
@@ -328,5 +360,5 @@ def covered_live_rows(index: "DatasetIndex", covered: np.ndarray) -> int:
     return int(index.live_rows[pos[found]].sum())
 
 
-__all__ = ["IndexQuery", "LeafUse", "covered_live_rows", "drop_deleted", "fixed_columns", "plan_index_query",
-           "resolve"]
+__all__ = ["IndexQuery", "LeafUse", "covered_live_rows", "drop_deleted", "fixed_columns", "least_candidates",
+           "plan_index_query", "resolve"]
