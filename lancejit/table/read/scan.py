@@ -340,7 +340,7 @@ async def scan(ctx: DatasetContext, spec: ScanSpec, *, ramp: bool = True) -> Asy
         got = plan.indexed
 
         async def read_take(a: int, b: int) -> Any:
-            return await read_candidates(ctx, spec, index, got.upos[a:b], got.uoff[a:b], not got.exact)
+            return await read_candidates(ctx, spec, index, got.upos[a:b], got.uoff[a:b], not got.exact, got.fixed)
 
     if read_take is not None and plan.take is not None and bool(plan.take.all()) and (
             not len(plan.hi) or int(plan.hi[-1]) - int(plan.lo[0]) <= TAKE_GROUP_ROWS):

@@ -245,6 +245,14 @@ async def _batched_scans(ctx: DatasetContext, tops: Sequence[TopField], key: tup
     return [got[f] for f in frags]
 
 
+async def member_fields(ctx: DatasetContext, tops: Sequence[TopField], frag: FragmentReader) -> list[bool]:
+    """Per field of ``tops``, whether :func:`read_members` reads it from ``frag`` (asked field by
+    field: a field it does not take leaves the others to it; kept like the scans)."""
+    got = [await _file_scan(frag, (t,)) for t in tops] if any(
+        _known_scan(frag, (t.name,)) is _UNKNOWN for t in tops) else [_known_scan(frag, (t.name,)) for t in tops]
+    return [g is not None for g in got]
+
+
 async def _read_known(ctx: DatasetContext, scans: list[Any], members: Sequence[Member],
                       lives: Sequence[np.ndarray | None]) -> list[pa.Array] | None:
     for scan, (frag, _, hi) in zip(scans, members):
@@ -297,4 +305,4 @@ async def filter_members(
     return lives, matches, bounds
 
 
-__all__ = ["Member", "evaluate_members", "filter_members", "member_lives", "read_members"]
+__all__ = ["Member", "evaluate_members", "filter_members", "member_fields", "member_lives", "read_members"]
