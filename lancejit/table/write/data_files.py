@@ -32,7 +32,7 @@ DATA_DIR = "data"
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 #: Small batches are gathered until they hold this many rows ...
-COALESCE_ROWS = 64 * 1024
+COALESCE_ROWS = 256 * 1024
 #: ... or this many bytes before they reach the file writer.
 COALESCE_BYTES = 8 * 1024 * 1024
 
