@@ -138,6 +138,11 @@ class Settings:
         "takes of at least this many rows sort and reorder their indices in a worker thread")
     tier0: str = knob("on", "mode",
         "small kernel calls run interpreted until Numba is worth loading (on, off; always: every small call)")
+    # ---------------------------------------------------------------- interoperability
+    pyarrow_dataset_class: str = knob("auto", "mode",
+        "datasets are instances of a pyarrow.dataset class, as the reference's (DuckDB then pushes filters into "
+        "their scans): on, off (a view through __class__), auto (on when pyarrow.dataset is already imported; "
+        "importing it costs a fresh process ~0.4 s)")
     # ---------------------------------------------------------------- kernels
     numba_fast_load: bool = knob(True, "flag",
         "load cached kernels without Numba's full target refresh (verified Numba versions only)")

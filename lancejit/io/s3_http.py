@@ -1,12 +1,13 @@
 """S3 reads (GET, HEAD, ListObjectsV2) straight over one aiohttp session, signed with :mod:`.sigv4`.
 
 botocore's request pipeline (model serialization, event hooks, response parsing, chunked body
-reads) costs ~2 ms of Python per GET and ~6 ms per 8 MiB body; a plain aiohttp request signed
-here costs ~0.6 ms whatever the size.  Requests are path-style (``{endpoint}/{bucket}/{key}``),
-as the reference's object store sends them by default.  :class:`S3Store` uses this client for
-every read and listing and keeps botocore for writes and deletes.  GETs from ``http://``
-endpoints go through :mod:`.http_recv` (the socket writes the body into its final buffer; see
-:data:`RAW_RECEIVE`); chunked or encoded answers are then asked again through aiohttp.
+reads) costs milliseconds of Python per GET, more the bigger the body; a plain aiohttp request
+signed here costs several times less, whatever the size.  Requests are path-style
+(``{endpoint}/{bucket}/{key}``), as the reference's object store sends them by default.
+:class:`S3Store` uses this client for every read and listing and keeps botocore for writes and
+deletes.  GETs from ``http://`` endpoints go through :mod:`.http_recv` (the socket writes the
+body into its final buffer; see :data:`RAW_RECEIVE`); chunked or encoded answers are then asked
+again through aiohttp.
 
 Answers map to the exceptions :mod:`.fsspec_store` already classifies: 404 ->
 ``FileNotFoundError``, 403 -> ``PermissionError``, 416 -> :class:`RangeNotSatisfiable`, other

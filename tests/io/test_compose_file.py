@@ -33,7 +33,7 @@ def compose() -> dict:
 def readme() -> dict:
     """The README's "Local object stores" code block: its option dicts and the URIs it uses."""
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Local object stores"):]
+    section = text[text.index("## Local object stores"):]
     code = re.search(r"```python\n(.*?)```", section, re.S)[1]
     found: dict = {"uris": re.findall(r'"((?:s3|gs)://[^"]+)"', code)}
     for node in ast.parse(code).body:

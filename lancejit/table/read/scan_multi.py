@@ -217,7 +217,7 @@ async def _batched_scans(ctx: DatasetContext, tops: Sequence[TopField], key: tup
     started in the same event-loop turn (a cold scan's first groups): the files open on the
     loop thread before any group hands decoding to the worker threads.  (Opening a file
     releases the GIL; while a worker runs Python between kernels, getting it back costs up
-    to the 5 ms switch interval: ~3 ms of a 10-file cold scan.)"""
+    to the 5 ms switch interval, a noticeable share of a cold scan of a few small files.)"""
     bkey = (id(asyncio.get_running_loop()), id(ctx), key)
     batch = _BATCHES.get(bkey)
     if batch is not None:  # the group that started the batch opens ours with its own
