@@ -77,8 +77,8 @@ def encode_miniblock(
     large = version >= (2, 2)
     counts = values.counts
     if values.packed is not None and levels.rep is None and levels.deff is None:
-        data, meta_buf = _assemble_packed(values, large)
-        return _page(values, levels, dictionary, data, meta_buf, None, None, None, large)
+        packed, meta_buf = _assemble_packed(values, large)
+        return _page(values, levels, dictionary, packed, meta_buf, None, None, None, large)
     bounds = _level_bounds(levels, counts)
     rep_comp = def_comp = None
     rep_chunks: list[bytes] | None = None
@@ -144,7 +144,7 @@ def _assemble_packed(values: MiniChunks, large: bool) -> tuple[memoryview, bytes
         raise InvalidInputError("a mini-block chunk buffer exceeds the 16-bit size field")
     if got == enc_chunks.TOO_BIG_CHUNK:
         raise InvalidInputError("mini-block chunk larger than 32 KiB in a 2.1 file")
-    return memoryview(out[:got]), meta.astype(np.uint32 if large else np.uint16).tobytes()
+    return out[:got].data, meta.astype(np.uint32 if large else np.uint16).tobytes()
 
 
 def _page(values: MiniChunks, levels: Levels, dictionary: tuple[bytes, pb21.CompressiveEncoding, int] | None,
