@@ -1,8 +1,8 @@
 """Cold processes on object stores (issue 25): a fresh process reading a dataset on the S3
 emulator (open, count, take, scan, filtered scan) imports neither s3fs, aiobotocore nor botocore
 (lancejit signs its own GET, HEAD and listing requests), nor gcsfs on the GCS emulator (anonymous
-reads through lancejit's own requests), and reads what pylance reads; the first write imports
-the client.  Subprocesses; counts of modules, no timings."""
+reads through lancejit's own requests), and reads what pylance reads; on GCS the first write
+imports the client (on S3 only multipart uploads and deletes do).  Subprocesses; counts of modules, no timings."""
 
 from __future__ import annotations
 
@@ -70,4 +70,7 @@ def test_object_store_reads_import_no_client_library(request, kind, version):
         ref = lance.dataset(uri, storage_options=endpoint.storage_options)
         assert got["take"] == ref.take([3, 0, 1999]).to_pylist()
     assert got["loaded"] == []
-    assert ("s3fs" if kind == "s3" else "gcsfs") in got["after_write"]  # writes go through the client
+    if kind == "s3":  # a small dataset's writes are single PUTs, signed by lancejit too
+        assert got["after_write"] == []
+    else:  # writes go through the client
+        assert "gcsfs" in got["after_write"]
