@@ -16,10 +16,13 @@ through Numba's compiler, which refreshes the target itself.  The fast loader al
 kernel's callees unresolved until a cache miss needs them (a load creates one dispatcher, not
 one per callee), skips Numba's extension entry-point scan unless it compiles, and rebuilds the
 environments of Numba library code inlined in a kernel without importing their modules
-(``numba.np.arrayobj`` & co., ~20 ms).  ``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this off.
+(``numba.np.arrayobj`` & co., ~20 ms), loads the Numba runtime's own functions from a cache
+file instead of compiling them and types arrays without importing ``numpy.ma``
+(:mod:`.numba_startup`).  ``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this off.
 
 The fast loader replaces private Numba functions (``Cache.load_overload``,
-``environment._rebuild_env``): it is installed only for the Numba versions it was verified with
+``environment._rebuild_env``, and through :mod:`.numba_startup` ``nrtdynmod.compile_nrt_functions``
+and Numba's ``typeof`` of ndarrays): it is installed only for the Numba versions it was verified with
 (:data:`FAST_LOAD_VERIFIED`, a half-open range); other versions get Numba's own behaviour.
 
 Specializations: a kernel declares the argument types it is called with next to its definition
@@ -45,7 +48,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from lancejit.encoding.kernels import background, tier0
+from lancejit.encoding.kernels import background, numba_startup, tier0
 from lancejit.encoding.kernels.tier0 import _names  # global names a code object refers to
 
 _LOCK = threading.RLock()
@@ -224,6 +227,7 @@ def numba() -> Any:
 
                         if hasattr(Cache, "_load_overload") and hasattr(Cache, "_guard_against_spurious_io_errors"):
                             _fast_cache_load(Cache)
+                            numba_startup.install()
                             _FAST = True
                     except ImportError:  # pragma: no cover - other Numba layouts: keep Numba's loader
                         pass
