@@ -1,4 +1,4 @@
-"""S3 store: one bucket; reads (GET, HEAD, listings) straight over aiohttp, signed by lancejit
+"""S3 store: one bucket; reads (GET, HEAD, listings) signed and sent by lancejit
 (:mod:`lancejit.io.s3_http`), writes and deletes through s3fs/aiobotocore (see
 :mod:`lancejit.io.fsspec_store`).
 
@@ -76,7 +76,7 @@ class S3Store(FsspecStore):
         self.region = region
         self._creds = (key, secret, token)
         self.anonymous = anonymous
-        #: Reads go over aiohttp (:mod:`.s3_http`) until an answer it does not follow
+        #: Reads go through :mod:`.s3_http` until an answer it does not follow
         #: (redirect, 400) sends this store back to botocore for good.
         self.direct_reads = True
         self._session: Any = None

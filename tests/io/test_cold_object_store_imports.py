@@ -1,8 +1,9 @@
 """Cold processes on object stores (issue 25): a fresh process reading a dataset on the S3
 emulator (open, count, take, scan, filtered scan) imports neither s3fs, aiobotocore nor botocore
 (lancejit signs its own GET, HEAD and listing requests), nor gcsfs on the GCS emulator (anonymous
-reads through lancejit's own requests), and reads what pylance reads; the first write imports
-the client.  Subprocesses; counts of modules, no timings."""
+reads through lancejit's own requests), nor any HTTP client library (aiohttp, yarl, multidict,
+urllib.request: lancejit's own kept connections), and reads what pylance reads; the first write
+imports the client.  Subprocesses; counts of modules, no timings."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ import pytest
 
 lance = pytest.importorskip("lance")
 
-CLIENTS = ("s3fs", "aiobotocore", "botocore", "gcsfs", "boto3", "google.auth")
+CLIENTS = ("s3fs", "aiobotocore", "botocore", "gcsfs", "boto3", "google.auth", "aiohttp", "yarl", "multidict",
+           "urllib.request", "http.client")
 
 READ = """
 import json, sys
