@@ -215,6 +215,39 @@ def test_budget_exhausted_loads_numba(tmp_path):
     assert got["numba"] is True and got["spent"] <= tier0.BUDGET_US
 
 
+AFTER_SCAN = """
+import sys, json, lancejit
+from lancejit.encoding.kernels import jit, tier0
+ds = lancejit.dataset(sys.argv[1])
+n = ds.to_table(columns=["id", "s"]).num_rows  # loads Numba and the scan's kernels
+def take_kernels():
+    return sorted(f"{k.__module__}.{k.__qualname__}" for k in jit.kernels()
+                  if k.materialized and f"{k.__module__}.{k.__qualname__}" in tier0.COSTS)
+before = tier0.stats["calls"]
+rows = [ds.take(r, columns=["id", "x", "s", "ns"]).to_pylist() for r in json.loads(sys.argv[2])]
+first = {"loaded": take_kernels(), "calls": tier0.stats["calls"] - before}
+for i in range(300):  # many small takes: each kernel's budget runs out, the kernels load
+    ds.take([i * 61 % 20000], columns=["id", "x", "s", "ns"])
+print(json.dumps({"n": n, "rows": rows, "numba": "numba" in sys.modules, "first": first,
+                  "later": take_kernels(), "fallbacks": tier0.stats["fallbacks"]}))
+"""
+
+
+def test_small_takes_after_a_scan_load_no_take_kernel_until_their_budget(tmp_path):
+    """Numba loaded by a scan: a few tiny takes run the take kernels interpreted (no kernel
+    loaded for them), with pylance's rows; hundreds of them load the kernels."""
+    t = _table(20000, 8)
+    path = str(tmp_path / "ds")
+    lance.write_dataset(t, path, data_storage_version="2.2", max_rows_per_file=15000)
+    ref = lance.dataset(path)
+    takes = [[1, 2, 3], [19_999, 0], [15_000, 14_999, 7]]
+    got = _run(AFTER_SCAN, path, json.dumps(takes))
+    assert got["n"] == 20000 and got["numba"] is True and got["fallbacks"] == 0
+    assert got["rows"] == [ref.take(r, columns=["id", "x", "s", "ns"]).to_pylist() for r in takes]
+    assert got["first"]["loaded"] == [] and got["first"]["calls"] > 0
+    assert len(got["later"]) >= 3
+
+
 def test_page_segments_numpy_matches_kernel():
     """Tier 0's NumPy ``page_segments`` vs the compiled kernel on random page tables: mini-block
     pages (2- and 4-byte words, some damaged: zero or oversized counts, data past the buffer),

@@ -35,7 +35,8 @@ literal constants (:func:`_unliteral_calls`): a helper called with ``0`` on one 
 
 Tier 0 (:mod:`lancejit.encoding.kernels.tier0`): while Numba is not loaded, small calls of the
 take kernels run their Python source instead (a fresh process serving a small take never imports
-Numba); ``LANCEJIT_TIER0=0`` turns it off.
+Numba), and once it is, a take kernel not loaded yet serves its first tiny calls so too (a
+three-row take after a scan loads no kernel); ``LANCEJIT_TIER0=0`` turns it off.
 
 :func:`kernels` lists every kernel defined so far (for ``lancejit.warmup`` and the tests that
 check a warm process compiles nothing: :func:`cache_misses`).
@@ -256,6 +257,8 @@ class LazyKernel:
         self._py: Callable[..., Any] | None = None
         cost = tier0.COSTS.get(f"{fn.__module__}.{fn.__qualname__}") if tier0.ENABLED else None
         self._cost: Callable[..., float] | None = cost
+        #: Estimated microseconds of interpreted calls since Numba was loaded (:meth:`_admitted`).
+        self._tier0_spent = 0.0
         self._resolved = False
         #: Whether the interpreted version may serve calls while the kernel is being compiled in
         #: the background (``interpret=False``: kernels whose Python semantics differ).
@@ -268,7 +271,7 @@ class LazyKernel:
     def __call__(self, *args: Any) -> Any:
         disp = self._disp
         if disp is None:
-            if self._cost is not None and (_NUMBA is None or tier0.ALWAYS) and tier0.admit(self._cost, args):
+            if self._cost is not None and self._admitted(args):
                 ok, out = tier0.run(self.interpreted(), args)
                 if ok:
                     return out
@@ -278,6 +281,18 @@ class LazyKernel:
         if self._swapped:
             return disp(*args)
         return self._cold_call(disp, args)
+
+    def _admitted(self, args: tuple) -> bool:
+        """Whether this call (the kernel not loaded) runs interpreted (:mod:`.tier0`): against
+        the process's budget before Numba is loaded, then against the kernel's own."""
+        assert self._cost is not None
+        if _NUMBA is None or tier0.ALWAYS:
+            return tier0.admit(self._cost, args)
+        cost = tier0.admit_unloaded(self._cost, args, self._tier0_spent)
+        if cost is None:
+            return False
+        self._tier0_spent += cost
+        return True
 
     def _cold_call(self, disp: Any, args: tuple) -> Any:
         """A call before the kernel is swapped in (:mod:`.background`): served by the compiled

@@ -9,7 +9,9 @@ Numba cast names resolved to interpreted twins / NumPy casts; kernels in :data:`
 vectorized NumPy version instead) -- until the process has spent
 :data:`BUDGET_US` of estimated interpreted time; then, and for every larger call, the kernel goes
 to Numba as before (which imports Numba once).  A long-running process thus pays Numba's load
-once it does real work, and a process serving a few small takes never pays it.
+once it does real work, and a process serving a few small takes never pays it.  Once Numba is
+loaded (a scan loaded it), a kernel not loaded yet still serves its first tiny calls interpreted
+(:data:`KERNEL_BUDGET_US` per kernel), so a few-row take after a scan loads no take kernel.
 
 Semantics: the listed kernels use only int64/uint64 scalar arithmetic, indexing and slicing of
 preallocated arrays, ``np.argsort`` and ``np.int64``/``np.uint64`` casts, which NumPy scalars
@@ -104,6 +106,13 @@ CALL_LIMIT_US = 60_000
 #: takes while a fresh process serving a 100-row take never loads it.
 BUDGET_US = 150_000
 
+#: Once Numba is loaded, a kernel not loaded yet still runs interpreted for calls estimated at
+#: most :data:`LOADED_CALL_LIMIT_US`, until it has spent :data:`KERNEL_BUDGET_US` so: about what
+#: loading one cached kernel costs (its machine code, its first argument types), which a
+#: process's few small calls of it (a three-row take after a scan) would otherwise pay.
+LOADED_CALL_LIMIT_US = 1_000
+KERNEL_BUDGET_US = 5_000
+
 _MODE = settings().tier0
 ENABLED = _MODE not in ("0", "off", "false", "no")
 ALWAYS = _MODE == "always"
@@ -133,6 +142,19 @@ def admit(cost_fn: Callable[..., float], args: tuple) -> bool:
             return False
         _spent += cost
     return True
+
+
+def admit_unloaded(cost_fn: Callable[..., float], args: tuple, spent: float) -> float | None:
+    """Once Numba is loaded: the estimated cost of an interpreted call with ``args`` of a kernel
+    not loaded yet that has spent ``spent`` microseconds interpreted so far, or None when the
+    kernel should be loaded instead (see :data:`KERNEL_BUDGET_US`)."""
+    try:
+        cost = float(cost_fn(*args))
+    except (AttributeError, IndexError, TypeError):
+        return None
+    if cost > LOADED_CALL_LIMIT_US or spent + cost > KERNEL_BUDGET_US:
+        return None
+    return cost
 
 
 def _cast(dtype: type) -> Callable[[Any], Any]:
