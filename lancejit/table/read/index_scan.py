@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
+
 from ..meta.context import DatasetContext
 from .assemble import assemble_table
 from .fragment import ROWADDR, ROWID, numpy_array
@@ -87,7 +89,7 @@ async def read_candidates(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIn
     if not len(keep):
         return None
     if len(keep) < len(upos):
-        fbatch = fbatch.take(numpy_array(keep, pa.int64()))
+        fbatch = arrow_take(fbatch, numpy_array(keep, pa.int64()))
         upos, uoff = upos[keep], uoff[keep]
     have = {t.name: fbatch.column(t.name) for t in ftops}
     rest = tuple(t for t in spec.tops if t.name not in have)
@@ -142,7 +144,7 @@ async def _read_many(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIndex",
                 return None
             if len(keep) < len(offs):
                 idx = numpy_array(keep, pa.int64())
-                arrays = [a.take(idx) for a in arrays]
+                arrays = [arrow_take(a, idx) for a in arrays]
                 offs = offs[keep]
             by_name = {t.name: a for t, a in zip(ftops, arrays)}
         rest = [t for t in spec.tops if t.name not in by_name]

@@ -38,11 +38,10 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lancejit.core import arrow_compute as pc
 from lancejit.core.errors import InvalidInputError
 from lancejit.core.config import settings
-
 from .datafile import open_data_file
 from ..filter.conditions import Condition
 from ..indices.zonemap import ZoneMaps, zone_maps
