@@ -82,14 +82,25 @@ def _record(monkeypatch, names) -> list:
 
 
 def _copy(args):
+    """Copies of the arrays of ``args``; arrays viewing one buffer (a kernel's word and byte
+    scratch) stay views of one copy."""
+    roots: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     out = []
     for a in args:
-        if isinstance(a, np.ndarray):
-            c = a.copy()
-            c.flags.writeable = a.flags.writeable
-            out.append(c)
-        else:
+        if not isinstance(a, np.ndarray):
             out.append(a)
+            continue
+        root = a
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if id(root) not in roots:
+            roots[id(root)] = (root, root.copy())
+        src, dup = roots[id(root)]
+        offset = a.__array_interface__["data"][0] - src.__array_interface__["data"][0]
+        c = np.ndarray(a.shape, a.dtype, buffer=dup.data if dup.flags.c_contiguous else dup, offset=offset,
+                       strides=a.strides) if root is not a else dup
+        c.flags.writeable = a.flags.writeable
+        out.append(c)
     return tuple(out)
 
 

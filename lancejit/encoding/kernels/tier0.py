@@ -42,7 +42,7 @@ COSTS: dict[str, Callable[..., float]] = {
     "lancejit.encoding.kernels.take.plan_take_files": lambda *a: 40 * a[9] * a[8].shape[0] + 50,
     "lancejit.encoding.kernels.take.plan_take": lambda *a: 40 * a[4].shape[0] * a[5].shape[0] + 50,
     "lancejit.encoding.kernels.take.take_fixed": lambda *a: (10 + 2 * a[7]) * a[1].shape[0],
-    "lancejit.encoding.kernels.take.take_bitpacked": lambda *a: 250 * a[1].shape[0],
+    "lancejit.encoding.kernels.take.take_bitpacked": lambda *a: 8 * a[1].shape[0] + 150,
     "lancejit.encoding.kernels.take.take_valid": lambda *a: 250 * a[1].shape[0],
     "lancejit.encoding.kernels.take.take_spans": lambda *a: 20 * a[1].shape[0],
     "lancejit.encoding.kernels.take.copy_spans": lambda *a: 10 * a[1].shape[0] + a[4].shape[0] // 64,
@@ -161,10 +161,11 @@ def _cast(dtype: type) -> Callable[[Any], Any]:
     """``numba.<int type>(x)`` as NumPy: C-style wrap-around for Python ints out of range."""
     info = np.iinfo(dtype)
     span = 1 << info.bits
+    low, high = int(info.min), int(info.max)
 
     def cast(x: Any) -> Any:
-        if type(x) is int and not info.min <= x <= info.max:
-            x = (x - info.min) % span + info.min
+        if type(x) is int and not low <= x <= high:
+            x = (x - low) % span + low
         return dtype(x)
 
     return cast
