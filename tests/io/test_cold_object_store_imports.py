@@ -2,8 +2,8 @@
 emulator (open, count, take, scan, filtered scan) imports neither s3fs, aiobotocore nor botocore
 (lancejit signs its own GET, HEAD and listing requests), nor gcsfs on the GCS emulator (anonymous
 reads through lancejit's own requests), nor any HTTP client library (aiohttp, yarl, multidict,
-urllib.request: lancejit's own kept connections), and reads what pylance reads; the first write
-imports the client.  Subprocesses; counts of modules, no timings."""
+urllib.request: lancejit's own kept connections), and reads what pylance reads; a small take
+imports neither Numba nor the filter parser; the first write imports the client.  Subprocesses; counts of modules, no timings."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ import json, sys
 import lancejit
 opts = json.loads(sys.argv[2])
 ds = lancejit.dataset(sys.argv[1], storage_options=opts)
-out = {"count": ds.count_rows(), "take": ds.take([3, 0, 1999]).to_pylist(),
-       "scan": ds.to_table(columns=["id"])["id"].to_pylist(),
-       "filtered": ds.to_table(columns=["id"], filter="x > 0.5")["id"].to_pylist()}
+out = {"count": ds.count_rows(), "take": ds.take([3, 0, 1999]).to_pylist()}
+out["after_take"] = [m for m in ("numba", "sqlglot", "pyarrow.compute", "pandas") if m in sys.modules]
+out.update({"scan": ds.to_table(columns=["id"])["id"].to_pylist(),
+            "filtered": ds.to_table(columns=["id"], filter="x > 0.5")["id"].to_pylist()})
 out["loaded"] = [m for m in json.loads(sys.argv[3]) if m in sys.modules]
 if sys.argv[4] == "write":
     lancejit.write_dataset(ds.to_table(limit=10), sys.argv[1] + "-copy", storage_options=opts)
@@ -72,4 +73,5 @@ def test_object_store_reads_import_no_client_library(request, kind, version):
         ref = lance.dataset(uri, storage_options=endpoint.storage_options)
         assert got["take"] == ref.take([3, 0, 1999]).to_pylist()
     assert got["loaded"] == []
+    assert got["after_take"] == []  # a small take: no Numba, filter parser, pyarrow.compute nor pandas
     assert ("s3fs" if kind == "s3" else "gcsfs") in got["after_write"]  # writes go through the client
