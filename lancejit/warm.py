@@ -3,7 +3,8 @@
 Run it once after installing (and after upgrading) lancejit:
 
 1. byte-compiles lancejit's modules (``compileall``; editable installs and environments with
-   ``PYTHONDONTWRITEBYTECODE`` otherwise compile ~100 modules from source in every process);
+   ``PYTHONDONTWRITEBYTECODE`` otherwise compile every module they import from source in every
+   process);
 2. compiles every Numba kernel, for every specialization it declares, into Numba's on-disk cache.
 
 The kernels are found in the code (:func:`discover`: every module under ``lancejit/`` that

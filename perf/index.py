@@ -12,8 +12,11 @@ keys; narrow (``id BETWEEN a AND a + 100``) and wide (1% of the rows) ranges; bi
 equality and IN; an indexed predicate AND an unindexed one (``cat IN (..) AND x > 1.5``,
 ``id BETWEEN .. AND x > 0.5``).  Each workload runs ``--samples`` distinct queries (keys drawn
 at random); every query is run once by each library before timing (results checked equal;
-caches warm), then timed alternating lancejit / reference query by query.  Reported: median ms
-per query and the ratio lancejit / reference (the machine is shared: compare within a run).
+caches warm), then timed alternating lancejit / reference query by query (``--repeat`` rounds).
+Reported: median wall ms per query and the ratio lancejit / reference, then the median CPU ms
+of the process (every thread: the reference's work spreads over its threads, lancejit's mostly
+runs in the caller's) and their ratio.  On a shared machine the wall time includes waiting for
+a core; the CPU time does not (compare within a run).
 
 The appended fragment is scanned by both libraries, a cost linear in the rows; the point lookup
 is also measured on a copy whose indices cover every fragment (hard links of the data plus the
@@ -103,20 +106,32 @@ def _sorted(t: pa.Table) -> pa.Table:
     return t.sort_by("id")
 
 
-def measure(ours, ref, queries: list[str]) -> tuple[float, float]:
+def measure(ours, ref, queries: list[str], repeat: int = 1) -> tuple[float, float, float, float]:
+    """Median wall and CPU ms per query of each library: ``(ours, ref, ours cpu, ref cpu)``
+    (CPU: the process's, every thread's; each query timed ``repeat`` times)."""
     for q in queries:  # warm both (and check equal answers)
         a, b = ours.to_table(filter=q), ref.to_table(filter=q)
         assert _sorted(a).equals(_sorted(b)), q
-    ta, tb = [], []
-    for q in queries:
-        t0 = time.perf_counter()
-        ours.to_table(filter=q)
-        t1 = time.perf_counter()
-        ref.to_table(filter=q)
-        t2 = time.perf_counter()
-        ta.append(t1 - t0)
-        tb.append(t2 - t1)
-    return statistics.median(ta) * 1e3, statistics.median(tb) * 1e3
+    ta, tb, ca, cb = [], [], [], []
+    for _ in range(repeat):
+        for q in queries:
+            c0, t0 = time.process_time(), time.perf_counter()
+            ours.to_table(filter=q)
+            c1, t1 = time.process_time(), time.perf_counter()
+            ref.to_table(filter=q)
+            c2, t2 = time.process_time(), time.perf_counter()
+            ta.append(t1 - t0)
+            tb.append(t2 - t1)
+            ca.append(c1 - c0)
+            cb.append(c2 - c1)
+    med = statistics.median
+    return med(ta) * 1e3, med(tb) * 1e3, med(ca) * 1e3, med(cb) * 1e3
+
+
+def row(rows: int, name: str, got: tuple[float, float, float, float]) -> None:
+    a, b, ca, cb = got
+    print(f"{rows:>10} {name:<32} {a:>12.3f} {b:>13.3f} {a / b:>6.2f} {ca:>9.2f} {cb:>9.2f} {ca / max(cb, 1e-9):>6.2f}",
+          flush=True)
 
 
 def main() -> None:
@@ -125,6 +140,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--dir", default="/tmp/lancejit_index")
     ap.add_argument("--only", default=None, help="run only workloads whose name contains this")
+    ap.add_argument("--repeat", type=int, default=1, help="time every query this many times")
     args = ap.parse_args()
     import lance
 
@@ -132,7 +148,8 @@ def main() -> None:
 
     sizes = [int(s) for s in args.sizes.split(",")]
     lookups = {}
-    print(f"{'rows':>10} {'workload':<32} {'lancejit ms':>12} {'reference ms':>13} {'ratio':>6}")
+    print(f"{'rows':>10} {'workload':<32} {'lancejit ms':>12} {'reference ms':>13} {'ratio':>6}"
+          f" {'cpu ms':>9} {'ref cpu':>9} {'ratio':>6}")
     for rows in sizes:
         path = os.path.join(args.dir, f"ds_{rows}")
         if not os.path.exists(path):
@@ -142,15 +159,14 @@ def main() -> None:
         for name, queries in workloads(rows, args.samples, rng).items():
             if args.only and args.only not in name:
                 continue
-            a, b = measure(ours, ref, queries)
-            print(f"{rows:>10} {name:<32} {a:>12.3f} {b:>13.3f} {a / b:>6.2f}", flush=True)
+            row(rows, name, measure(ours, ref, queries, args.repeat))
         if args.only and args.only not in "id = K (all covered)":
             continue
         cpath = covered_copy(path)
         queries = workloads(rows, args.samples, np.random.default_rng(rows + 1))["id = K"]
-        a, b = measure(lancejit.dataset(cpath), lance.dataset(cpath), queries)
-        lookups[rows] = a
-        print(f"{rows:>10} {'id = K (all covered)':<32} {a:>12.3f} {b:>13.3f} {a / b:>6.2f}", flush=True)
+        got = measure(lancejit.dataset(cpath), lance.dataset(cpath), queries, args.repeat)
+        lookups[rows] = got[0]
+        row(rows, "id = K (all covered)", got)
     if len(lookups) > 1:
         lo, hi = min(lookups), max(lookups)
         print(f"lancejit's point lookup (all covered) from {lo:,} to {hi:,} rows: x{lookups[hi] / lookups[lo]:.2f}")

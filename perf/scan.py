@@ -15,7 +15,8 @@ reference and cached under ``perf/data/scan-<version>/``:
   server-side (``S3_TIMELINE=1`` prints each library's requests: start, end, range, bytes);
 * ``scale``: 200,000 rows as 10 / 100 / 1,000 / 10,000 fragments: full scan, time per row
   (one dataset object per library, reused: warm metadata; lancejit also keeps data files of at
-  most 64 KiB in memory once opened);
+  most 64 KiB in memory once opened) and the process's minor page faults during one more scan
+  by each library (lancejit's scans reuse freed buffers: ``lancejit.table.read.heap``);
 * ``cold``: the same datasets and ``frags2000``, opened anew for every scan (``dataset()`` +
   full scan: every data file opened again by both libraries); Python calls per fragment of one
   such scan.
@@ -207,6 +208,15 @@ def python_calls(fn) -> int:
     return pstats.Stats(pr).total_calls
 
 
+def minor_faults(fn) -> int:
+    """Minor page faults of the whole process during one ``fn()`` (``getrusage``)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    fn()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
 def bench_scale(root: str, version: str, repeat: int) -> list[dict]:
     import lance
 
@@ -221,6 +231,8 @@ def bench_scale(root: str, version: str, repeat: int) -> list[dict]:
         res["lancejit_ns_per_row"] = res["lancejit_s"] / SCALE_ROWS * 1e9
         res["reference_ns_per_row"] = res["reference_s"] / SCALE_ROWS * 1e9
         res["python_calls_per_fragment"] = python_calls(ours.to_table) / n
+        res["lancejit_minor_faults"] = minor_faults(ours.to_table)
+        res["reference_minor_faults"] = minor_faults(ref.to_table)
         out.append(dict(work=f"{SCALE_ROWS:,} rows as {n:,} fragments: full scan", fragments=n, **res))
     return out
 
@@ -302,7 +314,8 @@ def main() -> None:
         extra = ""
         if "lancejit_ns_per_row" in r:
             extra = (f" ({r['lancejit_ns_per_row']:.0f} vs {r['reference_ns_per_row']:.0f} ns/row, "
-                     f"{r['python_calls_per_fragment']:.0f} Python calls per fragment)")
+                     f"{r['python_calls_per_fragment']:.0f} Python calls per fragment, minor page faults "
+                     f"{r['lancejit_minor_faults']:,} vs {r['reference_minor_faults']:,})")
         elif "python_calls_per_fragment" in r:
             extra = f" ({r['python_calls_per_fragment']:.0f} Python calls per fragment)"
         if "requests" in r:

@@ -8,8 +8,9 @@ the row ranges kept.  Its words say what happened: a dataset without statistics 
 conditions reads every page, and the plan says so rather than reporting conditions as decided.
 First, the scalar indices' part of the scan planner's own plan (:func:`lancejit.table.read.scan._plan`):
 which index answers which predicate (:mod:`lancejit.table.read.index_query`), the fragments the
-indices answer and the candidate rows taken there (or that there are too many: then those
-fragments are scanned too), and the index parts read to plan it; the fragments listed below are
+indices answer and the candidate rows read there (or, when the estimated cost of reading them
+exceeds scanning, that those fragments are scanned too, with both estimates), and the index
+parts read to plan it; the fragments listed below are
 the scanned ones.  No data page is read to plan.
 With ``run`` the scan runs twice, with pruning and scalar indices and without either, and the
 dataset's ``io_stats()`` of both runs are reported (requests, bytes, ``pages_pruned``,
@@ -52,7 +53,8 @@ class IndexPart:
     """What the scalar indices answer: ``uses`` (predicate @ index (kind)), ``exact`` (no
     row needs the filter again), the ``fragments`` they answer, ``candidates`` (rows taken
     there; for a ``NOT`` answer, rows left out), ``taken`` (False: those fragments are scanned
-    anyway, the candidates being too many), ``index_reads`` (index parts read to plan)."""
+    anyway, reading the candidates being estimated to cost more), ``index_reads`` (index parts
+    read to plan), ``costs`` (the two estimates, see :meth:`~lancejit.table.read.index_plan.IndexedRows.costs`)."""
 
     uses: list[str]
     exact: bool
@@ -61,11 +63,23 @@ class IndexPart:
     complemented: bool
     taken: bool
     index_reads: int
+    #: Estimated costs (in scanned values) of reading the candidates and of scanning instead.
+    costs: tuple[float, float] = (0.0, 0.0)
+    #: False: the indices were not searched, ``candidates`` being the least number their page
+    #: lookups give (enough to scan).
+    searched: bool = True
 
     def lines(self) -> list[str]:
         how = "exact" if self.exact else "the filter is evaluated again on the candidates"
-        what = "rows left out" if self.complemented else "candidate rows"
-        taken = "taken" if self.taken else "too many: those fragments are scanned"
+        what = "rows left out" if self.complemented else (
+            "candidate rows" if self.searched else "candidate rows at least (page lookups; pages not read)")
+        est = f"est. cost {self.costs[0]:,.0f} vs {self.costs[1]:,.0f} scanning, in scanned values"
+        if self.complemented:
+            taken = "the fragments are scanned"
+        elif self.taken:
+            taken = f"read ({est})"
+        else:
+            taken = f"scanned: reading them costs more ({est})"
         shown = f"{self.fragments[:12]}{' ...' if len(self.fragments) > 12 else ''}"
         return [f"scalar indices: {'; '.join(self.uses)} ({how})",
                 f"  answer fragments {shown}: {self.candidates} {what}, {taken}; "
@@ -110,7 +124,8 @@ class ScanPlan:
             "index": None if self.index is None else {
                 "uses": self.index.uses, "exact": self.index.exact, "fragments": self.index.fragments,
                 "candidates": self.index.candidates, "complemented": self.index.complemented,
-                "taken": self.index.taken, "index_reads": self.index.index_reads},
+                "taken": self.index.taken, "index_reads": self.index.index_reads,
+                "costs": list(self.index.costs), "searched": self.index.searched},
         }
 
     def _statistics_lines(self) -> list[str]:
@@ -211,14 +226,14 @@ async def _index_part(ds: Any, plan: ScanPlan, columns: Sequence[str] | None, fi
     before = ctx.stats.snapshot()
     index, units, _ = await scan._plan(ctx, spec)
     got = units.indexed
-    if got is None:  # answered, but scanned anyway (too many candidates), or nothing answered
+    if got is None:  # answered, but scanned anyway (reading the candidates costs more), or nothing answered
         got = await plan_indexed(ctx, index, spec.filter, np.arange(len(index), dtype=np.int64))
     if got is None:
         return set()
     reads = (ctx.stats.snapshot() - before).index_parts_loaded
     ids = sorted(index.fragment_ids[got.positions].tolist())
     plan.index = IndexPart(got.query.describe(), got.exact, ids, got.rows, got.complemented,
-                           units.indexed is not None, reads)
+                           units.indexed is not None, reads, got.costs(), got.least is None)
     return set(ids) if units.indexed is not None else set()
 
 

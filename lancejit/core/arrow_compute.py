@@ -1,8 +1,8 @@
 """``pyarrow.compute`` as lancejit calls it, without importing that module until a function
 needs it.
 
-Importing ``pyarrow.compute`` costs a process ~60 ms of CPU (it wraps and documents every compute
-function at import), and pyarrow's own ``Array.cast`` / ``Array.take`` import it.  A filter is
+Importing ``pyarrow.compute`` is costly (it wraps and documents every compute function at
+import), and pyarrow's own ``Array.cast`` / ``Array.take`` import it.  A filter is
 compiled to an Arrow expression, but most filters are then evaluated by lancejit's kernels
 (comparisons, ranges, ``IN`` lists, ``IS NULL``, ``LIKE`` prefixes and their ``AND`` / ``OR`` /
 ``NOT``), and a scan keeps the matching rows with one ``take``: neither needs more than

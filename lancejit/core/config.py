@@ -110,9 +110,10 @@ class Settings:
     scalar_indices: bool = knob(True, "flag",
         "filters (scans, counts, delete/update, merge_insert keys) are answered by BTREE, BITMAP and LABEL_LIST "
         "indices where they cover fragments")
-    index_take_fraction: float = knob(0.04, "fraction",
-        "a scalar index's candidate rows are taken instead of scanning its fragments when they are at most "
-        "this fraction of their live rows (three quarters of it when the filter is evaluated again on them)")
+    index_candidate_cost: float = knob(2.0, "scanned values",
+        "estimated cost of reading one row a scalar index selected, in values of a numeric column scanned and "
+        "compared (a text column's value counts two), three times as much when the filter is evaluated again "
+        "on it; the selected rows are read instead of scanning the filter's columns when that costs less")
     index_parts_bytes: int = knob(512 * MiB, "bytes",
         "loaded parts of scalar indices (BTREE pages, bitmaps) a dataset keeps")
     decode_threads: int = knob(-1, "count",
@@ -138,6 +139,11 @@ class Settings:
         "takes of at least this many rows sort and reorder their indices in a worker thread")
     tier0: str = knob("on", "mode",
         "small kernel calls run interpreted until Numba is worth loading (on, off; always: every small call)")
+    # ---------------------------------------------------------------- interoperability
+    pyarrow_dataset_class: str = knob("auto", "mode",
+        "datasets are instances of a pyarrow.dataset class, as the reference's (DuckDB then pushes filters into "
+        "their scans): on, off (a view through __class__), auto (on when pyarrow.dataset is already imported; "
+        "importing it costs a fresh process ~0.4 s)")
     # ---------------------------------------------------------------- kernels
     numba_fast_load: bool = knob(True, "flag",
         "load cached kernels without Numba's full target refresh (verified Numba versions only)")

@@ -1,9 +1,8 @@
 """Whether a core is idle: worker threads pay off only then.
 
-On 2 cores with other processes busy, a worker thread gets the core (and the GIL) late: work
-handed to it finishes later than the handing thread would have finished it itself (a 10-fragment
-scan decoded 5.5 ms with a worker, 3.6 ms inline at load ~4; a 1M-row compaction encoded its
-columns in 230-330 ms inline, 410-770 ms with a thread per column at load ~8, and used more CPU).
+When other processes keep every core busy, a worker thread gets the core (and the GIL) late:
+work handed to it finishes later than the handing thread would have finished it itself, and the
+hand-offs cost CPU of their own (scan decodes and a compaction's per-column encoding alike).
 """
 
 from __future__ import annotations

@@ -235,7 +235,8 @@ def _with_validity_slow(arr: pa.Array, valid: np.ndarray) -> pa.Array:
 
 def index_array(idx: np.ndarray) -> pa.Array:
     """Integer (take) indices as an Arrow array of the same dtype, zero-copy and without
-    ``pa.array``, which imports pandas (when installed) on first use: ~80+ ms of a fresh process."""
+    ``pa.array``, which imports pandas (when installed) on first use: tens of milliseconds of a
+    fresh process."""
     idx = np.ascontiguousarray(idx)
     return pa.Array.from_buffers(pa.from_numpy_dtype(idx.dtype), int(idx.size), [None, pa.py_buffer(idx)])
 
@@ -248,7 +249,7 @@ def empty_array(arrow_type: pa.DataType) -> pa.Array:
 def array_of(values: Sequence | np.ndarray, arrow_type: pa.DataType | None = None) -> pa.Array:
     """``pa.array(values, arrow_type)`` for Python ints, floats, bools, strings and bytes (None
     allowed) built from buffers: pyarrow's conversion of Python objects imports pandas
-    (~0.4 s in a fresh process), which filters on plain literals do not need.  Other values
+    (tenths of a second in a fresh process), which filters on plain literals do not need.  Other values
     and types go through ``pa.array``."""
     if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iuf" and arrow_type is None:
         arr = np.ascontiguousarray(values)

@@ -219,8 +219,8 @@ async def _read(scans: Sequence[FileScan], lo: Sequence[int], hi: Sequence[int],
         return [_decode_runs(*job) for job in jobs]
     # the group's columns decode in a worker thread (the kernels release the GIL) while the
     # event loop plans and reads the next group; when every worker is busy, this thread decodes
-    # the group itself (a queued group would wait while this thread idles: on 2 cores, a third
-    # busy thread only slows the event loop's planning down)
+    # the group itself (a queued group would wait while this thread idles: one busy thread more
+    # than there are cores only slows the event loop's planning down)
     try:
         job = _decode_pool().submit(_decode_all, jobs)
     except BaseException:

@@ -56,8 +56,8 @@ OBJECT_STORE_IO = cloud_io()
 #: Target bytes per GET when a tick's reads are cut into pieces (:mod:`lancejit.io.coalesce`):
 #: the project's 8 MiB scan page, so a 1M-row scan of three columns (18 MB) is 3 concurrent
 #: GETs of ~6 MB (the reference sends one GET per column there).  Pieces stream: each column of
-#: each unit is decoded in a worker thread as soon as its bytes are in.  16 MiB pieces (2 GETs)
-#: were ~10% faster on moto only because moto copies the whole object for every GET; real
+#: each unit is decoded in a worker thread as soon as its bytes are in.  Larger pieces (fewer
+#: GETs) look faster on moto only because moto copies the whole object for every GET; real
 #: object stores serve more concurrent GETs faster.
 PREFERRED_READ_BYTES = 8 * MiB
 

@@ -46,8 +46,8 @@ WRITE_BUFFER_BYTES = 1 << 20
 #: Writes of at most this many bytes (deletion files, transactions, manifests, small data
 #: files), and the opening and renaming of written files, run inline on the event loop; so do
 #: bigger reads and writes while no core is idle (:func:`lancejit.core.cores.idle_core`: a
-#: worker would get the core late; a 1M-row compaction waited ~70 ms per 8 MiB read in the
-#: pool at load ~9).
+#: worker would get the core late, and a big read would wait in the pool longer than it takes
+#: inline).
 INLINE_WRITE_BYTES = 256 * 1024
 
 #: A non-recursive listing of a directory of at most this many entries runs inline on the event

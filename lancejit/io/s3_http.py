@@ -2,8 +2,8 @@
 kept connections (:mod:`.http_recv`) or aiohttp.
 
 botocore's request pipeline (model serialization, event hooks, response parsing, chunked body
-reads) costs ~2 ms of Python per GET and ~6 ms per 8 MiB body; a plain request signed here costs
-well under a millisecond whatever the size.  Requests are path-style
+reads) costs milliseconds of Python per GET, more the bigger the body; a plain request signed
+here costs several times less, whatever the size.  Requests are path-style
 (``{endpoint}/{bucket}/{key}``), as the reference's object store sends them by default.
 :class:`S3Store` uses this client for every read and listing and keeps botocore for writes and
 deletes.  Requests to ``http://`` and ``https://`` endpoints without a proxy go through

@@ -1,10 +1,10 @@
 """AWS Signature Version 4 for S3 requests without a body (GET, HEAD), in plain Python.
 
 What :class:`~lancejit.io.s3_http.S3HttpClient` signs its reads with, instead of going through
-botocore's request pipeline (~1.5 ms of Python per request; this costs ~30 us).  Only the
-headers ``host``, ``x-amz-content-sha256``, ``x-amz-date`` (and ``x-amz-security-token`` with
-temporary credentials) are signed; other headers (``Range``) ride unsigned, as S3 allows.
-The payload hash is that of the empty body.
+botocore's request pipeline (milliseconds of Python per request; this costs tens of
+microseconds).  Only the headers ``host``, ``x-amz-content-sha256``, ``x-amz-date`` (and
+``x-amz-security-token`` with temporary credentials) are signed; other headers (``Range``) ride
+unsigned, as S3 allows.  The payload hash is that of the empty body.
 
 Tested against botocore's ``S3SigV4Auth`` (the same signature for the same request and time).
 """

@@ -330,6 +330,9 @@ def iter_sync(agen: AsyncIterator[T], *, store: Any = None) -> Iterator[T]:
 
     When the returned iterator finishes, fails or is closed early, ``agen`` is closed the same
     way (skipped when the iterator is collected on the loop thread itself, which cannot block).
+    An inline iterator closed from another thread (engines pulling batches from their own
+    threads drop it there; the thread that read ahead may be gone with its loop) is closed on
+    that thread's loop: work left on a closed loop cannot be stopped any more and is let go.
     """
 
     async def step() -> Any:
@@ -348,9 +351,15 @@ def iter_sync(agen: AsyncIterator[T], *, store: Any = None) -> Iterator[T]:
                 return
             yield item
     finally:
-        if here:  # agen lives on this thread's loop: close it there (not from a collector elsewhere)
-            if threading.get_ident() == thread and asyncio._get_running_loop() is None:
-                run_sync(agen.aclose(), store=hint)
+        if here:  # agen ran on caller threads' own loops
+            if asyncio._get_running_loop() is None:
+                if threading.get_ident() == thread:
+                    run_sync(agen.aclose(), store=hint)
+                else:
+                    try:
+                        run_sync(agen.aclose(), store=hint)
+                    except RuntimeError:  # its read-ahead belongs to a loop closed with its thread
+                        pass
         elif not in_loop_thread():
             run_sync(agen.aclose())
 

@@ -1,18 +1,18 @@
-"""The driver/worker split Spark jobs write through: data files written by tasks, fragment
-metadata handed back as plain values, ONE commit of an operation on the driver.
+"""The driver/worker split Spark jobs write through, the reference's distributed-write layer:
+data files written by tasks with ``lance.fragment.write_fragments``, their ``FragmentMetadata``
+handed back to the driver, ONE ``LanceDataset.commit(uri, LanceOperation..., read_version=...)``.
 
 * :class:`WritePlan` (made once, on the driver side): where and what to write -- the dataset's
-  Lance fields the data files hold (their field ids), the data storage version, file limits, and
-  the version the job read.  Picklable: it travels to every task.
-* :func:`write_fragments` (a task): streams record batches into data files under ``data/``
-  (names starting with ``name_prefix``) and returns the new fragments as serialized
-  ``DataFragment`` protobufs (ids 0: numbered at commit).  A failing task removes its files.
-* :func:`commit_write` (the driver): one ``Append`` / ``Overwrite`` / ``Merge`` (an append that
-  adds columns) through :mod:`lancejit.table.commit`, with its conflict rules.
-
-These are the pieces the reference exposes as ``lance.fragment.write_fragments`` and
-``LanceDataset.commit(uri, operation, read_version=...)``; only table-layer functions are
-called here.
+  Lance fields the data files hold (their field ids, new columns included), the data storage
+  version, file limits, the version the job read and the job's file name prefix.  Picklable:
+  it travels to every task.
+* :func:`write_task` (a task): conforms Spark's batches to the plan's columns and calls
+  :func:`lancejit.fragment.write_fragments` with the plan's Lance schema and ``name_prefix``;
+  returns the new fragments' ``FragmentMetadata`` (ids 0: numbered at commit).  A failing task
+  removes its files.
+* :func:`commit_write` (the driver): one ``LanceOperation.Append`` / ``Overwrite`` / ``Merge``
+  (an append that adds columns) through :func:`lancejit.table.commit_api.commit_async` (what
+  ``LanceDataset.commit`` runs), with its conflict rules.
 """
 
 from __future__ import annotations
@@ -58,12 +58,11 @@ class WritePlan:
     max_page_bytes: int | None = None
     name_prefix: str = ""
 
-    def lance_fields(self) -> tuple:
+    def lance_schema(self) -> Any:
+        """The Lance schema (fields with their ids) of the data files."""
         from lancejit.core.schema import LanceSchema
-        from lancejit.pb import file_pb2
 
-        pbs = [file_pb2.Field.FromString(b) for b in self.fields]
-        return LanceSchema.from_pb(pbs, dict(self.schema_metadata)).fields
+        return LanceSchema.from_pb(_field_pbs(self.fields), dict(self.schema_metadata))
 
 
 def _pb_bytes(fields: Iterable[Any]) -> tuple[bytes, ...]:
@@ -196,91 +195,71 @@ def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=target)
 
 
-def write_fragments(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> tuple[bytes, ...]:
-    """Write ``batches`` (pulled in the calling thread) as data files of ``plan`` (see the
-    module docstring); returns the new fragments, serialized."""
-    from lancejit.io.sync import run_sync
-    from lancejit.table.commit import new_fragment
-    from lancejit.table.write.data_files import FragmentFileWriter
+def write_task(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> list[Any]:
+    """One task's data files: ``batches`` conformed to the plan's columns (Spark's names and
+    types to the dataset's) and written by :func:`lancejit.fragment.write_fragments` with the
+    plan's Lance schema (its field ids) and name prefix.  Returns the new fragments'
+    ``FragmentMetadata`` (ids 0: numbered at commit); a failing task removes its files."""
+    from lancejit.fragment import write_fragments
 
-    store, root = _store(plan.uri, plan.storage_options)
-    writer = FragmentFileWriter(
-        store, root, plan.lance_fields(), dict(plan.schema_metadata), plan.storage_version,
+    schema = plan.lance_schema()
+    target = schema.to_arrow()
+    conformed = (conform(b, target) for b in batches if b.num_rows)
+    return write_fragments(
+        conformed, plan.uri, schema, mode="append" if plan.action == "append" else "overwrite",
         max_rows_per_file=plan.max_rows_per_file, max_bytes_per_file=plan.max_bytes_per_file,
-        storage_options=plan.storage_options, max_page_bytes=plan.max_page_bytes, name_prefix=plan.name_prefix,
+        max_page_bytes=plan.max_page_bytes, data_storage_version=plan.storage_version,
+        storage_options=plan.storage_options, name_prefix=plan.name_prefix,
     )
-    target = writer.file_schema
-    try:
-        for batch in batches:
-            if batch.num_rows:
-                run_sync(writer.write(conform(batch, target)), store=store)
-        files = run_sync(writer.finish(), store=store)
-    except BaseException:
-        run_sync(writer.cleanup(), store=store)
-        raise
-    return tuple(new_fragment([writer.data_file(wf)], wf.rows).SerializeToString() for wf in files)
 
 
-def fragment_files(fragments: Iterable[bytes]) -> list[str]:
-    """The data file names (under ``data/``) of serialized fragments."""
-    from lancejit.pb import table_pb2
-
-    return [df.path for raw in fragments for df in table_pb2.DataFragment.FromString(raw).files]
+def fragment_files(fragments: Iterable[Any]) -> list[str]:
+    """The data file names (under ``data/``) of ``FragmentMetadata`` values."""
+    return [df.path for frag in fragments for df in frag.data_files()]
 
 
-async def delete_files(plan: WritePlan, names: Iterable[str]) -> None:
-    """Remove data files ``names`` (best effort: unreferenced files are harmless)."""
-    from lancejit.io.store import join_path
-    from lancejit.table.write.data_files import DATA_DIR
+async def commit_write_async(plan: WritePlan, fragments: Sequence[Any]) -> int | None:
+    """Commit the fragments tasks wrote (``FragmentMetadata``) as ONE new version through
+    ``LanceDataset.commit``'s layer (:func:`lancejit.table.commit_api.commit_async`):
+    ``LanceOperation.Append`` at the planned read version, ``LanceOperation.Overwrite`` (only
+    creating for a new dataset), or for new columns fragment ids reserved then one
+    ``LanceOperation.Merge``.  Returns the version, or None when nothing was committed
+    (``ignore``; see :class:`WritePlan` for the actions)."""
+    from lancejit.table.commit_api import commit_async
+    from lancejit.table.commit import load_manifest
+    from lancejit.table.operation import LanceOperation
 
-    store, root = _store(plan.uri, plan.storage_options)
-    paths = [join_path(root, DATA_DIR, n) for n in names]
-    if not paths:
-        return
-    try:
-        await store.delete_many(paths)
-    except Exception:  # noqa: BLE001
-        for p in paths:
-            try:
-                await store.delete(p)
-            except Exception:  # noqa: BLE001
-                pass
-
-
-async def commit_write_async(plan: WritePlan, fragments: Sequence[bytes]) -> int | None:
-    """Commit the fragments tasks wrote as ONE new version (see :class:`WritePlan` for the
-    actions); returns the version, or None when nothing was committed (``ignore``)."""
-    from lancejit.pb import table_pb2
-    from lancejit.table.commit import Append, Overwrite, commit, load_manifest
-
-    store, root = _store(plan.uri, plan.storage_options)
-    frags = tuple(table_pb2.DataFragment.FromString(raw) for raw in fragments)
-    fields_pb = tuple(_field_pbs(plan.fields))
-    meta = dict(plan.schema_metadata)
     if plan.action == "ignore":
         return None
+    frags = list(fragments)
+    so = plan.storage_options
     if plan.action == "append":
         if plan.new_fields:
-            return await _commit_merge(plan, store, root, frags)
-        return await commit(store, root, Append(frags), plan.read_version)
-    op = Overwrite(frags, fields_pb, meta)
+            return await _commit_merge(plan, frags)
+        return (await commit_async(plan.uri, LanceOperation.Append(frags), plan.read_version,
+                                   storage_options=so))[1]
+    op = LanceOperation.Overwrite(plan.lance_schema(), frags)
     if plan.action == "overwrite":
-        return await commit(store, root, op, plan.read_version, data_storage_version=plan.storage_version)
+        return (await commit_async(plan.uri, op, plan.read_version, storage_options=so,
+                                   data_storage_version=plan.storage_version))[1]
     try:
-        return await commit(store, root, op, 0, create_only=True, data_storage_version=plan.storage_version)
+        return (await commit_async(plan.uri, op, 0, storage_options=so, create_only=True,
+                                   data_storage_version=plan.storage_version))[1]
     except AlreadyExistsError:
         if plan.action == "create":
             raise
         if plan.action == "ignore_if_exists":
             return None
     # an append to a dataset created meanwhile by another writer: append to it if alike
+    store, root = _store(plan.uri, so)
     lm = await load_manifest(store, root)
     assert lm is not None
     theirs = [(f.id, f.name, f.parent_id, f.logical_type) for f in lm.manifest.fields]
-    mine = [(f.id, f.name, f.parent_id, f.logical_type) for f in fields_pb]
+    mine = [(f.id, f.name, f.parent_id, f.logical_type) for f in _field_pbs(plan.fields)]
     if theirs != mine:
         raise SchemaMismatchError(f"dataset {plan.uri} was created concurrently with a different schema") from None
-    return await commit(store, root, Append(frags), int(lm.manifest.version))
+    return (await commit_async(plan.uri, LanceOperation.Append(frags), int(lm.manifest.version),
+                               storage_options=so))[1]
 
 
 def _field_pbs(raw: Sequence[bytes]) -> list:
@@ -289,47 +268,46 @@ def _field_pbs(raw: Sequence[bytes]) -> list:
     return [file_pb2.Field.FromString(b) for b in raw]
 
 
-async def _commit_merge(plan: WritePlan, store: Any, root: str, frags: tuple) -> int:
-    """An append adding columns: fragment ids reserved, then ONE ``Merge`` of the dataset's
+async def _commit_merge(plan: WritePlan, frags: list[Any]) -> int:
+    """An append adding columns: fragment ids reserved (``ReserveFragments``, an operation the
+    reference's Python API has no class for), then ONE ``LanceOperation.Merge`` of the dataset's
     fragments plus the new ones under the widened schema.  Concurrent appends or deletions are
     taken in (planned again on the latest version); a concurrent schema change fails."""
-    from lancejit.pb import table_pb2
-    from lancejit.table.commit import Merge, ReserveFragments, Transaction, commit, commit_transaction, load_manifest
+    import dataclasses
 
+    from lancejit.core.schema import LanceSchema
+    from lancejit.table.commit import ReserveFragments, Transaction, commit_transaction, latest_version, load_manifest
+    from lancejit.table.commit_api import commit_async
+    from lancejit.table.meta.fragment_meta import FragmentMetadata
+    from lancejit.table.operation import LanceOperation
+
+    store, root = _store(plan.uri, plan.storage_options)
     new_pb = _field_pbs(plan.new_fields)
     read_version = plan.read_version
     base = await load_manifest(store, root, read_version)
     base_fields = [f.SerializeToString() for f in base.manifest.fields]
     for attempt in range(MERGE_RETRIES + 1):
         lm = await load_manifest(store, root, read_version)
-        m = lm.manifest
-        if [f.SerializeToString() for f in m.fields] != base_fields:
+        if [f.SerializeToString() for f in lm.manifest.fields] != base_fields:
             raise CommitConflictError(f"the schema of {plan.uri} changed while columns were being added "
                                       f"(version {plan.read_version} -> {read_version})")
         res = await commit_transaction(store, root, Transaction(read_version, ReserveFragments(len(frags))))
-        next_id = res.manifest.max_fragment_id + 1 - len(frags)
-        numbered = []
-        for f in frags:
-            n = table_pb2.DataFragment()
-            n.CopyFrom(f)
-            n.id = next_id
-            next_id += 1
-            numbered.append(n)
-        all_frags = tuple(res.manifest.fragments) + tuple(numbered)
-        op = Merge(all_frags, tuple(res.manifest.fields) + tuple(new_pb), dict(res.manifest.schema_metadata),
-                   preserves_nullability=True)
+        first = res.manifest.max_fragment_id + 1 - len(frags)
+        numbered = [dataclasses.replace(f, id=first + i) for i, f in enumerate(frags)]
+        existing = [FragmentMetadata.from_pb(f) for f in res.manifest.fragments]
+        m = res.manifest
+        widened = LanceSchema.from_pb(list(m.fields) + new_pb, dict(m.schema_metadata))
+        op = LanceOperation.Merge(existing + numbered, widened, preserves_nullability=True)
         try:
-            return await commit(store, root, op, res.version)
+            return (await commit_async(plan.uri, op, res.version, storage_options=plan.storage_options))[1]
         except RetryableCommitError:
             if attempt >= MERGE_RETRIES:
                 raise
-            from lancejit.table.commit import latest_version
-
             read_version = await latest_version(store, root)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def commit_write(plan: WritePlan, fragments: Sequence[bytes]) -> int | None:
+def commit_write(plan: WritePlan, fragments: Sequence[Any]) -> int | None:
     """Synchronous :func:`commit_write_async`."""
     from lancejit.io.sync import run_sync
 
@@ -337,5 +315,5 @@ def commit_write(plan: WritePlan, fragments: Sequence[bytes]) -> int | None:
     return run_sync(commit_write_async(plan, fragments), store=store)
 
 
-__all__ = ["WritePlan", "match_columns", "commit_write", "commit_write_async", "conform", "delete_files",
-           "fragment_files", "plan_write", "write_fragments"]
+__all__ = ["WritePlan", "match_columns", "commit_write", "commit_write_async", "conform", "fragment_files",
+           "plan_write", "write_task"]

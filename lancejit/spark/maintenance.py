@@ -140,14 +140,17 @@ class _Upsert:
         return surfaced_iter(self._run(batches))
 
     def _run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from .fragments import write_fragments
+        from lancejit.table.meta.fragment_meta import fragment_pb
+
+        from .fragments import write_task
 
         got = [b for b in batches if b.num_rows]
         rows = self._rows(pa.Table.from_batches(got)) if got else None
         out = {"fragments": (), "removed": b"", "updated": 0, "inserted": 0, "deleted": 0}
         if rows is not None:
             new_rows, kept_ids, removed, counts = rows
-            frags = write_fragments(new_rows.to_batches(), self.plan) if new_rows.num_rows else ()
+            metas = write_task(new_rows.to_batches(), self.plan) if new_rows.num_rows else ()
+            frags = tuple(fragment_pb(m).SerializeToString() for m in metas)
             if kept_ids is not None and len(kept_ids):
                 frags = _with_row_ids(frags, kept_ids)
             out = {"fragments": frags, "removed": removed.astype(np.uint64).tobytes(), **counts}

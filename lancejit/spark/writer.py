@@ -6,11 +6,14 @@ Built on the driver/worker split of :mod:`.fragments`:
   decides what the files hold and which operation will be committed (append, overwrite,
   create; an append that adds columns with ``mergeSchema``; the ``write_mode`` that
   :func:`lancejit.spark.write` sets for ``errorifexists`` / ``ignore``);
-* tasks (:meth:`LanceWriter.write`): :func:`.fragments.write_fragments` streams the task's Arrow
-  batches into data files ``data/<job id>-<name>.lance`` and returns the new fragments.  A
-  failing task removes its own files;
+* tasks (:meth:`LanceWriter.write`): :func:`.fragments.write_task` streams the task's Arrow
+  batches through ``lance.fragment.write_fragments`` into data files
+  ``data/<job id>-<name>.lance`` (its ``name_prefix``) and returns the new fragments'
+  ``FragmentMetadata``.  A failing task removes its own files;
 * :meth:`LanceWriter.commit` (a separate Python worker: it only uses the store): ONE version
-  through :func:`.fragments.commit_write` (conflicts retried there);
+  through :func:`.fragments.commit_write` (``LanceDataset.commit`` of a ``LanceOperation``;
+  conflicts retried there), then the job's files the commit does not hold are removed (one
+  listing of ``data/``: attempts Spark retried or dropped after they wrote);
 * :meth:`LanceWriter.abort`: writes the job's abort marker (``_spark_aborts/<job id>``), removes
   the files of the messages it gets and, for ``abort_grace_seconds`` (default 3 s, longer than
   Spark's 2 s Python task kill timeout), every other file of this job id under ``data/``
@@ -24,13 +27,13 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Collection, Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from .fragments import WritePlan, commit_write, fragment_files, plan_write, write_fragments
+from .fragments import WritePlan, commit_write, fragment_files, plan_write, write_task
 from .options import WriteOptions
 from .surface import surfaced
 
@@ -43,9 +46,10 @@ ABORTS_DIR = "_spark_aborts"
 
 @dataclass(frozen=True)
 class LanceCommitMessage(WriterCommitMessage):
-    """What a task returns: its new fragments (serialized ``DataFragment``), in write order."""
+    """What a task returns: its new fragments (``FragmentMetadata``, as ``write_fragments``
+    returns them), in write order."""
 
-    fragments: tuple[bytes, ...]
+    fragments: tuple[Any, ...]
 
 
 class LanceWriter(DataSourceArrowWriter):
@@ -95,7 +99,7 @@ class LanceWriter(DataSourceArrowWriter):
 
         if self.plan.action == "ignore":  # the dataset exists: nothing to write
             return LanceCommitMessage(())
-        frags = write_fragments(iterator, self.plan)
+        frags = tuple(write_task(iterator, self.plan))
         if frags:
             store, root = self._store()
             if run_sync(store.exists(self._abort_marker(root)), store=store):
@@ -106,15 +110,18 @@ class LanceWriter(DataSourceArrowWriter):
     # ------------------------------------------------------------------ driver side
     @surfaced
     def commit(self, messages: list) -> None:
-        frags = [raw for m in messages if m is not None for raw in m.fragments]
+        frags = [f for m in messages if m is not None for f in m.fragments]
         try:
             version = commit_write(self.plan, frags)
         except BaseException:
             self.abort(messages)
             raise
+        store, root = self._store()
         if version is None and frags:  # nothing committed ("ignore"): the files are not needed
-            store, root = self._store()
             _delete_quietly(store, [self._data_path(root, n) for n in fragment_files(frags)])
+        # files of attempts whose results Spark dropped (a retried task whose first attempt died
+        # after writing, a speculative copy that lost): this job's names the commit does not hold
+        self._sweep(store, root, keep=fragment_files(frags) if version is not None else ())
 
     def abort(self, messages: list) -> None:
         from lancejit.io.sync import run_sync
@@ -137,14 +144,17 @@ class LanceWriter(DataSourceArrowWriter):
         # every task of the job has been killed by now: the marker has done its work
         _delete_quietly(store, [self._abort_marker(root)])
 
-    def _sweep(self, store: Any, root: str) -> None:
+    def _sweep(self, store: Any, root: str, keep: Collection[str] = ()) -> None:
+        """Remove this job's data files (names starting with its id) except ``keep``."""
         from lancejit.io.sync import run_sync
 
+        kept = set(keep)
         try:
             listed = run_sync(store.list(self._data_path(root, ""), recursive=False), store=store)
         except Exception:  # noqa: BLE001 - best effort
             listed = []
-        mine = [i.path for i in listed if os.path.basename(i.path).startswith(self.job_id + "-")]
+        mine = [i.path for i in listed
+                if os.path.basename(i.path).startswith(self.job_id + "-") and os.path.basename(i.path) not in kept]
         _delete_quietly(store, mine)
         if getattr(store, "scheme", "") == "file":
             _remove_local_temp_files(self._data_path(root, ""), self.job_id)

@@ -19,15 +19,22 @@ from lancejit.io import open_store
 from .commit import ManifestWriteConfig, commit_transaction, load_manifest
 from .commit import Transaction as InternalTransaction
 from .operation import LanceOperation, Transaction, to_internal, transaction_from_internal, transaction_to_internal
+from .write.data_files import normalize_storage_version
 from .write.dataset_write import held_lock, merge_properties
 
 
 async def commit_async(uri: str, operation: Any, read_version: int | None = None, *, commit_lock: Any = None,
                        storage_options: dict[str, str] | None = None, enable_v2_manifest_paths: bool | None = None,
                        detached: bool = False, max_retries: int = 20, commit_message: str | None = None,
-                       enable_stable_row_ids: bool | None = None, **kwargs: Any) -> tuple[str, int]:
+                       enable_stable_row_ids: bool | None = None, create_only: bool = False,
+                       data_storage_version: str | None = None, **kwargs: Any) -> tuple[str, int]:
     """Commit ``operation`` (a ``LanceOperation`` or ``Transaction``) to the dataset at ``uri``;
-    returns ``(uri, new version)``."""
+    returns ``(uri, new version)``.
+
+    lancejit's additions: ``create_only`` fails with :class:`AlreadyExistsError` when the dataset
+    exists (checked at the commit itself, so a dataset created concurrently is not overwritten);
+    ``data_storage_version`` is the file format version an ``Overwrite`` records (the reference
+    keeps the dataset's; a new dataset takes its files')."""
     for k, v in kwargs.items():
         if k == "commit_timeout":
             continue
@@ -57,11 +64,13 @@ async def commit_async(uri: str, operation: Any, read_version: int | None = None
                                f"got {type(operation).__name__}")
     if latest is None and txn.read_version != 0:
         raise InvalidInputError(f"dataset {uri} does not exist: only an Overwrite at read version 0 creates it")
-    config = ManifestWriteConfig(enable_stable_row_ids=bool(enable_stable_row_ids) and latest is None)
+    config = ManifestWriteConfig(enable_stable_row_ids=bool(enable_stable_row_ids) and latest is None,
+                                 data_storage_version=None if data_storage_version is None
+                                 else normalize_storage_version(data_storage_version))
     with held_lock(commit_lock, txn.read_version + 1):
         res = await commit_transaction(store, root, txn, config=config,
                                        enable_v2_manifest_paths=enable_v2_manifest_paths is not False,
-                                       max_attempts=max(1, int(max_retries)))
+                                       create_only=bool(create_only), max_attempts=max(1, int(max_retries)))
     return os.fspath(uri), res.version
 
 

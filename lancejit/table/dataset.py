@@ -78,11 +78,13 @@ class Dataset(ArrowDatasetFace, DatasetReader):
             ctx, default_scan_options = opened.context, opened._default_scan_options
         super().__init__(ctx)
         self._default_scan_options: dict[str, Any] | None = default_scan_options
+        self._arm_arrow()
 
     def _adopt(self, new: DatasetReader) -> None:
         """Move this object to ``new``'s version (what a change committed)."""
         self._ctx = new.context
         self._take_specs = {}
+        self._arm_arrow()
 
     async def _moved_to(self, version: int) -> None:
         self._adopt(await self.checkout_version_async(version))

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import InvalidInputError, NotSupportedError
+from lancejit.core.schema import LanceSchema
 from lancejit.io.sync import run_sync, store_hint
 
 from .commit import delete_rows
@@ -245,7 +246,7 @@ def _storage_version(data_storage_version: str | None, use_legacy_format: bool |
 def write_fragments(
     data: Any,
     dataset_uri: Any,
-    schema: pa.Schema | None = None,
+    schema: pa.Schema | LanceSchema | None = None,
     *,
     return_transaction: bool = False,
     mode: str = "append",
@@ -259,6 +260,7 @@ def write_fragments(
     use_legacy_format: bool | None = None,
     storage_options: dict | None = None,
     enable_stable_row_ids: bool = False,
+    name_prefix: str = "",
     **kwargs: Any,
 ) -> List[FragmentMetadata] | Transaction:
     """Write ``data`` as new fragments of the dataset at ``dataset_uri`` (a URI, path or dataset
@@ -270,10 +272,17 @@ def write_fragments(
     (they pickle, and ``to_json()`` / ``FragmentMetadata.from_json`` carry them as text) and
     commits once with ``LanceDataset.commit(uri, LanceOperation.Append(fragments),
     read_version=...)``.  Unknown reference options (bases, namespaces, blobs) raise
-    :class:`NotSupportedError` when set."""
+    :class:`NotSupportedError` when set.
+
+    lancejit's additions: ``schema`` may be a :class:`~lancejit.core.schema.LanceSchema` (the
+    files get exactly its field ids: a driver fixes them once for all its workers, new columns
+    included); ``name_prefix`` starts every data file's name, so that a job can list and remove
+    the files of its failed attempts."""
     for k, v in kwargs.items():
         if v not in (None, False, "reference"):
             raise NotSupportedError(f"write_fragments option {k} is not supported by lancejit")
+    if not isinstance(name_prefix, str) or "/" in name_prefix or "\\" in name_prefix:
+        raise InvalidInputError(f"name_prefix must be a file name prefix without '/', got {name_prefix!r}")
     uri, storage_options = _uri_and_options(dataset_uri, storage_options)
     mode = "overwrite" if mode == "create" else mode
     staged = run_sync(stage_write(
@@ -281,6 +290,7 @@ def write_fragments(
         data_storage_version=_storage_version(data_storage_version, use_legacy_format),
         max_rows_per_file=max_rows_per_file, max_bytes_per_file=max_bytes_per_file,
         storage_options=storage_options, progress=progress, max_page_bytes=max_page_bytes,
+        name_prefix=name_prefix,
     ), store=store_hint(uri))
     metas = [FragmentMetadata.from_pb(f) for f in staged.fragments]
     if not return_transaction:

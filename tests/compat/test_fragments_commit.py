@@ -230,3 +230,46 @@ def test_commit_keeps_row_ids(tmp_path, stable):
         return new.to_table(with_row_id=True).to_pylist(), new.has_stable_row_ids
 
     assert_same(case, tmp_path)
+
+
+def test_distributed_writer_keywords(tmp_path):
+    """lancejit's keywords for distributed writers (the reference has none), read back by the
+    reference: ``write_fragments(name_prefix=)`` names a job's files; a ``LanceSchema`` fixes
+    the field ids every worker writes (a new column included); ``commit(create_only=)`` never
+    overwrites; ``commit(data_storage_version=)`` is what an Overwrite records."""
+    from lancejit.core.errors import AlreadyExistsError, InvalidInputError, SchemaMismatchError
+    from lancejit.core.schema import LanceField, LanceSchema
+
+    uri = str(tmp_path / "ds")
+    ref_lance.write_dataset(_table(3), uri, data_storage_version="2.0")
+    frags = lancejit.fragment.write_fragments(_table(7, 10), uri, name_prefix="job7-", max_rows_per_file=3)
+    assert [f.physical_rows for f in frags] == [3, 3, 1]
+    assert all(df.path.startswith("job7-") for f in frags for df in f.files)
+    lancejit.LanceDataset.commit(uri, lancejit.LanceOperation.Append(frags), read_version=1)
+    assert _rows(ref_lance.dataset(uri)) == _table(3).to_pylist() + _table(7, 10).to_pylist()
+    with pytest.raises(InvalidInputError):
+        lancejit.fragment.write_fragments(_table(1), uri, name_prefix="a/b")
+
+    current = lancejit.dataset(uri).lance_schema
+    wider = LanceSchema(current.fields + (LanceField.from_arrow(pa.field("c", pa.float64()), next_id=[2]),))
+    data = _table(2, 50).append_column("c", pa.array([0.5, 1.5]))
+    new = lancejit.fragment.write_fragments(data, uri, wider)
+    assert [df.fields for f in new for df in f.files] == [[0, 1, 2]]
+    clash = LanceSchema((LanceField.from_arrow(pa.field("a", pa.int64()), next_id=[5]),))
+    with pytest.raises(SchemaMismatchError):
+        lancejit.fragment.write_fragments(_table(1).select(["a"]), uri, clash)
+    reused = LanceSchema((LanceField.from_arrow(pa.field("z", pa.int64()), next_id=[1]),))
+    with pytest.raises(SchemaMismatchError):
+        lancejit.fragment.write_fragments(pa.table({"z": pa.array([1], pa.int64())}), uri, reused)
+
+    other = str(tmp_path / "other")
+    made = lancejit.fragment.write_fragments(_table(2), other, mode="create", data_storage_version="2.1")
+    op = lancejit.LanceOperation.Overwrite(_table(1).schema, made)
+    lancejit.LanceDataset.commit(other, op, create_only=True)
+    with pytest.raises(AlreadyExistsError):
+        lancejit.LanceDataset.commit(other, op, create_only=True)
+    assert ref_lance.dataset(other).version == 1 and ref_lance.dataset(other).data_storage_version == "2.1"
+    redo = lancejit.fragment.write_fragments(_table(2), uri, mode="overwrite", data_storage_version="2.1")
+    lancejit.LanceDataset.commit(uri, lancejit.LanceOperation.Overwrite(_table(1).schema, redo), read_version=2,
+                                 data_storage_version="2.1")
+    assert ref_lance.dataset(uri).data_storage_version == "2.1" and _rows(ref_lance.dataset(uri)) == _table(2).to_pylist()

@@ -160,3 +160,37 @@ def test_fork_child_leaves_parent_loops_working():
 
     res = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-2000:]
+
+
+def test_iterator_dropped_after_its_thread_ended(tmp_path):
+    """Engines (polars, DuckDB) pull batches from their own short-lived threads and drop the
+    iterator elsewhere: it is closed there without an error reported ("Event loop is closed"
+    from the read-ahead of a loop gone with its thread), and the dataset reads on."""
+    import gc
+    import sys
+
+    path = str(tmp_path / "ds")
+    n = 400_000
+    lancejit.write_dataset(pa.table({"a": np.arange(n), "x": np.random.default_rng(0).random(n)}), path,
+                           max_rows_per_file=40_000)
+    ds = lancejit.dataset(path)
+    caught: list = []
+    hook, sys.unraisablehook = sys.unraisablehook, caught.append
+    try:
+        for _ in range(2):
+            held: list = []
+
+            def pull() -> None:
+                it = ds.to_batches(columns=["x"], batch_size=100_000)
+                held.append((it, next(it).num_rows))
+
+            worker = threading.Thread(target=pull)
+            worker.start()
+            worker.join()
+            assert held[0][1] == 100_000
+            held.clear()
+            gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert not caught, [str(c.exc_value) for c in caught]
+    assert ds.to_table(columns=["a"])["a"].to_pylist() == list(range(n))

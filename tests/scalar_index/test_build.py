@@ -131,7 +131,7 @@ def test_each_reads_the_others(built, who, few, monkeypatch):
 
     monkeypatch.setattr(index_scan, "FEW_ROWS", few)
     monkeypatch.setattr(index_scan, "UNIT_ROWS", 1000 if few < 100 else index_scan.UNIT_ROWS)
-    with config.override(index_take_fraction=1.0 if few < 100 else config.settings().index_take_fraction):
+    with config.override(index_candidate_cost=0.0 if few < 100 else config.settings().index_candidate_cost):
         _each_reads_the_other(built[who])
 
 

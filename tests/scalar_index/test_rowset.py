@@ -96,3 +96,49 @@ def test_page_lookup_finds_every_page_holding_a_range(values, batch, lo, width):
     sv = data["values"].to_numpy()
     need = {i // batch for i, v in enumerate(sv) if lo <= v <= hi}
     assert need <= set(pages.tolist())
+
+
+addresses = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3000)), max_size=400).map(
+    lambda v: np.unique(np.array([(f << 32) | o for f, o in v], dtype=np.uint64)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(addresses, max_size=12), st.integers(0, 2))
+def test_union_many_dense_and_sorted_ways_match_numpy(sets, dense_min):
+    """Unions of many sets through the mask kernels (dense) or one sort, equal to NumPy's."""
+    want = np.unique(np.concatenate(sets)) if sets else np.zeros(0, dtype=np.uint64)
+    saved = rowset.DENSE_MIN, rowset.DENSE_SPAN
+    try:  # always the mask, the mask when dense, never
+        rowset.DENSE_MIN, rowset.DENSE_SPAN = ((0, 1 << 40), (64, 8), (1 << 30, 8))[dense_min]
+        assert np.array_equal(rowset.union_many(list(sets)), want)
+    finally:
+        rowset.DENSE_MIN, rowset.DENSE_SPAN = saved
+    if len(sets) > 3 and sum(len(s) for s in sets):
+        total = sum(len(s) for s in sets)
+        got = rowset._union_mask([s for s in sets if len(s)], total)
+        assert got is None or np.array_equal(got, want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 1 << 20)), max_size=300), st.sampled_from([2, 33, 10**6]))
+def test_of_fragment_runs_and_spans(pairs, gallop):
+    rows = np.array([(f << 32) | o for f, o in pairs], dtype=np.uint64)
+    got = rowset.of(rows)
+    assert np.array_equal(got, np.unique(rows))
+    assert np.array_equal(rowset.of(np.unique(rows), unique=True), np.unique(rows))
+    saved = rowset._GALLOP
+    try:
+        rowset._GALLOP = gallop
+        ids, bounds = rowset.fragment_runs(got)
+    finally:
+        rowset._GALLOP = saved
+    high = (got >> np.uint64(32)).astype(np.int64)
+    assert ids.tolist() == sorted(set(high.tolist()))
+    for i, f in enumerate(ids.tolist()):
+        assert bounds[i] < bounds[i + 1] and (high[bounds[i]:bounds[i + 1]] == f).all()
+    assert bounds[-1] == len(got)
+    # spans one after the other, in any order
+    spans = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])][::-1]
+    idx = rowset.span_positions(np.array([a for a, _ in spans], dtype=np.int64),
+                                np.array([b for _, b in spans], dtype=np.int64))
+    assert got[idx].tolist() == [v for a, b in spans for v in got[a:b].tolist()]

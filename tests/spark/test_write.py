@@ -48,6 +48,24 @@ def _files(uri: str) -> set[str]:
     return set(os.listdir(data)) if os.path.isdir(data) else set()
 
 
+def _referenced(uri: str) -> set[str]:
+    """The data files pylance's latest version references."""
+    return {df.path for f in lance.dataset(uri).get_fragments() for df in f.metadata.files}
+
+
+def _operations(uri: str) -> list[str]:
+    """The reference's operation class of every version's transaction, oldest first."""
+    ds = lance.dataset(uri)
+    return [type(ds.read_transaction(v["version"]).operation).__name__ for v in ds.versions()]
+
+
+def _job_prefixes(uri: str, version: int) -> set[str]:
+    """The name prefixes (job ids) of the data files ``version`` added."""
+    ds = lance.dataset(uri)
+    op = ds.read_transaction(version).operation
+    return {df.path.split("-", 1)[0] for f in op.fragments for df in f.files}
+
+
 def test_create_append_overwrite(spark, tmp_path):
     uri = str(tmp_path / "out.lance")
     first = _frame(spark, 0, 200)
@@ -82,6 +100,14 @@ def test_create_append_overwrite(spark, tmp_path):
         .write.format("lancejit").mode("overwrite").save(uri)
     assert lance.dataset(uri).version == 4 and lance.dataset(uri).count_rows() == 0
     assert spark.read.format("lancejit").load(uri).count() == 0
+    # each job: write_fragments on the workers (one name prefix per job), one reference
+    # operation committed by the driver
+    assert _operations(uri) == ["Overwrite", "Append", "Overwrite", "Overwrite"]
+    prefixes = [_job_prefixes(uri, v) for v in (1, 2, 3)]
+    assert all(len(p) == 1 for p in prefixes) and len(set.union(*prefixes)) == 3
+    assert _files(uri) == set().union(*(
+        {df.path for f in lance.dataset(uri, version=v).get_fragments() for df in f.metadata.files}
+        for v in (1, 2, 3, 4)))
 
 
 def test_append_to_pylance_dataset_with_added_column(spark, tmp_path):
@@ -107,19 +133,49 @@ def test_append_to_pylance_dataset_with_added_column(spark, tmp_path):
 
 
 def test_failing_task_commits_nothing_and_leaves_no_files(spark, tmp_path):
+    """A task failing after it wrote several data files (10 rows each): nothing committed, no
+    file of the job left."""
     uri = str(tmp_path / "fail.lance")
     _frame(spark, 0, 40).write.format("lancejit").mode("append").save(uri)
     files = _files(uri)
     bad = spark.range(0, 400, numPartitions=4).selectExpr(
         "id", "CASE WHEN id = 399 THEN raise_error('boom') ELSE cast(id AS STRING) END AS name")
     with pytest.raises(Exception, match="boom"):
-        bad.write.format("lancejit").mode("overwrite").save(uri)
+        bad.write.format("lancejit").mode("overwrite").option("max_rows_per_file", 10).save(uri)
     _wait_idle(spark)
     assert lance.dataset(uri).version == 1
     assert _files(uri) == files
     assert lance.dataset(uri).count_rows() == 40
     aborts = os.path.join(uri, "_spark_aborts")  # the abort marker is removed when abort ends
     assert not os.path.isdir(aborts) or not os.listdir(aborts)
+
+
+def test_attempts_spark_dropped_are_removed_at_commit(spark, tmp_path):
+    """A task run twice (its first attempt's result dropped, as when Spark retries a task whose
+    executor died after writing, or a speculative copy loses): the commit holds the second
+    attempt's fragments only and removes the first attempt's files (the job's name prefix)."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from lancejit.spark.options import WriteOptions
+    from lancejit.spark.writer import LanceWriter
+
+    uri = str(tmp_path / "attempts.lance")
+    lance.write_dataset(pa.table({"id": pa.array([-1], pa.int64()), "s": ["x"]}), uri)
+    before = _files(uri)
+    schema = StructType([StructField("id", LongType()), StructField("s", StringType())])
+    writer = LanceWriter(WriteOptions.parse({"path": uri, "max_rows_per_file": "7"}), schema, overwrite=False)
+    part = [pa.record_batch({"id": pa.array(range(i, i + 10), pa.int64()), "s": [str(j) for j in range(i, i + 10)]})
+            for i in (0, 10)]
+    lost = writer.write(iter(part))
+    kept = writer.write(iter(part))
+    other = writer.write(iter([pa.record_batch({"id": pa.array([100], pa.int64()), "s": ["y"]})]))
+    assert len(lost.fragments) == 3 and len(_files(uri) - before) == 7
+    writer.commit([kept, other])
+    ds = lance.dataset(uri)
+    assert ds.version == 2 and _operations(uri) == ["Overwrite", "Append"]
+    assert sorted(ds.to_table()["id"].to_pylist()) == [-1] + list(range(20)) + [100]
+    assert _files(uri) == _referenced(uri)
+    assert not {df.path for f in lost.fragments for df in f.files} & _files(uri)
 
 
 def _wait_idle(spark) -> None:
@@ -235,6 +291,7 @@ def test_append_subset_and_merge_schema(spark, tmp_path):
     assert t["v"].to_pylist() == [None] * 4 + [[5.0], [6.0], [7.0]]
     # one ReserveFragments (no content change) then the Merge
     assert versions[-1] == 4 and lance.dataset(uri, version=3).count_rows() == 4
+    assert _operations(uri)[-1] == "Merge" and _files(uri) == _referenced(uri)
     back = spark.read.format("lancejit").load(uri).toArrow().sort_by("id")
     assert back["score"].to_pylist() == t["score"].to_pylist()
     # the reference appends to the evolved dataset too

@@ -266,6 +266,24 @@ def test_filter_reads_less(knobs, make_dataset, need_decoders, monkeypatch):
     assert ours.io_stats().read_bytes < full
 
 
+def test_limit_reads_only_the_fragments_it_needs(knobs, make_dataset, version):
+    """Without a filter, fragments past offset + limit are not read (``head``, ``limit=``):
+    the first fragment only for a limit inside it; answers equal the reference's."""
+    knobs(whole_file_bytes=0)  # small files: keep reading ranges
+    path = make_dataset("evolving", version)
+    ref, ours = lance.dataset(path), dataset(path)
+    ours.to_table()  # open files
+    ours.io_stats()
+    ours.to_table()
+    full = ours.io_stats().read_bytes
+    _assert_equal(ours.head(5), ref.head(5), "head")
+    first = ours.io_stats().read_bytes
+    assert 0 < first < full / 3
+    for limit, offset in [(5, 240), (30, 240), (1, 0), (300, 0), (10, 900)]:
+        _assert_equal(ours.to_table(limit=limit, offset=offset), ref.to_table(limit=limit, offset=offset),
+                      f"limit={limit} offset={offset}")
+
+
 def test_missing_data_file(make_dataset, version, tmp_path):
     path = str(tmp_path / "ds")
     shutil.copytree(make_dataset("evolving", version), path)

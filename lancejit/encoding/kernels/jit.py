@@ -9,16 +9,17 @@ compiles it on a cache miss) and replaces the kernel's name with that dispatcher
 only the kernels it meets.
 
 Loading a cached kernel: Numba's cache loader first "refreshes" its whole CPU target (imports
-and registers every typing and lowering template it has, ~0.2 s per process) although
-rebuilding already-compiled machine code needs only the Numba runtime.  For lancejit's own
-kernels the loader below initializes the runtime and skips that refresh; a cache miss still goes
-through Numba's compiler, which refreshes the target itself.  The fast loader also leaves a
+and registers every typing and lowering template it has: a fraction of a second per process)
+although rebuilding already-compiled machine code needs only the Numba runtime.  For lancejit's
+own kernels the loader below initializes the runtime and skips that refresh; a cache miss still
+goes through Numba's compiler, which refreshes the target itself.  The fast loader also leaves a
 kernel's callees unresolved until a cache miss needs them (a load creates one dispatcher, not
 one per callee), skips Numba's extension entry-point scan unless it compiles, and rebuilds the
 environments of Numba library code inlined in a kernel without importing their modules
-(``numba.np.arrayobj`` & co., ~20 ms), loads the Numba runtime's own functions from a cache
-file instead of compiling them and types arrays without importing ``numpy.ma``
-(:mod:`.numba_startup`).  ``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this off.
+(``numba.np.arrayobj`` & co., costly imports a cached load does not need), loads the Numba
+runtime's own functions from a cache file instead of compiling them and types arrays without
+importing ``numpy.ma`` (:mod:`.numba_startup`).  ``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this
+off.
 
 The fast loader replaces private Numba functions (``Cache.load_overload``,
 ``environment._rebuild_env``, and through :mod:`.numba_startup` ``nrtdynmod.compile_nrt_functions``

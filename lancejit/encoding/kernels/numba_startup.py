@@ -3,7 +3,7 @@
 * **The Numba runtime's own functions from a cache file.**  Before the first kernel runs, Numba
   initializes its runtime (NRT): it builds a small LLVM module (atomic reference counting,
   ``NRT_MemInfo_data_fast``, the unresolved-symbol abort), optimizes it and generates machine
-  code for it -- in every process, about a third of what loading Numba's modules costs.  Here
+  code for it -- in every process, a sizeable part of what starting Numba costs.  Here
   the runtime's functions are compiled once with object caching and written next to Numba's
   cache of lancejit's kernels (a file named after the Numba, llvmlite and LLVM versions, the
   CPU and the Python version: what the machine code depends on, as for Numba's own cache
@@ -12,7 +12,7 @@
   compiled as before; a cache directory that cannot be written leaves the file out.
 * **Array types without ``numpy.ma``.**  Numba types an ndarray argument (the first call of a
   kernel with each array type) by first asking whether it is a ``numpy.ma.MaskedArray``, which
-  imports ``numpy.ma`` (~10 ms); plain ndarrays are typed here the same way without asking.
+  imports ``numpy.ma``; plain ndarrays are typed here the same way without asking.
 
 :func:`install` replaces ``nrtdynmod.compile_nrt_functions`` and the ``ndarray`` entry of
 Numba's ``typeof`` (private Numba names: :mod:`.jit` calls it only for the Numba versions its

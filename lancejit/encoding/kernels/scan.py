@@ -133,8 +133,8 @@ def plan_runs(seg_key, seg_b0, seg_stride, seg_len, blk_g0, blk_g1, blk_kbase, r
 @njit(cache=True, nogil=True, inline="always")
 def copy_range(dst, d, src, s, n):  # pragma: no cover - compiled
     """``dst[d:d + n] = src[s:s + n]`` (bounds checked by the caller): a loop over uint64
-    indices, which LLVM vectorizes (a slice assignment, or signed indices, copy ~10x slower:
-    a run of 512 float64 values 0.15 -> 0.013 ms per 60,000 values)."""
+    indices, which LLVM vectorizes (a slice assignment, or signed indices, copy an order of
+    magnitude slower)."""
     d = uint64(d)
     s = uint64(s)
     for i in range(uint64(n)):
@@ -180,7 +180,7 @@ def _offsets_run(data, p, w, n, prev, size, base, out_offsets, t):  # pragma: no
     """``out_offsets[t + 1 + i] = base + offset i + 1`` for the ``n`` offsets of ``w`` bytes
     after the one at ``data[p]`` (value ``prev``; uint64 positions): ``(last offset, all
     ascending and at most size)``.  (4-byte offsets get their own loop, which LLVM turns into
-    one load per offset: ~7x faster than a loop over a runtime width.)"""
+    one load per offset: several times faster than a loop over a runtime width.)"""
     bad = False
     t1 = t + uint64(1)
     if w == 4:
@@ -379,7 +379,7 @@ def runs_fsst(data, run_seg, run_in, run_len, run_pos, seg_szw, seg_len, seg_def
             if b < a or b > size:
                 return np.int64(-TAKE_BAD_OFFSETS), np.int64(t)
             # (_decode_value called here, raw values copied byte by byte: through fsst_value,
-            # or with a slice copy in this loop, LLVM compiles the decode loop ~3x slower)
+            # or with a slice copy in this loop, LLVM compiles a decode loop several times slower)
             if on:
                 o, ok = _decode_value(data, uint64(vb + a), uint64(vb + b), tw, tl, out_data, o)
                 if not ok:

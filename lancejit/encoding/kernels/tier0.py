@@ -1,17 +1,18 @@
 """Tier 0 of the lazy kernels: small calls run the kernel's own Python source before Numba is loaded.
 
-Importing Numba and loading cached kernels costs about 0.25 s per process (``import numba``
-~0.15 s, the Numba runtime ~0.02 s, ~5-10 ms per cached signature), which dwarfs a small take
-(three rows of three columns: ~5 ms of kernel work *interpreted*).  So, while Numba is not
-loaded, a call of a kernel listed in :data:`COSTS` whose estimated interpreted cost is at most
-:data:`CALL_LIMIT_US` runs as plain Python (the kernel function itself, its kernel callees and
-Numba cast names resolved to interpreted twins / NumPy casts; kernels in :data:`NUMPY` run a
-vectorized NumPy version instead) -- until the process has spent
-:data:`BUDGET_US` of estimated interpreted time; then, and for every larger call, the kernel goes
-to Numba as before (which imports Numba once).  A long-running process thus pays Numba's load
-once it does real work, and a process serving a few small takes never pays it.  Once Numba is
-loaded (a scan loaded it), a kernel not loaded yet still serves its first tiny calls interpreted
-(:data:`KERNEL_BUDGET_US` per kernel), so a few-row take after a scan loads no take kernel.
+Importing Numba and loading cached kernels costs tenths of a second per process (``import
+numba`` most of it, then the Numba runtime and every cached signature loaded), which dwarfs a
+small take (a few rows of a few columns: milliseconds of kernel work even *interpreted*).  So,
+while Numba is not loaded, a call of a kernel listed in :data:`COSTS` whose estimated
+interpreted cost is at most :data:`CALL_LIMIT_US` runs as plain Python (the kernel function
+itself, its kernel callees and Numba cast names resolved to interpreted twins / NumPy casts;
+kernels in :data:`NUMPY` run a vectorized NumPy version instead) -- until the process has spent
+:data:`BUDGET_US` of estimated interpreted time; then, and for every larger call, the kernel
+goes to Numba as before (which imports Numba once).  A long-running process thus pays Numba's
+load once it does real work, and a process serving a few small takes never pays it.  Once Numba
+is loaded (a scan loaded it), a kernel not loaded yet still serves its first tiny calls
+interpreted (:data:`KERNEL_BUDGET_US` per kernel), so a few-row take after a scan loads no take
+kernel.
 
 Semantics: the listed kernels use only int64/uint64 scalar arithmetic, indexing and slicing of
 preallocated arrays, ``np.argsort`` and ``np.int64``/``np.uint64`` casts, which NumPy scalars
@@ -52,9 +53,9 @@ COSTS: dict[str, Callable[..., float]] = {
 
 def page_segments_numpy(raw: np.ndarray, pages: np.ndarray, out: np.ndarray) -> int:
     """:func:`lancejit.encoding.kernels.take_meta.page_segments` as a few NumPy calls per page
-    (tier 0's version of it: interpreting the kernel costs ~5 us per chunk, ~35 ms for a
-    1M-row file's three columns).  Same outputs and return value; word sizes other than 2 and
-    4 raise (the compiled kernel then runs)."""
+    (tier 0's version of it: interpreting the kernel pays a Python loop iteration per chunk,
+    a large part of :data:`CALL_LIMIT_US` on a big file's columns).  Same outputs and return
+    value; word sizes other than 2 and 4 raise (the compiled kernel then runs)."""
     s = 0
     for p, (wsize, pos, nseg, rows, key, data, dsize, defw, fixed, maxcount) in enumerate(pages.tolist()):
         if wsize == 0:
@@ -97,13 +98,13 @@ NUMPY: dict[str, Callable[..., Any]] = {
     "lancejit.encoding.kernels.take_meta.page_segments": page_segments_numpy,
 }
 
-#: Largest estimated cost (microseconds) of one interpreted call: a 100-row take of bit-packed
-#: columns (~25 ms interpreted, bit unpacking in NumPy: :mod:`.tier0_numpy`).
+#: Largest estimated cost (microseconds) of one interpreted call: it admits a 100-row take of
+#: bit-packed columns (bit unpacking in NumPy: :mod:`.tier0_numpy`).
 CALL_LIMIT_US = 60_000
 #: Estimated interpreted time (microseconds) a process may spend before it loads Numba: a few
-#: 100-row takes, or dozens of one-row takes (~2 ms each interpreted, 0.1-0.2 ms compiled), under
-#: half of Numba's ~0.3-0.45 s load, so a busy process reaches compiled speed after a handful of
-#: takes while a fresh process serving a 100-row take never loads it.
+#: 100-row takes, or dozens of one-row takes (each an order of magnitude slower interpreted than
+#: compiled), under half of what loading Numba costs, so a busy process reaches compiled speed
+#: after a handful of takes while a fresh process serving a 100-row take never loads it.
 BUDGET_US = 150_000
 
 #: Once Numba is loaded, a kernel not loaded yet still runs interpreted for calls estimated at

@@ -124,7 +124,7 @@ def take_bitpacked(data: np.ndarray, item_pos: np.ndarray, item_in: np.ndarray, 
                    seg_szw: np.ndarray, seg_len: np.ndarray, seg_count: np.ndarray, seg_def: np.ndarray,
                    tmpw: np.ndarray, tmpb: np.ndarray, tmp: np.ndarray, out: np.ndarray) -> int:
     """:func:`lancejit.encoding.kernels.take.take_bitpacked` reading each item's bits straight
-    from its chunk (the kernel unpacks every touched chunk whole: ~0.15 ms a chunk here), the
+    from its chunk (the kernel unpacks every touched chunk whole, slow in NumPy), the
     same checks in the same order; the scratch buffers end as the kernel leaves them (each
     chunk's bytes staged, the last one unpacked once)."""
     ws = tmpw.itemsize

@@ -97,7 +97,7 @@ def gather_slices(src, starts, lens, out):
         ln = lens[i]
         if s < 0 or ln < 0 or s + ln > src.shape[0] or pos + ln > out.shape[0]:
             return -1
-        copy_range(out, pos, src, s, ln)  # (a slice assignment copies ~10x slower)
+        copy_range(out, pos, src, s, ln)  # (a slice assignment copies an order of magnitude slower)
         pos += ln
     return pos
 

@@ -451,7 +451,7 @@ def fast_positions(node: FastNode, table: pa.Table) -> np.ndarray | None:
 
 def positions(mask: np.ndarray) -> np.ndarray:
     """Positions (int64, ascending) of the 1s of a uint8 0/1 ``mask``: a branch-free kernel
-    (NumPy's ``flatnonzero`` branches per row: 3x slower on masks of mixed density)."""
+    (NumPy's ``flatnonzero`` branches per row: several times slower on masks of mixed density)."""
     from lancejit.encoding.kernels import filter as fk
 
     count = int(np.count_nonzero(mask.view(np.bool_)))

@@ -55,8 +55,8 @@ _NE_TERM = re.compile(rf"\s*({_IDENT})\s*(?:!=|<>)\s*({_LIT})\s*", re.IGNORECASE
 #: Terms ``col = literal`` of one top-level OR chain (``col != literal`` of an AND chain) on one
 #: column from which the text is rewritten to ``col IN (...)`` (``NOT IN``) before parsing.
 CHAIN_TO_IN = 8
-#: Most tokens (words, numbers, symbols; after the rewrites) handed to sqlglot, which parses
-#: about 20,000 tokens a second.
+#: Most tokens (words, numbers, symbols; after the rewrites) handed to sqlglot, whose parse
+#: time grows with them: this bounds a filter's parse to seconds.
 MAX_TOKENS = 60_000
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

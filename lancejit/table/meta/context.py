@@ -85,6 +85,17 @@ class AsyncLRU:
         """True when a :meth:`get` of ``key`` is loading it on the running event loop."""
         return (id(asyncio.get_running_loop()), key) in self._loading
 
+    def grew(self, key: Hashable, value: Any, nbytes: int) -> None:
+        """Weigh ``value``, cached under ``key``, ``nbytes`` more (a value filled over time,
+        whose ``nbytes`` attribute has grown by as much); others may leave.  Nothing when
+        ``value`` has left already."""
+        items = self._items
+        if self.max_bytes is None or items.get(key) is not value:
+            return
+        items.move_to_end(key)
+        self.nbytes += nbytes
+        self._evict()
+
     def put(self, key: Hashable, value: Any) -> Any:
         """Cache ``value`` under ``key`` unless a value is cached already; returns the cached
         one (for callers loading many keys at once, e.g. a batched open of data files)."""

@@ -106,7 +106,7 @@ class DynamoDBManifestStore(ExternalManifestStore):
             "aws_session_token": token,
         }
         self._session: Any = None
-        #: One client per event loop (its first request opens the connection: ~100 ms on moto).
+        #: One client per event loop (its first request opens the connection, the slowest part).
         self._clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future]" = (
             weakref.WeakKeyDictionary()
         )

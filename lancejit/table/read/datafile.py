@@ -292,8 +292,8 @@ async def open_data_files(ctx: "DatasetContext", data_files: Sequence[DataFile])
     if todo:
         if len(todo) >= settings().gc_pause_files:
             # many 64 KiB tails: let the C heap keep freed memory (as the first scan does), so
-            # later batches read into pages already mapped (a fresh 64 KiB buffer costs ~16
-            # page faults, more than reading into it)
+            # later batches read into pages already mapped (a fresh 64 KiB buffer costs a page
+            # fault per 4 KiB, more than reading into it)
             from .heap import keep_scan_buffers
 
             keep_scan_buffers()

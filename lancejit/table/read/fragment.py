@@ -30,8 +30,8 @@ ROWADDR = "_rowaddr"
 
 def numpy_array(values: np.ndarray, type_: pa.DataType) -> pa.Array:
     """A fixed-width Arrow array (no nulls) over the numeric NumPy ``values`` of matching width,
-    without copying.  (Unlike ``pa.array``, whose first call imports pandas: ~0.3-0.6 s in a
-    fresh process.)"""
+    without copying.  (Unlike ``pa.array``, whose first call imports pandas: tenths of a second
+    in a fresh process.)"""
     values = np.ascontiguousarray(values)
     return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
 

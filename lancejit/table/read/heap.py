@@ -3,10 +3,10 @@
 A scan allocates its read buffers, decode scratch and output arrays with NumPy, i.e. glibc's
 ``malloc``.  By default glibc serves blocks above a dynamic threshold (128 KiB at first) with
 fresh ``mmap`` mappings and gives the top of the heap back to the system as soon as 128 KiB are
-free there, so every scan writes to fresh pages: one page fault per 4 KiB.  Measured on a
-200,000-row scan of ``id, x, s`` in 10 fragments (2 cores, alternated with the reference): about
-1,600 faults and 10 ms per scan; with blocks up to 32 MiB from the heap and up to 64 MiB of free
-heap kept, about 10 faults and 6 ms.  The reference's allocator keeps freed memory the same way.
+free there, so every scan writes to fresh pages: one page fault per 4 KiB, a large share of a
+small scan's time.  With blocks up to 32 MiB from the heap and up to 64 MiB of free heap kept, a
+repeated scan writes mostly to pages already mapped and takes a fraction of the page faults
+(``perf/scan.py`` counts them).  The reference's allocator keeps freed memory the same way.
 
 :func:`keep_scan_buffers` sets those two limits once per process, at the first scan or the first
 batched open of 32 or more data files (a fresh 64 KiB tail buffer costs more in page faults

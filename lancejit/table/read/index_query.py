@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
 from lancejit.core.config import settings
 
 from ..indices.scalar import rowset
 from ..indices.scalar.catalog import ScalarSegment, scalar_segments
-from ..indices.scalar.domain import Unusable, convert, kind_of
+from ..indices.scalar.domain import Unusable, convert, kind_of, literal
 from ..indices.scalar.opened import ScalarIndex, open_segment
 from ..indices.scalar.predicates import OPAQUE, Junction, Leaf, exact as _exact, index_tree
 from ..meta.features import FLAG_STABLE_ROW_IDS
@@ -206,14 +207,15 @@ def _or(a: RowSet, b: RowSet) -> RowSet:
 
 
 def _in_fragments(rows: np.ndarray, fragments: np.ndarray) -> np.ndarray:
-    """The rows (sorted addresses) whose fragment is in ``fragments`` (sorted ids)."""
+    """The rows (sorted addresses) whose fragment is in ``fragments`` (sorted ids): one binary
+    search per fragment, no pass over the rows when they all are."""
     if not len(rows):
         return rows
-    high = (rows >> np.uint64(32)).astype(np.int64)
-    if high[0] == high[-1]:
-        i = int(np.searchsorted(fragments, high[0]))
-        return rows if i < len(fragments) and fragments[i] == high[0] else rowset.EMPTY
-    return rows[np.isin(high, fragments)]
+    frags = np.asarray(fragments, dtype=np.uint64)
+    starts = np.searchsorted(rows, frags << np.uint64(32))
+    stops = np.where(frags >= np.uint64(0xFFFFFFFF), len(rows),
+                     np.searchsorted(rows, (frags + np.uint64(1)) << np.uint64(32)))
+    return rows[rowset.span_positions(starts, stops)]
 
 
 async def _to_addresses(ctx: "DatasetContext", rows: np.ndarray) -> np.ndarray:
@@ -269,34 +271,87 @@ async def resolve(ctx: "DatasetContext", q: IndexQuery) -> RowSet:
 
 async def drop_deleted(ctx: "DatasetContext", rows: np.ndarray) -> np.ndarray:
     """``rows`` (sorted addresses) without the deleted ones and those of fragments no longer in
-    the version."""
+    the version (per fragment run: a look at its last offset, its deletion vector when it has
+    one; no pass over the rows of fragments without deletions)."""
     from .version_index import dataset_index
 
     if not len(rows):
         return rows
     index = await dataset_index(ctx)
-    high = (rows >> np.uint64(32)).astype(np.int64)
-    if high[0] == high[-1]:
-        frag_ids, starts = high[:1], np.zeros(1, dtype=np.int64)
-    else:
-        frag_ids, starts = np.unique(high, return_index=True)
+    frag_ids, bounds = rowset.fragment_runs(rows)
     pos, found = index.positions_of(frag_ids)
-    bounds = np.append(starts, len(rows))
+    lasts = (rows[bounds[1:] - 1] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    clean = found & (lasts < index.physical_rows[pos]) & ~index.has_deletions[pos]
+    if bool(clean.all()):
+        return rows
     keep = np.ones(len(rows), dtype=bool)
-    for i, (p, ok) in enumerate(zip(pos.tolist(), found.tolist())):
+    for i in np.flatnonzero(~clean).tolist():
         a, b = int(bounds[i]), int(bounds[i + 1])
-        if not ok:
+        if not found[i]:
             keep[a:b] = False
             continue
+        p = int(pos[i])
         low = (rows[a:b] & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        past = low >= index.physical_rows[p]
-        if past.any():
-            keep[a:b] &= ~past
+        keep[a:b] &= low < index.physical_rows[p]
         if index.has_deletions[p]:
             deleted = await index.reader(p).deleted()
             if deleted is not None and len(deleted):
                 keep[a:b] &= ~np.isin(low, np.asarray(deleted, dtype=np.int64))
-    return rows if keep.all() else rows[keep]
+    return rows[keep]
+
+
+def least_candidates(q: IndexQuery) -> int:
+    """A lower bound of the rows (deleted ones included) the indices select, from BTREE page
+    lookups alone (no page read): for a range, or an OR of ranges, on BTREE columns, the rows
+    of the pages strictly inside a range (NULLs excepted) -- the first and last pages it
+    touches may hold rows outside it.  0 when unknown: other predicates, segments covering
+    fragments outside the query's, stable row ids (rows may have moved out)."""
+    if q.stable_row_ids:
+        return 0
+    tree = q.tree
+    best = 0
+    for leaf in tree.parts if isinstance(tree, Junction) and tree.op == "or" else (tree,):
+        if not isinstance(leaf, Leaf) or leaf.negated or leaf.query.op != "range":
+            continue
+        use = q.use_of(leaf)
+        if use.kind != "BTREE":
+            continue
+        rows = 0
+        for seg, si in use.segments:
+            lookup = si.lookup
+            if not lookup.ordered or not bool(np.isin(seg.fragments, q.covered).all()):
+                rows = 0
+                break
+            first, last = lookup.page_spans(convert(leaf.query, lookup.value_type))
+            inner = np.arange(int(first[0]) + 1, int(last[0]) - 1, dtype=np.int64)  # lookup rows
+            if len(inner):
+                starts = lookup.page_idx[inner] * lookup.batch_size
+                sizes = np.minimum(lookup.batch_size, lookup.num_rows - starts)
+                rows += int((sizes - lookup.null_counts[inner]).sum())
+        best = max(best, rows)
+    return best
+
+
+def fixed_columns(q: IndexQuery, schema: pa.Schema) -> dict[str, pa.Scalar]:
+    """The columns holding one known value in every row the filter selects: ``column =
+    literal`` leaves ANDed at the top of the index tree, on integer, text, binary and boolean
+    columns (not floats: ``-0.0`` equals ``0.0``), by name -> the value as a scalar of the
+    column's type."""
+    tree = q.tree
+    parts = tree.parts if isinstance(tree, Junction) and tree.op == "and" else (tree,)
+    out: dict[str, pa.Scalar] = {}
+    for leaf in parts:
+        if not isinstance(leaf, Leaf) or leaf.negated or leaf.query.op != "eq":
+            continue
+        t = schema.field(leaf.column).type
+        if kind_of(t) not in ("int", "str", "bytes", "bool"):
+            continue
+        try:
+            value = literal(leaf.query.values[0], t)
+        except Unusable:
+            continue
+        out[leaf.column] = pa.scalar(value.item() if isinstance(value, np.generic) else value, type=t)
+    return out
 
 
 def covered_live_rows(index: "DatasetIndex", covered: np.ndarray) -> int:
@@ -305,4 +360,5 @@ def covered_live_rows(index: "DatasetIndex", covered: np.ndarray) -> int:
     return int(index.live_rows[pos[found]].sum())
 
 
-__all__ = ["IndexQuery", "LeafUse", "covered_live_rows", "drop_deleted", "plan_index_query", "resolve"]
+__all__ = ["IndexQuery", "LeafUse", "covered_live_rows", "drop_deleted", "fixed_columns", "least_candidates",
+           "plan_index_query", "resolve"]

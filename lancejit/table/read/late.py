@@ -36,15 +36,15 @@ SMALL_UNIT_ROWS = 4096
 #: GIL), so the event loop keeps issuing reads and decodes meanwhile.
 OFFLOAD_SELECT_ROWS = 1 << 15
 #: Big units evaluate their filter kernels in a worker thread (the kernels release the GIL)
-#: while the event loop reads and decodes other units.  Off: on the shared 2-core machine the
-#: 1M-row filtered scans took more CPU (filter 24 -> 31 ms) and were not faster with it.
+#: while the event loop reads and decodes other units.  Off: with few cores, the hand-off made
+#: filtered scans spend more CPU on their filters and was not faster.
 OFFLOAD_EVAL = False
 
 
 def _select(arrays: list, positions: np.ndarray, n: int) -> list:
     """``arrays`` (``n`` rows each, plain or chunked) at the sorted, unique ``positions``
-    (int64): Arrow's ``take`` with one index array for all columns.  (Measured on 131,072-row
-    chunks, 10-90% selected: take is 2-5x cheaper than building a boolean mask and filtering, on
+    (int64): Arrow's ``take`` with one index array for all columns.  (Whether few or most rows
+    are selected, take costs a fraction of building a boolean mask and filtering, on
     int64 / float64 / string / 64-float vector columns alike.)"""
     if len(positions) == n:
         return list(arrays)
@@ -70,11 +70,10 @@ async def _read_at(
     every row), in ``tops`` order.
 
     Fewer than the ``late_take_fraction`` knob of the rows: one :func:`.scan_multi.read_members` call (a run
-    plan over the selected rows, one decode kernel per column: about half the cost of the file
-    reader's take), or the fragment reader's take for columns it does not qualify.  Otherwise
-    the whole range by the fragment reader (its page decoders beat the run decoder on whole
-    ranges: 131K rows of int64 + float64 1.2 vs 2.3 ms, of FSST strings 1.3 vs 3.1 ms), then
-    one ``take`` of the rows."""
+    plan over the selected rows, one decode kernel per column: cheaper than the file reader's
+    take), or the fragment reader's take for columns it does not qualify.  Otherwise the whole
+    range by the fragment reader (its page decoders beat the run decoder on whole ranges, of
+    fixed-width and FSST string columns alike), then one ``take`` of the rows."""
     from .scan_multi import read_members
 
     n = hi - lo

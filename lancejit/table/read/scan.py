@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 #: Filtered scans with late materialization take units of up to this many times the
 #: ``scan_unit_rows`` knob's rows (same ``scan_unit_bytes``): each unit's filter columns are read,
 #: evaluated and its other columns fetched in turn, so the per-unit Python counts for more than
-#: the overlap smaller units give (1M rows, one fragment: six filtered scans 12-26% faster
-#: with 2x; an unfiltered scan, 15% slower with 2x, keeps its units).
+#: the overlap smaller units give (filtered scans are faster with units twice as large; an
+#: unfiltered scan, slower with them, keeps its units).
 FILTERED_UNIT_FACTOR = 2
 #: A filtered scan evaluates its filter once for runs of consecutive small units of up to
 #: this many rows (one Arrow call instead of one per small fragment).
@@ -188,7 +188,8 @@ def _range_positions(index: "DatasetIndex", ranges: tuple[tuple[int, int, int], 
 
 async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tuple["DatasetIndex", ScanPlan, int]:
     """The version index, the units to read and the rows still to skip for the offset (whole
-    fragments inside the offset are dropped from the plan when there is no filter).  With a
+    fragments inside the offset, and past offset + limit, are dropped from the plan when there
+    is no filter).  With a
     filter, fragments scalar indices answer get take units of their candidate rows
     (:mod:`.index_plan`) when that beats scanning them (``count``: also when the indices count
     the matches exactly: the plan's ``indexed`` then holds the count and no unit reads them)."""
@@ -205,6 +206,10 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tup
         if k:
             to_skip -= int(ends[k - 1])
             positions = positions[k:]
+    if spec.filter is None and spec.limit is not None and len(positions) and bounds is None:
+        # fragments past the limit are not read (``head``, ``limit=``)
+        ends = np.cumsum(index.live_rows[positions])
+        positions = positions[:int(np.searchsorted(ends, to_skip + spec.limit, side="left")) + 1]
     indexed = None
     scanned = positions
     pruner = None
@@ -335,7 +340,7 @@ async def scan(ctx: DatasetContext, spec: ScanSpec, *, ramp: bool = True) -> Asy
         got = plan.indexed
 
         async def read_take(a: int, b: int) -> Any:
-            return await read_candidates(ctx, spec, index, got.upos[a:b], got.uoff[a:b], not got.exact)
+            return await read_candidates(ctx, spec, index, got.upos[a:b], got.uoff[a:b], not got.exact, got.fixed)
 
     if read_take is not None and plan.take is not None and bool(plan.take.all()) and (
             not len(plan.hi) or int(plan.hi[-1]) - int(plan.lo[0]) <= TAKE_GROUP_ROWS):

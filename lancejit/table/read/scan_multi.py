@@ -217,7 +217,7 @@ async def _batched_scans(ctx: DatasetContext, tops: Sequence[TopField], key: tup
     started in the same event-loop turn (a cold scan's first groups): the files open on the
     loop thread before any group hands decoding to the worker threads.  (Opening a file
     releases the GIL; while a worker runs Python between kernels, getting it back costs up
-    to the 5 ms switch interval: ~3 ms of a 10-file cold scan.)"""
+    to the 5 ms switch interval, a noticeable share of a cold scan of a few small files.)"""
     bkey = (id(asyncio.get_running_loop()), id(ctx), key)
     batch = _BATCHES.get(bkey)
     if batch is not None:  # the group that started the batch opens ours with its own
@@ -242,6 +242,14 @@ async def _batched_scans(ctx: DatasetContext, tops: Sequence[TopField], key: tup
         raise
     batch.done.set_result(got)
     return [got[f] for f in frags]
+
+
+async def member_fields(ctx: DatasetContext, tops: Sequence[TopField], frag: FragmentReader) -> list[bool]:
+    """Per field of ``tops``, whether :func:`read_members` reads it from ``frag`` (asked field by
+    field: a field it does not take leaves the others to it; kept like the scans)."""
+    got = [await _file_scan(frag, (t,)) for t in tops] if any(
+        _known_scan(frag, (t.name,)) is _UNKNOWN for t in tops) else [_known_scan(frag, (t.name,)) for t in tops]
+    return [g is not None for g in got]
 
 
 async def _read_known(ctx: DatasetContext, scans: list[Any], members: Sequence[Member],
@@ -296,4 +304,4 @@ async def filter_members(
     return lives, matches, bounds
 
 
-__all__ = ["Member", "evaluate_members", "filter_members", "member_lives", "read_members"]
+__all__ = ["Member", "evaluate_members", "filter_members", "member_fields", "member_lives", "read_members"]

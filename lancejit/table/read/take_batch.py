@@ -11,16 +11,16 @@ caller getting exactly its rows in its own order (zero-copy slices of the merged
 
 Window: the first caller of a batch (the leader) yields for the window while later callers join.
 ``window_ms = 0`` (the default) yields one event-loop iteration (``asyncio.sleep(0)``), merging
-the calls made in the same iteration: a lone async caller pays that one iteration (~20 us
-measured on a 1-row take of ~170 us); callers that are already concurrent pay nothing extra and
-share one take (400 concurrent 10-row takes, 32 in flight: ~2x the throughput of unbatched
-takes).  If nobody joined, the leader runs its own take inline (no task).  A positive window
-waits that long: every call's latency grows by up to the window, in exchange for larger merged
-takes (fewer reads and Python calls per row) when callers arrive spread out in time.  The sync
-API's inline path (local and memory stores, a coroutine driven outside any task) cannot have
-concurrent callers and skips batching.  Batching can be turned off per call (``batch=False``) or
-with the ``take_batch`` knob (:mod:`lancejit.core.config`); ``take_batch_window_ms`` sets the
-window and ``take_batch_max_callers`` caps the callers one take serves (default: no cap).
+the calls made in the same iteration: a lone async caller pays that one iteration (a small part
+of even a 1-row take); callers that are already concurrent pay nothing extra and share one take
+(many concurrent small takes: a higher throughput than unbatched takes).  If nobody joined, the
+leader runs its own take inline (no task).  A positive window waits that long: every call's
+latency grows by up to the window, in exchange for larger merged takes (fewer reads and Python
+calls per row) when callers arrive spread out in time.  The sync API's inline path (local and
+memory stores, a coroutine driven outside any task) cannot have concurrent callers and skips
+batching.  Batching can be turned off per call (``batch=False``) or with the ``take_batch`` knob
+(:mod:`lancejit.core.config`); ``take_batch_window_ms`` sets the window and
+``take_batch_max_callers`` caps the callers one take serves (default: no cap).
 
 Isolation:
 

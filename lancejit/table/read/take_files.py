@@ -499,7 +499,7 @@ def state_for(index: "DatasetIndex", tops: Sequence[TopField]) -> FileTakeState:
 
 def _distinct(x: np.ndarray) -> np.ndarray:
     """The distinct values of ``x``, ascending: a sort and a neighbour compare (plain ``np.unique``
-    imports ``numpy.ma`` on first use in NumPy 2, ~8 ms of a fresh process's first take)."""
+    imports ``numpy.ma`` on first use in NumPy 2, milliseconds of a fresh process's first take)."""
     x = np.sort(x)
     return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size > 1 else x
 

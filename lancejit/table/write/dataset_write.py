@@ -100,7 +100,7 @@ async def stage_write(
     uri: str | os.PathLike,
     mode: str = "create",
     *,
-    schema: pa.Schema | None = None,
+    schema: pa.Schema | LanceSchema | None = None,
     data_storage_version: str | None = None,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
@@ -108,6 +108,7 @@ async def stage_write(
     progress: Any = None,
     max_page_bytes: int | None = None,
     read_version: int | None = None,
+    name_prefix: str = "",
 ) -> StagedWrite:
     """Write ``data``'s data files for the dataset at ``uri`` (see the module docstring) without
     committing them; a failure deletes what was written.  ``progress``: the reference's
@@ -115,9 +116,18 @@ async def stage_write(
     each data file with ``{"path", "num_rows", "size"}``; ``max_page_bytes`` is passed to the
     file writer.  ``read_version``: the version the
     write is based on (default: the latest; a dataset object's own version when writing through
-    it, so that concurrent commits are checked against it)."""
+    it, so that concurrent commits are checked against it).
+
+    ``schema`` may be a :class:`LanceSchema`: the files are written with exactly its fields and
+    field ids (a distributed writer's driver fixes them once for every worker; an append checks
+    that fields the dataset has keep their ids and new fields take unused ids).
+    ``name_prefix`` starts every data file's name (``data/<name_prefix><random>.lance``), so that
+    a job can find and remove the files its failed attempts wrote."""
     if mode not in MODES:
         raise InvalidInputError(f"mode must be one of {MODES}, got {mode!r}")
+    fixed = schema if isinstance(schema, LanceSchema) else None
+    if fixed is not None:
+        schema = fixed.to_arrow()
     uri = os.fspath(uri)
     store, root = open_store(uri, storage_options)
     root = root.rstrip("/")
@@ -139,7 +149,9 @@ async def stage_write(
     if appending:
         m = previous.manifest
         lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata), path=store.uri(root))
-        if src_schema is not None:
+        if fixed is not None:
+            lschema = _fixed_append_fields(lschema, fixed, uri)
+        elif src_schema is not None:
             lschema = _append_fields(lschema, src_schema, uri)
         storage = normalize_storage_version(m.data_format.version or "2.0")
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != storage:
@@ -150,7 +162,7 @@ async def stage_write(
     else:
         if src_schema is None:
             raise InvalidInputError("no data and no schema: cannot create a dataset")
-        lschema = LanceSchema.from_arrow(src_schema)
+        lschema = fixed if fixed is not None else LanceSchema.from_arrow(src_schema)
         default = (previous.manifest.data_format.version or "2.2") if previous is not None else "2.2"
         storage = normalize_storage_version(data_storage_version, default)
         base_version = previous.manifest.version if previous is not None else 0
@@ -159,7 +171,7 @@ async def stage_write(
     writer = FragmentFileWriter(
         store, root, lschema.fields, dict(lschema.metadata), storage,
         max_rows_per_file=max_rows_per_file, max_bytes_per_file=max_bytes_per_file,
-        storage_options=storage_options, max_page_bytes=max_page_bytes,
+        storage_options=storage_options, max_page_bytes=max_page_bytes, name_prefix=name_prefix,
     )
     target_schema = writer.file_schema
     try:
@@ -237,6 +249,23 @@ def held_lock(commit_lock: Any, version: int) -> Iterator[None]:
         raise InvalidInputError(f"commit_lock must be a function, got {type(commit_lock).__name__}")
     with commit_lock(version):
         yield
+
+
+def _fixed_append_fields(dataset: LanceSchema, fixed: LanceSchema, uri: str) -> LanceSchema:
+    """``fixed`` (a caller's Lance schema) as the fields an append writes: a field the dataset
+    has must keep its ids and types, a new field must use ids the dataset does not; the
+    dataset's schema metadata is kept."""
+    by_name = {f.name: f for f in dataset.fields}
+    used = {f.id for f in dataset.walk()}
+    for f in fixed.fields:
+        mine = [(x.id, x.name, x.logical_type) for x in f.walk()]
+        old = by_name.get(f.name)
+        if old is not None and mine != [(x.id, x.name, x.logical_type) for x in old.walk()]:
+            raise SchemaMismatchError(f"writing to {uri}: field {f.name!r} does not match the dataset's "
+                                      "(field ids or types differ)")
+        if old is None and any(fid in used for fid, _, _ in mine):
+            raise SchemaMismatchError(f"writing to {uri}: new field {f.name!r} reuses field ids of the dataset")
+    return LanceSchema(fixed.fields, dict(dataset.metadata))
 
 
 def _append_fields(lschema: LanceSchema, data_schema: pa.Schema, uri: str) -> LanceSchema:

@@ -21,6 +21,7 @@ caller caches them) and binary-searches each page's sorted values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -100,6 +101,24 @@ class BTreeIndex:
         start = page * self.batch_size
         return start, max(0, min(self.batch_size, self.num_rows - start))
 
+    def _bounds_of(self, c: Converted) -> tuple[Any, Any, int]:
+        """``(lows, highs, n)``: the query's intervals' bounds (None: unbounded) and count."""
+        if c.op == "in":
+            return c.values, c.values, len(c.values)
+        if c.op == "range":
+            return (None if c.lo is None else [c.lo]), (None if c.hi is None else [c.hi]), 1
+        raise Unusable(f"btree cannot answer {c.op}")
+
+    def page_spans(self, c: Converted) -> tuple[np.ndarray, np.ndarray]:
+        """Per interval of ``c`` (``in``: each value; ``range``: one), the lookup rows
+        ``[first, last)`` (int64; empty when ``last <= first``) of the pages that may hold it;
+        lookups in value order only."""
+        los, his, n = self._bounds_of(c)
+        lows, highs = self.lows, self.highs
+        first = np.zeros(n, dtype=np.int64) if los is None else np.searchsorted(highs, los, side="left")
+        last = np.full(n, len(lows), dtype=np.int64) if his is None else np.searchsorted(lows, his, side="right")
+        return np.asarray(first, dtype=np.int64), np.asarray(last, dtype=np.int64)
+
     def pages_for(self, c: Converted) -> np.ndarray:
         """Page numbers (sorted, int64) that may hold rows matching ``c``."""
         if c.op == "null":
@@ -107,24 +126,19 @@ class BTreeIndex:
         lows, highs = self.lows, self.highs
         if not len(lows):
             return np.zeros(0, dtype=np.int64)
-        if c.op == "in":
-            los = his = c.values
-        elif c.op == "range":
-            los = None if c.lo is None else [c.lo]
-            his = None if c.hi is None else [c.hi]
-        else:
-            raise Unusable(f"btree cannot answer {c.op}")
-        n = len(los) if los is not None else (len(his) if his is not None else 1)
         if self.ordered:
-            first = np.zeros(n, dtype=np.int64) if los is None else np.searchsorted(highs, los, side="left")
-            last = np.full(n, len(lows), dtype=np.int64) if his is None else np.searchsorted(lows, his, side="right")
-            counts = np.maximum(np.asarray(last, dtype=np.int64) - first, 0)
+            first, last = self.page_spans(c)
+            counts = np.maximum(last - first, 0)
             total = int(counts.sum())
             if total == 0:
                 return np.zeros(0, dtype=np.int64)
-            starts = np.repeat(first, counts)
-            sel = starts + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+            if len(first) == 1:
+                sel = np.arange(int(first[0]), int(last[0]), dtype=np.int64)
+            else:
+                starts = np.repeat(first, counts)
+                sel = starts + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
         else:  # pages out of value order: every page tested
+            los, his, n = self._bounds_of(c)
             keep = np.zeros(len(lows), dtype=bool)
             for i in range(n):
                 k = np.ones(len(lows), dtype=bool)

@@ -5,7 +5,8 @@ files under ``_indices/<uuid>/``) as a :class:`ScalarIndex` of kind ``BTREE``, `
 ``LABEL_LIST``: the lookup part (BTREE page bounds, BITMAP keys) is read once and kept per
 dataset by uuid (an index's files never change); the parts a search needs (BTREE pages,
 bitmaps) are read on first use and kept in the dataset's ``index_parts`` cache (bounded in
-bytes), consecutive BTREE pages in one read.  Entries written before index details existed
+bytes), consecutive BTREE pages in one read; the pages of a numeric BTREE go to its page slab
+(:mod:`.btree_slab`: searched side by side by kernels), other BTREEs keep them page by page.  Entries written before index details existed
 (no ``index_details``) are recognized as the reference does: a list column's index is a label
 list, a directory holding ``bitmap_page_lookup.lance`` a bitmap, anything else a BTREE.
 
@@ -25,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.config import settings
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
 from lancejit.io.store import join_path
 
 from . import bitmap as _bm
 from . import btree as _bt
+from . import btree_slab as _slabs
 from . import rowset
 from .domain import Query, Unusable, convert
 
@@ -85,6 +88,8 @@ class ScalarIndex:
     parts_path: str
     #: The columns parts are read from.
     part_columns: tuple[str, ...] = ()
+    #: BTREE: the dtype its pages are searched in side by side (None: page by page).
+    slab_dtype: np.dtype | None = None
 
     # ------------------------------------------------------------------ searches
     async def search(self, ctx: "DatasetContext", q: Query) -> np.ndarray:
@@ -119,6 +124,12 @@ class ScalarIndex:
         pages = lookup.pages_for(c)
         if not len(pages):
             return rowset.EMPTY
+        slab = self._slab(ctx, c)
+        if slab is not None:
+            missing = slab.missing(pages)
+            if len(missing):
+                await self._fill(ctx, slab, missing)
+            return rowset.of(slab.search(lookup, c))
         loaded = await self._pages(ctx, pages)
         if len(loaded) > MERGE_PAGES and c.op == "in" and lookup.ordered:
             # many pages: one search over their values side by side (pages in value order)
@@ -171,6 +182,35 @@ class ScalarIndex:
         return keys.take(pa.array(np.repeat(np.arange(len(keys)), counts))), ids
 
     # ------------------------------------------------------------------ parts
+    def _slab(self, ctx: "DatasetContext", c: Any) -> _slabs.PageSlab | None:
+        """The index's page slab (cached with the other parts; made empty on first use), or
+        None when its pages are searched one by one: text values, lookups out of value order,
+        NaN literals, or an index bigger than the ``index_parts_bytes`` knob."""
+        dtype = self.slab_dtype
+        if dtype is None or not _slabs.searchable(c, dtype):
+            return None
+        cache = ctx.caches.index_parts
+        key = (self.uuid, "slab")
+        slab = cache.peek(key)
+        if slab is None:
+            if _slabs.PageSlab.full_bytes(self.lookup, dtype) > settings().index_parts_bytes:
+                return None
+            slab = cache.put(key, _slabs.PageSlab.empty(self.lookup, dtype))
+        return slab
+
+    async def _fill(self, ctx: "DatasetContext", slab: _slabs.PageSlab, missing: np.ndarray) -> None:
+        """Read the pages ``missing`` (sorted numbers) into ``slab``: runs of consecutive pages
+        in one read each."""
+        cuts = np.flatnonzero(np.diff(missing) != 1) + 1
+        runs = [r.tolist() for r in np.split(missing, cuts)] if len(cuts) else [missing.tolist()]
+        read = await asyncio.gather(*(self._read_pages(ctx, run) for run in runs))
+        added = 0
+        for run, pages_read in zip(runs, read):
+            for p, page in zip(run, pages_read):
+                added += slab.fill(p, page)
+        ctx.caches.index_parts.grew((self.uuid, "slab"), slab, added)
+        ctx.stats.record_index(parts=len(missing))
+
     async def _pages(self, ctx: "DatasetContext", pages: np.ndarray) -> list[_bt.BTreePage]:
         """BTREE pages ``pages`` (sorted numbers), from the cache or read: runs of consecutive
         missing pages in one read each."""
@@ -284,7 +324,8 @@ async def _load(ctx: "DatasetContext", uuid: str, kind: str, value_type: pa.Data
         if _bt.VALUES not in names or ids not in names:
             raise CorruptFileError("btree page data needs 'values' and 'ids' columns", path=ctx.store.uri(dpath))
         ctx.stats.record_index(parts=1)
-        return ScalarIndex(uuid, kind, directory, vt, lookup, data_file, dpath, (_bt.VALUES, ids))
+        return ScalarIndex(uuid, kind, directory, vt, lookup, data_file, dpath, (_bt.VALUES, ids),
+                           _slabs.search_dtype(lookup))
     path = join_path(directory, _bm.LOOKUP_FILE)
     reader = await _open_file(ctx, path)
     where = ctx.store.uri(path)

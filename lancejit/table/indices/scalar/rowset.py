@@ -3,7 +3,8 @@
 A *row set* is a sorted, duplicate-free ``uint64`` NumPy array of row addresses (``fragment id
 << 32 | offset``) or, with stable row ids, of row ids.  Set algebra on them is a merge of two
 sorted arrays (:func:`union`, :func:`intersect`, :func:`difference`: one Numba kernel call
-each, linear in the sizes); many small sets are united by one sort (:func:`union_many`).
+each, linear in the sizes); many small sets are united by one sort (:func:`union_many`), and ids
+in any order become a set by a sort (:func:`of`).
 
 ``RowIdTreeMap`` (the reference's serialized form, used in bitmap and label-list index files):
 ``u32`` number of entries, then per entry ``u32`` fragment (high 32 bits of the rows), ``u32``
@@ -127,8 +128,56 @@ def difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out[:n]
 
 
+@njit(cache=True, nogil=True, specs=("ro(u8[::1]), i8, i8, u1[::1]",))
+def _mark(rows, first, stride, mask):  # pragma: no cover - compiled
+    """``mask[(fragment - first) * stride + offset] = 1`` for every address of ``rows`` (the
+    caller sized ``mask`` for every fragment and offset of ``rows``)."""
+    for i in range(rows.shape[0]):
+        v = rows[i]
+        mask[(np.int64(v >> np.uint64(32)) - first) * stride + np.int64(v & np.uint64(0xFFFFFFFF))] = 1
+
+
+@njit(cache=True, nogil=True, specs=("ro(u1[::1]), i8, i8, u8[::1]",))
+def _emit(mask, first, stride, out):  # pragma: no cover - compiled
+    """The addresses :func:`_mark` marked, ascending, into ``out`` (room for one more: written
+    without a branch); returns their count."""
+    n = 0
+    for f in range(mask.shape[0] // stride):
+        base = np.uint64(first + f) << np.uint64(32)
+        at = f * stride
+        for j in range(stride):
+            out[n] = base | np.uint64(j)
+            n += mask[at + j]
+    return n
+
+
+#: Unions of at least this many rows in all go through a mask when it is small enough.
+DENSE_MIN = 1 << 14
+#: ... at most this many mask bytes per row united.
+DENSE_SPAN = 8
+
+
+def _union_mask(sets: list[np.ndarray], total: int) -> np.ndarray | None:
+    """The union of ``sets`` through a mask of their fragments' offsets (one marking pass, one
+    pass over the mask: no sort), or None when the mask would be large for the rows."""
+    first = min(int(s[0]) >> 32 for s in sets)
+    last = max(int(s[-1]) >> 32 for s in sets)
+    stride = 0
+    for s in sets:  # the highest offset: the last row of each fragment's run
+        ids, bounds = fragment_runs(s)
+        stride = max(stride, int((s[bounds[1:] - 1] & np.uint64(0xFFFFFFFF)).max()) + 1)
+    size = (last - first + 1) * stride
+    if size > DENSE_SPAN * total:
+        return None
+    mask = np.zeros(size, dtype=np.uint8)
+    _mark(readonly(np.concatenate(sets), np.uint64), first, stride, mask)
+    out = np.empty(total + 1, dtype=np.uint64)
+    return out[:_emit(readonly(mask), first, stride, out)]
+
+
 def union_many(sets: list[np.ndarray]) -> np.ndarray:
-    """The union of any number of row sets (one sort for many, merges for two or three)."""
+    """The union of any number of row sets: merges for two or three; for many, a mask when they
+    are dense in their fragments (:func:`_union_mask`), else one sort."""
     sets = [s for s in sets if len(s)]
     if not sets:
         return EMPTY
@@ -137,17 +186,72 @@ def union_many(sets: list[np.ndarray]) -> np.ndarray:
         for s in sets[1:]:
             out = union(out, s)
         return out
-    return np.unique(np.concatenate(sets)).astype(np.uint64, copy=False)
+    total = sum(len(s) for s in sets)
+    if total >= DENSE_MIN:
+        got = _union_mask(sets, total)
+        if got is not None:
+            return got
+    return of(np.concatenate(sets))
 
 
-def of(values: np.ndarray) -> np.ndarray:
-    """A row set from row ids in any order, duplicates allowed."""
+#: :func:`fragment_runs` finds at most this many runs by binary search before one pass over the rows.
+_GALLOP = 32
+
+
+def fragment_runs(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(fragment ids, bounds)`` of a row set of addresses: its runs of one fragment each, run
+    ``i`` being ``rows[bounds[i]:bounds[i + 1]]`` (ids int64 ascending, bounds int64 of one
+    more).  A few runs are found by binary search (no pass over the rows), many by one."""
+    n = len(rows)
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    last = int(rows[-1]) >> 32
+    ids, bounds = [], [0]
+    at = 0
+    while len(ids) < _GALLOP:
+        h = int(rows[at]) >> 32
+        ids.append(h)
+        at = n if h == last else int(np.searchsorted(rows, np.uint64((h + 1) << 32)))
+        bounds.append(at)
+        if at == n:
+            return np.array(ids, dtype=np.int64), np.array(bounds, dtype=np.int64)
+    high = rows >> np.uint64(32)
+    cuts = np.flatnonzero(high[1:] != high[:-1]) + 1
+    bounds_all = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+    return high[bounds_all[:-1]].astype(np.int64), bounds_all
+
+
+def span_positions(starts: np.ndarray, stops: np.ndarray) -> slice | np.ndarray:
+    """The positions of the half-open spans ``[starts[i], stops[i])`` one after the other: a
+    slice when they follow each other without a gap, else an int64 index array."""
+    starts = np.asarray(starts, dtype=np.int64)
+    counts = np.maximum(np.asarray(stops, dtype=np.int64) - starts, 0)
+    keep = np.flatnonzero(counts)
+    starts, counts = starts[keep], counts[keep]
+    total = int(counts.sum())
+    if not total:
+        return slice(0, 0)
+    if len(keep) == 1 or bool((starts[1:] == (starts + counts)[:-1]).all()):
+        return slice(int(starts[0]), int(starts[0]) + total)
+    return np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total, dtype=np.int64)
+
+
+def of(values: np.ndarray, unique: bool = False) -> np.ndarray:
+    """A row set from row ids in any order, duplicates allowed (``unique``: the caller knows
+    there are none).  A sort, then repeats dropped: NumPy's ``unique`` hashes first and costs
+    many times a sort of the same ids."""
     arr = np.asarray(values, dtype=np.uint64)
     if len(arr) < 2:
         return arr
     if bool((arr[1:] > arr[:-1]).all()):
         return arr
-    return np.unique(arr)
+    arr = np.sort(arr)
+    if unique:
+        return arr
+    new = np.empty(len(arr), dtype=bool)
+    new[0] = True
+    np.not_equal(arr[1:], arr[:-1], out=new[1:])
+    return arr if bool(new.all()) else arr[new]
 
 
 # ------------------------------------------------------------------------- RowIdTreeMap
@@ -222,4 +326,5 @@ def encode_treemap(rows: np.ndarray) -> bytes:
     return b"".join(out)
 
 
-__all__ = ["EMPTY", "decode_treemap", "difference", "encode_treemap", "intersect", "of", "union", "union_many"]
+__all__ = ["EMPTY", "decode_treemap", "difference", "encode_treemap", "fragment_runs", "intersect", "of",
+           "span_positions", "union", "union_many"]
