@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from lancejit.io.fsspec_store import parse_content_range
-from lancejit.io.http_recv import Headers, HttpPool, NotPlain, env_proxied
+from lancejit.io.http_recv import Headers, NotPlain, aiohttp_session, endpoint_host, endpoint_pool
 
 #: The public endpoint.
 DEFAULT_ENDPOINT = "https://storage.googleapis.com"
@@ -58,25 +58,13 @@ class GcsHttpClient:
         self._connect_timeout = connect_timeout
         self._session: Any = None
         parts = urlsplit(self.base)
-        default_port = {"http": 80, "https": 443}.get(parts.scheme)
-        self._host = parts.netloc if parts.port not in (None, default_port) else (parts.hostname or "")
-        self._pool: HttpPool | None = None
-        if default_port is not None and parts.hostname and not env_proxied(parts.scheme, parts.hostname):
-            self._pool = HttpPool(parts.hostname, parts.port or default_port, tls=parts.scheme == "https",
-                                  limit=self._limit, connect_timeout=connect_timeout)
+        self._host = endpoint_host(parts)
+        self._pool = endpoint_pool(parts, self._limit, connect_timeout)
 
     def _aiohttp(self) -> Any:
         """The aiohttp session (made on first use)."""
         if self._session is None:
-            import aiohttp
-
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._limit),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
-                auto_decompress=False,  # byte ranges address the stored bytes
-                skip_auto_headers=("Accept-Encoding",),
-                trust_env=True,
-            )
+            self._session = aiohttp_session(self._limit, self._connect_timeout)
         return self._session
 
     def _object(self, key: str) -> str:

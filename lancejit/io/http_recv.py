@@ -258,6 +258,38 @@ class _Connection(asyncio.BufferedProtocol):
                 self.transport.close()
 
 
+def endpoint_host(parts: Any) -> str:
+    """The ``Host`` header of requests to the endpoint ``parts`` (a ``urlsplit`` result): the
+    port only when it is not the scheme's default."""
+    default_port = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.netloc if parts.port not in (None, default_port) else (parts.hostname or "")
+
+
+def endpoint_pool(parts: Any, limit: int, connect_timeout: float | None) -> "HttpPool | None":
+    """A pool of kept connections to the endpoint ``parts`` (a ``urlsplit`` result), or None when
+    requests to it do not go direct (a scheme other than http/https, or a proxy applies)."""
+    default_port = {"http": 80, "https": 443}.get(parts.scheme)
+    if default_port is None or not parts.hostname or env_proxied(parts.scheme, parts.hostname):
+        return None
+    return HttpPool(parts.hostname, parts.port or default_port, tls=parts.scheme == "https", limit=limit,
+                    connect_timeout=connect_timeout)
+
+
+def aiohttp_session(limit: int, connect_timeout: float | None, **options: Any) -> Any:
+    """An aiohttp session for what the pools do not send (aiohttp imported now): bodies as
+    stored (no decompression, no ``Accept-Encoding``), proxies from the environment."""
+    import aiohttp
+
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=limit),
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
+        auto_decompress=False,  # byte ranges address the stored bytes
+        skip_auto_headers=("Accept-Encoding",),
+        trust_env=True,
+        **options,
+    )
+
+
 class HttpPool:
     """Requests to one ``host:port`` (TLS when ``tls``) over at most ``limit`` connections, kept
     between requests; made and used in one event loop."""
@@ -322,4 +354,5 @@ class HttpPool:
             self._idle.pop().close()
 
 
-__all__ = ["Headers", "HttpPool", "NotPlain", "ShortBody", "env_proxied", "parse_head", "ssl_context"]
+__all__ = ["Headers", "HttpPool", "NotPlain", "ShortBody", "aiohttp_session", "endpoint_host", "endpoint_pool",
+           "env_proxied", "parse_head", "ssl_context"]

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lancejit.io.fsspec_store import parse_content_range
-from lancejit.io.http_recv import Headers, HttpPool, env_proxied
+from lancejit.io.http_recv import Headers, aiohttp_session, endpoint_host, endpoint_pool
 from lancejit.io.sigv4 import Credentials, Signer, canonical_query, quote_key
 
 #: Answers that make the store fall back to botocore (which follows region redirects).
@@ -141,32 +141,19 @@ class S3HttpClient:
         parts = urlsplit(endpoint.rstrip("/"))
         self.base = f"{parts.scheme}://{parts.netloc}"
         self.prefix = parts.path.rstrip("/")
-        default_port = {"http": 80, "https": 443}.get(parts.scheme)
-        self.host = parts.netloc if parts.port not in (None, default_port) else (parts.hostname or "")
+        self.host = endpoint_host(parts)
         self.bucket = bucket
         self.signer = Signer(region)
         self._credentials = credentials
         self._limit = max(1, limit)
         self._connect_timeout = connect_timeout
         self._session: Any = None
-        self._pool: HttpPool | None = None
-        if default_port is not None and parts.hostname and not env_proxied(parts.scheme, parts.hostname):
-            self._pool = HttpPool(parts.hostname, parts.port or default_port, tls=parts.scheme == "https",
-                                  limit=self._limit, connect_timeout=connect_timeout)
+        self._pool = endpoint_pool(parts, self._limit, connect_timeout)
 
     def _aiohttp(self) -> Any:
         """The aiohttp session (made on first use)."""
         if self._session is None:
-            import aiohttp
-
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._limit),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
-                auto_decompress=False,  # byte ranges address the stored bytes
-                read_bufsize=READ_BUFSIZE,
-                skip_auto_headers=("Accept-Encoding",),
-                trust_env=True,
-            )
+            self._session = aiohttp_session(self._limit, self._connect_timeout, read_bufsize=READ_BUFSIZE)
         return self._session
 
     async def _signed(self, method: str, key: str, range_header: str | None, query: str = ""
