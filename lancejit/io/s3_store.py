@@ -1,6 +1,6 @@
-"""S3 store: one bucket; reads (GET, HEAD, listings) and single-request writes straight over
-aiohttp, signed by lancejit (:mod:`lancejit.io.s3_http`), multipart uploads and deletes through
-s3fs/aiobotocore (see :mod:`lancejit.io.fsspec_store`).
+"""S3 store: one bucket; reads (GET, HEAD, listings) and single-request writes signed and sent
+by lancejit (:mod:`lancejit.io.s3_http`), multipart uploads and deletes through s3fs/aiobotocore
+(see :mod:`lancejit.io.fsspec_store`).
 
 When the endpoint (or the region) and the credentials are known without botocore (storage
 options, ``AWS_*`` environment variables, or anonymous access), reads never import s3fs,
@@ -76,7 +76,7 @@ class S3Store(FsspecStore):
         self.region = region
         self._creds = (key, secret, token)
         self.anonymous = anonymous
-        #: Reads go over aiohttp (:mod:`.s3_http`) until an answer it does not follow
+        #: Reads go through :mod:`.s3_http` until an answer it does not follow
         #: (redirect, 400) sends this store back to botocore for good.
         self.direct_reads = True
         self._session: Any = None
