@@ -25,7 +25,8 @@ a loaded shared machine a process's wall time also depends on how many runnable 
 (each gets its share of the cores): the CPU columns compare the work done.  After the run,
 both libraries' results are read back with pylance and compared (rows equal, sorted by ``id``,
 and for compaction the same fragment layout).  ``--s3``: the same operations on a moto S3 server
-(``perf/s3_counter.py``) with the requests and bytes counted server-side (``--profile`` prints each
+(``perf/s3_counter.py``, in its own process: its CPU is not counted) with wall and CPU time and the
+requests and bytes counted server-side (``--profile`` prints each
 library's requests by kind and by dataset area, and lancejit's Python calls per operation).  The
 machine is shared: compare the columns of one run, not absolute times across runs.
 """
@@ -304,9 +305,9 @@ def main() -> None:
         counter = [0]
         print(f"\nS3 emulator (moto, 127.0.0.1, its own process), median of {args.s3_reps}; requests counted "
               "server-side (last sample)")
-        print("\n| operation | reference ms | lancejit ms | ratio | reference requests | lancejit requests | "
-              "bytes written ref / lancejit | results |")
-        print("|---|---:|---:|---:|---|---|---|---|")
+        print("\n| operation | reference ms | lancejit ms | ratio | CPU ms ref / lancejit | CPU ratio | "
+              "reference requests | lancejit requests | bytes written ref / lancejit | results |")
+        print("|---|---:|---:|---:|---:|---:|---|---|---|---|")
         with CountingS3(separate_process=True) as s3:
             cases = [(f"{n}, {f} fragments", layout_dataset(args.rows, f), n)
                      for f in (int(x) for x in args.s3_layouts.split(",") if x) for n in MUTATIONS]
@@ -316,10 +317,12 @@ def main() -> None:
                     continue
                 times, counts, last = s3_op(s3, base, name, op_of(name, args.rows), args.s3_reps, counter)
                 j, r = med(times["lancejit"]), med(times["reference"])
+                uj, ur = med(times["lancejit"], 1), med(times["reference"], 1)
                 cj, cr = counts["lancejit"], counts["reference"]
                 check = same_result(last, s3.reference_options)
-                print(f"| {label} | {r:.0f} | {j:.0f} | {j / r:.2f} | {fmt_counts(cr)} | {fmt_counts(cj)} | "
-                      f"{cr['bytes_in']:,} / {cj['bytes_in']:,} | {check} |", flush=True)
+                print(f"| {label} | {r:.0f} | {j:.0f} | {j / r:.2f} | {ur:.0f} / {uj:.0f} | {uj / ur:.2f} | "
+                      f"{fmt_counts(cr)} | {fmt_counts(cj)} | {cr['bytes_in']:,} / {cj['bytes_in']:,} | {check} |",
+                      flush=True)
                 if args.profile:
                     for who, c in (("reference", cr), ("lancejit", cj)):
                         print(f"|   {who}: by kind {c['kinds']}, by area {c['areas']}, "
