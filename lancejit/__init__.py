@@ -38,7 +38,7 @@ from lancejit.core.errors import (
 )
 from lancejit.core.lazy import lazy_exports
 
-from lancejit.core.version import __version__
+from lancejit.core.version import __version__ as __version__
 
 #: Public names imported on first use: name -> module holding it.
 _LAZY = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancejit.table.dataset import Dataset, dataset, write_dataset
 
@@ -55,6 +55,15 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
+
+if TYPE_CHECKING:  # the lazily loaded names, for type checkers and editors
+    from lancejit.table.dataset_info import DataStatistics, FieldStatistics, LanceStats
+    from lancejit.table.operation import LanceOperation, Transaction
+    from lancejit.table.read.dataset_reader import Scanner as LanceScanner
+    from lancejit.table.read.scan_post import Ordering as ColumnOrdering
+    from lancejit.table.write.compaction import DatasetOptimizer
+    from lancejit.table.write.maintenance import CleanupStats, Tags
+    from lancejit.table.write.merge_insert import MergeInsertBuilder
 
 __all__ = ["CleanupStats", "ColumnOrdering", "DataStatistics", "DatasetOptimizer", "FieldStatistics", "LanceDataset",
            "LanceOperation", "LanceScanner", "LanceStats", "MergeInsertBuilder", "Tags", "Transaction", "dataset",

@@ -79,14 +79,14 @@ def main() -> None:
         "to_table": lambda ds: (lambda: ds.to_table(columns=cols)),
     }
     res = {(c, lib): [] for c in cases for lib in ("reference", "lancejit")}
-    for c, make in cases.items():  # warm-up
-        for lib, ds in (("reference", ref), ("lancejit", jit)):
+    for make in cases.values():  # warm-up
+        for ds in (ref, jit):
             sample(make(ds))
     for _ in range(args.repeat):
         for c, make in cases.items():
             for lib, ds in (("reference", ref), ("lancejit", jit)):
                 res[(c, lib)].append(sample(make(ds)))
-    print(f"| measure | reference ms | lancejit ms | ratio (wall) | reference CPU ms | lancejit CPU ms | ratio (CPU) |")
+    print("| measure | reference ms | lancejit ms | ratio (wall) | reference CPU ms | lancejit CPU ms | ratio (CPU) |")
     print("|---|---|---|---|---|---|---|")
     for c in cases:
         r, j = res[(c, "reference")], res[(c, "lancejit")]

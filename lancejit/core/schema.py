@@ -503,7 +503,7 @@ class LanceField:
             parent_id=self.parent_id,
             logical_type=self.logical_type,
             nullable=self.nullable,
-            encoding=self.encoding,
+            encoding=self.encoding,  # type: ignore[arg-type]  # generated stub: the enum takes ints
             extension_name=self.extension_name,
             unenforced_primary_key=self.unenforced_primary_key,
         )

@@ -17,7 +17,7 @@ import asyncio
 import importlib
 import inspect
 import threading
-from typing import Any, AsyncIterator, Iterator, Sequence
+from typing import Any, AsyncGenerator, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -189,7 +189,7 @@ class AsyncLanceFileReader:
         cache: SearchCache | None = None,
         stats: Any = None,
         immutable: bool = False,
-        tail: tuple[int, Any] | None = None,
+        tail: tuple[int, bytes | memoryview] | None = None,
     ) -> "AsyncLanceFileReader":
         """Open a file through an existing :class:`~lancejit.core.ranges.RangeReader` (e.g. a
         ``FileScheduler`` from a dataset scan's ``ScanScheduler``, sharing its stats).
@@ -207,20 +207,20 @@ class AsyncLanceFileReader:
             stats = getattr(reader, "stats", None)
         name = uri or getattr(reader, "uri", None) or reader.path
         if tail is not None:
-            file_size, tail = tail
+            file_size, last = tail
         else:
             try:
-                file_size, tail = await reader.read_tail(FOOTER_PREFETCH_BYTES)
+                file_size, last = await reader.read_tail(FOOTER_PREFETCH_BYTES)
             except Exception as exc:
                 err = tail_error(exc, name)
                 if err is exc:
                     raise
                 raise err from exc
         cache = cache if cache is not None else default_cache()
-        key = file_key(str(getattr(reader, "uri", None) or name), file_size, tail, immutable=immutable)
+        key = file_key(str(getattr(reader, "uri", None) or name), file_size, last, immutable=immutable)
         metadata = cache.get_metadata(key)
         if metadata is None:
-            metadata = await parse_file_metadata(reader, file_size, tail, cache=cache.file(key),
+            metadata = await parse_file_metadata(reader, file_size, last, cache=cache.file(key),
                                                  lazy_columns=immutable)
             cache.put_metadata(key, metadata)
         return cls(name, store, getattr(reader, "path", name), reader, metadata, stats)
@@ -304,7 +304,7 @@ class AsyncLanceFileReader:
             return [(n, (), n) for n in names]
         if isinstance(columns, str):
             columns = [columns]
-        out = []
+        out: list[tuple[str, tuple[str, ...], str]] = []
         for col in columns:
             if not isinstance(col, str):
                 raise InvalidInputError(f"column names must be strings, got {col!r}")
@@ -602,7 +602,7 @@ class AsyncLanceFileReader:
         *,
         start: int = 0,
         end: int | None = None,
-    ) -> AsyncIterator[pa.RecordBatch]:
+    ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Scan rows ``[start, end)`` as record batches of at most ``batch_size`` rows.
 
         Each column is decoded in windows of ~8 MiB of encoded data (a multiple of
@@ -740,7 +740,7 @@ class ReaderResults:
     def __eq__(self, other: object) -> bool:
         return self._table == (other._table if isinstance(other, ReaderResults) else other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable; typeshed types object.__hash__ as a method only
 
     def __len__(self) -> int:
         return len(self._table)

@@ -265,7 +265,7 @@ def _legacy_columns(meta: FileMetadata) -> list[ColumnSummary] | None:
         return None
     min_id = int(getattr(legacy, "min_field_id", 0))
     batch_offsets = [int(x) for x in getattr(legacy, "batch_offsets", [0])]
-    out = []
+    out: list[ColumnSummary] = []
     for lf in meta.schema.walk():
         if lf.logical_type == "struct" or lf.id < min_id or lf.id - min_id >= page_table.shape[0]:
             continue

@@ -413,16 +413,3 @@ class FsspecStore(ObjectStore):
         if handle is not None and handle.ready is not None and handle.ready.done() \
                 and not handle.ready.cancelled() and handle.ready.exception() is None:
             await self._close_session(handle.fs)
-
-
-def __getattr__(name: str) -> Any:
-    # The concrete stores live in their own modules; importing them here lazily avoids a cycle.
-    if name == "S3Store":
-        from lancejit.io.s3_store import S3Store
-
-        return S3Store
-    if name == "GCSStore":
-        from lancejit.io.gcs_store import GCSStore
-
-        return GCSStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

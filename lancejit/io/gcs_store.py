@@ -14,19 +14,9 @@ from lancejit.core.config import MiB, IOConfig
 from lancejit.core.errors import InvalidInputError
 from lancejit.io import fsspec_store
 from lancejit.io.fsspec_store import OBJECT_STORE_IO, FsspecStore, parse_content_range
+from lancejit.io.gcs_request import call_once
 from lancejit.io.stats import IOStats
 from lancejit.io.store import AsyncWriter, Buffer, ObjectInfo
-
-
-async def call_once(fs: Any, method: str, path: str, *args: Any, json_out: bool = False, **kwargs: Any) -> Any:
-    """One HTTP request through gcsfs without its built-in retry loop (whose backoff sleeps
-    1-32 s): :class:`~lancejit.io.fsspec_store.FsspecStore` retries transient failures itself,
-    with bounded jittered backoff.  Returns the JSON body (``json_out``) or ``(headers, body)``."""
-    request = getattr(type(fs)._request, "__wrapped__", None)
-    if request is None:  # another gcsfs: keep its retries
-        return await fs._call(method, path, *args, json_out=json_out, **kwargs)
-    _, headers, _, contents = await request(fs, method, path, *args, **kwargs)
-    return json.loads(contents) if json_out else (headers, contents)
 
 
 class _QuietRangeErrors(logging.Filter):

@@ -10,6 +10,7 @@ which fails if the target exists), so readers never see partial objects.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import concurrent.futures
 import errno
 import functools
@@ -177,10 +178,13 @@ class LocalStore(ObjectStore):
         except asyncio.CancelledError:
             cancel.set()
             if not cfut.cancel():
-                done = loop.create_future()
-                cfut.add_done_callback(
-                    lambda _f: loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
-                )
+                done: asyncio.Future[None] = loop.create_future()
+
+                def finish() -> None:
+                    if not done.done():
+                        done.set_result(None)
+
+                cfut.add_done_callback(lambda _f: loop.call_soon_threadsafe(finish))
                 while not done.done():
                     try:
                         await asyncio.shield(done)
@@ -193,7 +197,7 @@ class LocalStore(ObjectStore):
             err = translate_error(exc, path)
             if err is exc:
                 raise
-            raise err  # keeps __cause__ = the OS error
+            raise err from exc  # __cause__: the OS error
 
     async def _run_write(self, path: str, fn: Callable[[threading.Event | None], T], data: Buffer | None) -> T:
         """``fn`` inline when it writes at most :data:`INLINE_WRITE_BYTES` (``data``; None:
@@ -211,7 +215,7 @@ class LocalStore(ObjectStore):
             err = translate_error(exc, path)
             if err is exc:
                 raise
-            raise err  # keeps __cause__ = the OS error
+            raise err from exc  # __cause__: the OS error
 
     @staticmethod
     def to_os_path(path: str) -> str:
@@ -244,7 +248,7 @@ class LocalStore(ObjectStore):
         stats = self.stats
 
         def work(cancel: threading.Event | None) -> list[memoryview]:
-            buf = memoryview(np.empty(total, dtype=np.uint8))  # no zero fill: preadv fills it
+            buf = np.empty(total, dtype=np.uint8).data  # no zero fill: preadv fills it
             out: list[memoryview] = []
             entry = self._fds.acquire(path)
             fd = entry.fd
@@ -287,7 +291,7 @@ class LocalStore(ObjectStore):
         requests made and the bytes they read (counted in the store's stats as one batch; bytes
         served from kept tails are in neither).  Used by the multi-file take for batches up to
         :attr:`inline_read_bytes` (the caller checks)."""
-        view = memoryview(out)
+        view = out.data
         t0 = time.perf_counter()
         done = nreq = 0
         try:
@@ -344,7 +348,7 @@ class LocalStore(ObjectStore):
         try:
             size = os.fstat(fd).st_size
             n = min(nbytes, size)
-            view = memoryview(np.empty(n, dtype=np.uint8))  # no zero fill: preadv fills it
+            view = np.empty(n, dtype=np.uint8).data  # no zero fill: preadv fills it
             got = 0
             while got < n:
                 k = os.preadv(fd, [view[got:]], size - n + got)
@@ -435,13 +439,13 @@ class LocalStore(ObjectStore):
                 return self._run_inline(prefix, lambda c: work(c, small))
         return await self._run(prefix, work)
 
-    async def list_names(self, prefix: str) -> list[str]:
+    async def list_names(self, prefix: str) -> builtins.list[str]:
         """Names of the entries directly inside directory ``prefix`` (``[]`` when it is missing),
         unsorted, without the per-entry ``stat`` of :meth:`list` (finding the latest manifest
         needs names only: a dataset of many versions has many).  One listing in the stats."""
         root = self.to_os_path(prefix)
 
-        def work(cancel: threading.Event | None) -> list[str]:
+        def work(cancel: threading.Event | None) -> builtins.list[str]:
             self.stats.record_list()
             try:
                 return os.listdir(root)
@@ -452,7 +456,7 @@ class LocalStore(ObjectStore):
 
     # ------------------------------------------------------------------------------- writes
     async def put(self, path: str, data: Buffer) -> None:
-        def work(cancel: threading.Event) -> None:
+        def work(cancel: threading.Event | None) -> None:
             t0 = time.perf_counter()
             tmp = _write_tmp(path, data)
             try:
@@ -466,7 +470,7 @@ class LocalStore(ObjectStore):
         await self._run_write(path, work, data)
 
     async def put_if_absent(self, path: str, data: Buffer) -> None:
-        def work(cancel: threading.Event) -> None:
+        def work(cancel: threading.Event | None) -> None:
             t0 = time.perf_counter()
             nbytes = len(memoryview(data).cast("B"))
             tmp = _write_tmp(path, data)
@@ -511,7 +515,7 @@ class LocalStore(ObjectStore):
         await self._run(paths[0] if paths else "", work)
 
     async def open_writer(self, path: str) -> AsyncWriter:
-        def work(cancel: threading.Event) -> tuple[str, int]:
+        def work(cancel: threading.Event | None) -> tuple[str, int]:
             return _create_tmp(path)
 
         tmp, fd = await self._run_write(path, work, None)
@@ -562,28 +566,38 @@ class LocalWriter(AsyncWriter):
     async def _flush(self) -> None:
         if not self._buf:
             return
-        data, self._buf = bytes(self._buf), bytearray()
+        data, self._buf = self._buf, bytearray()  # handed over whole: never changed again
+        await self._write_out(data)
+
+    async def _write_out(self, data: Buffer) -> None:
+        """Write ``data`` at the file's end (inline, or in a worker while a core is idle)."""
         fd = self._fd
+        assert fd is not None  # open: flushed before close lets it go
         stats = self.store.stats
 
-        def work(cancel: threading.Event) -> None:
+        def work(cancel: threading.Event | None) -> None:
             t0 = time.perf_counter()
-            _write_all(fd, memoryview(data))
-            stats.record_write(len(data), time.perf_counter() - t0)
+            view = memoryview(data).cast("B")
+            _write_all(fd, view)
+            stats.record_write(len(view), time.perf_counter() - t0)
 
         await self.store._run_write(self.path, work, data)
 
     async def write(self, data: Buffer) -> None:
         self._check_open()
         view = memoryview(data).cast("B")
-        self._buf += view
         self.bytes_written += len(view)
-        if len(self._buf) >= WRITE_BUFFER_BYTES:
-            try:
+        try:
+            if len(view) >= WRITE_BUFFER_BYTES:  # big buffers (pages) go out as they are
                 await self._flush()
-            except BaseException:
-                await self.abort()
-                raise
+                await self._write_out(view)
+                return
+            self._buf += view
+            if len(self._buf) >= WRITE_BUFFER_BYTES:
+                await self._flush()
+        except BaseException:
+            await self.abort()
+            raise
 
     async def close(self) -> None:
         if self._state == "closed":
@@ -592,8 +606,9 @@ class LocalWriter(AsyncWriter):
         try:
             await self._flush()
             fd, tmp, path = self._fd, self._tmp, self.path
+            assert fd is not None  # open (checked above)
 
-            def work(cancel: threading.Event) -> None:
+            def work(cancel: threading.Event | None) -> None:
                 os.close(fd)
                 os.replace(tmp, path)
                 self.store._fds.discard(path)

@@ -15,12 +15,15 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from lancejit.core.config import CLOUD_IO, IOConfig
 from lancejit.core.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from lancejit.io.stats import IOStats
 from lancejit.io.store import AsyncWriter, Buffer, ObjectInfo, ObjectStore, check_ranges, past_eof
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)

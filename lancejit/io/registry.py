@@ -2,10 +2,10 @@
 
 Schemes: no scheme or ``file://`` -> :class:`~lancejit.io.local.LocalStore` (path = absolute OS
 path); ``memory://name/key`` -> :class:`~lancejit.io.memory.MemoryStore`; ``s3://bucket/key`` ->
-:class:`~lancejit.io.fsspec_store.S3Store`; ``s3+ddb://bucket/key?ddbTableName=TABLE`` -> an S3
+:class:`~lancejit.io.s3_store.S3Store`; ``s3+ddb://bucket/key?ddbTableName=TABLE`` -> an S3
 store whose ``external_manifest`` (:class:`ExternalManifestConfig`) names the DynamoDB table that
 commits go through (``lancejit.table.meta.external_store``); ``gs://`` and ``gcs://bucket/key`` ->
-:class:`~lancejit.io.fsspec_store.GCSStore`.  For bucket stores the returned path is the key.
+:class:`~lancejit.io.gcs_store.GCSStore`.  For bucket stores the returned path is the key.
 
 ``storage_options`` use the reference's keys; values may be strings (``"true"``, ``"65536"``):
 
@@ -333,7 +333,7 @@ def open_store(uri: str, storage_options: Mapping[str, Any] | None = None) -> tu
     key = _cache_key(scheme, f"{bucket}?{table}" if table else bucket, options)
     with _CACHE_LOCK:
         store = _CACHE.get(key)
-        if store is not None and scheme == "memory" and not store.is_current():
+        if store is not None and not store.is_current():
             store = None  # the namespace was renewed
         if store is None:
             if scheme == "file":

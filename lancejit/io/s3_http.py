@@ -1,15 +1,18 @@
-"""S3 reads (GET, HEAD, ListObjectsV2) signed with :mod:`.sigv4`, sent over lancejit's own
-kept connections (:mod:`.http_recv`) or aiohttp.
+"""S3 reads (GET, HEAD, ListObjectsV2) and single PUTs signed with :mod:`.sigv4`; reads sent
+over lancejit's own kept connections (:mod:`.http_recv`) or aiohttp, PUTs over aiohttp.
 
 botocore's request pipeline (model serialization, event hooks, response parsing, chunked body
 reads) costs milliseconds of Python per GET, more the bigger the body; a plain request signed
 here costs several times less, whatever the size.  Requests are path-style
 (``{endpoint}/{bucket}/{key}``), as the reference's object store sends them by default.
-:class:`S3Store` uses this client for every read and listing and keeps botocore for writes and
-deletes.  Requests to ``http://`` and ``https://`` endpoints without a proxy go through
-:mod:`.http_recv` (the socket writes each body into its final buffer; see :data:`DIRECT`), so
-reading imports no HTTP library; chunked or encoded answers, and endpoints behind a proxy, go
-through aiohttp (imported then).
+
+:class:`S3Store` uses this client for every read, listing and single-request write (deletion
+files, transactions, manifests, small data files) and keeps botocore for multipart uploads and
+deletes.  A conditional PUT (``If-None-Match: *``) answered 412 raises ``FileExistsError``.
+Reads from ``http://`` and ``https://`` endpoints without a proxy go through :mod:`.http_recv`
+(the socket writes each body into its final buffer; see :data:`DIRECT`), so reading imports no
+HTTP library; chunked or encoded answers, endpoints behind a proxy and PUTs go through aiohttp
+(imported then).
 
 Answers map to the exceptions :mod:`.fsspec_store` already classifies: 404 ->
 ``FileNotFoundError``, 403 -> ``PermissionError``, 416 -> :class:`RangeNotSatisfiable`, other
@@ -20,13 +23,14 @@ transient for 408/429/5xx).  A redirect or a 400 (wrong region, unusual endpoint
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 from urllib.parse import urlsplit
 
 from lancejit.io.fsspec_store import parse_content_range
 from lancejit.io.http_recv import Headers, aiohttp_session, endpoint_host, endpoint_pool
-from lancejit.io.sigv4 import Credentials, Signer, canonical_query, quote_key
+from lancejit.io.sigv4 import EMPTY_SHA256, Credentials, Signer, canonical_query, quote_key
 
 #: Answers that make the store fall back to botocore (which follows region redirects).
 _UNSUPPORTED_STATUS = frozenset({301, 302, 307, 308, 400})
@@ -156,12 +160,13 @@ class S3HttpClient:
             self._session = aiohttp_session(self._limit, self._connect_timeout, read_bufsize=READ_BUFSIZE)
         return self._session
 
-    async def _signed(self, method: str, key: str, range_header: str | None, query: str = ""
-                      ) -> tuple[str, dict[str, str]]:
+    async def _signed(self, method: str, key: str, range_header: str | None, query: str = "",
+                      payload_sha256: str = EMPTY_SHA256) -> tuple[str, dict[str, str]]:
         """The escaped request path and the headers of one request (signed if credentials)."""
         path = quote_key(f"{self.prefix}/{self.bucket}/{key}" if key else f"{self.prefix}/{self.bucket}")
         creds: Credentials | None = await self._credentials()
-        headers = self.signer.headers(method, self.host, path, creds, query=query) if creds is not None else {}
+        headers = (self.signer.headers(method, self.host, path, creds, query=query, payload_sha256=payload_sha256)
+                   if creds is not None else {})
         if range_header:
             headers["Range"] = range_header
         return path, headers
@@ -212,6 +217,23 @@ class S3HttpClient:
         if not a:  # suffix bytes=-n
             return body[max(0, total - int(b)):], total
         return body[int(a):int(b) + 1], total
+
+    async def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+        """One PUT of ``data`` (its SHA-256 signed).  ``if_absent``: ``If-None-Match: *``, a 412
+        answer (the object exists) raising ``FileExistsError``."""
+        from yarl import URL
+
+        path, headers = await self._signed("PUT", key, None, payload_sha256=hashlib.sha256(data).hexdigest())
+        if if_absent:
+            headers["If-None-Match"] = "*"
+        url = self.base + path
+        async with self._aiohttp().put(URL(url, encoded=True), data=data, headers=headers,
+                                       allow_redirects=False) as resp:
+            body = await resp.read()
+            if resp.status == 412 and if_absent:
+                raise FileExistsError(url)
+            if resp.status >= 300:
+                raise _error(resp.status, body, url)
 
     async def head(self, key: str) -> int:
         """The object's size in bytes (one HEAD)."""

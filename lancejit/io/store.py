@@ -288,6 +288,11 @@ class ObjectStore(ABC):
     async def open_writer(self, path: str) -> AsyncWriter:
         """Start a streaming write of ``path`` (published by ``close()``, discarded by ``abort()``)."""
 
+    def is_current(self) -> bool:
+        """False when this (cached) store no longer serves its URI: a memory store of a renewed
+        namespace (:meth:`~lancejit.io.memory.MemoryStore.renewed`); other stores always do."""
+        return True
+
     async def aclose(self) -> None:
         """Release sessions/threads bound to the running event loop (the store stays usable)."""
         try:

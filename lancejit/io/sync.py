@@ -29,7 +29,7 @@ import functools
 import inspect
 import os
 import threading
-from typing import Any, AsyncIterator, Callable, Concatenate, Coroutine, Iterator, ParamSpec, TypeVar
+from typing import Any, AsyncGenerator, Callable, Concatenate, Coroutine, Iterator, ParamSpec, TypeVar
 
 T = TypeVar("T")
 
@@ -224,7 +224,8 @@ def run_here(coro: Coroutine[Any, Any, T]) -> T:
         first = coro.send(None)
     except StopIteration as stop:
         asyncio._set_running_loop(None)
-        if loop._ready:  # type: ignore[attr-defined]  # callbacks it scheduled: run them now
+        # callbacks it scheduled: run them now
+        if loop._ready:  # type: ignore[attr-defined]  # the loop's private queue: not in typeshed
             loop.run_until_complete(_noop())
         return stop.value
     except BaseException:
@@ -322,7 +323,7 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None, *, stor
 _END = object()
 
 
-def iter_sync(agen: AsyncIterator[T], *, store: Any = None) -> Iterator[T]:
+def iter_sync(agen: AsyncGenerator[T, None], *, store: Any = None) -> Iterator[T]:
     """Iterate the async generator ``agen`` synchronously: each item is fetched with
     :func:`run_sync` -- in the caller's thread on its own loop when ``store`` is a local or
     memory store (as :func:`run_sync` runs such work; work ``agen`` left running, e.g. reads

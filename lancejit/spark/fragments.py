@@ -17,6 +17,7 @@ handed back to the driver, ONE ``LanceDataset.commit(uri, LanceOperation..., rea
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -126,8 +127,9 @@ def plan_write(
     store, root = _store(uri, storage_options)
     lm = run_sync(load_manifest(store, root), store=store)
     so = dict(storage_options) if storage_options else None
-    common = dict(storage_options=so, max_rows_per_file=max_rows_per_file,
-                  max_bytes_per_file=max_bytes_per_file, max_page_bytes=max_page_bytes, name_prefix=name_prefix)
+    plan = functools.partial(WritePlan, uri, so, max_rows_per_file=max_rows_per_file,
+                             max_bytes_per_file=max_bytes_per_file, max_page_bytes=max_page_bytes,
+                             name_prefix=name_prefix)
     if mode in ("errorifexists", "ignore") and overwrite:
         raise InvalidInputError(f"write mode {mode!r} cannot be combined with Spark's overwrite mode")
     if lm is not None and mode == "errorifexists":
@@ -135,18 +137,17 @@ def plan_write(
                                  "use mode 'append' or 'overwrite'")
     if lm is not None and mode == "ignore":
         lschema = LanceSchema.from_arrow(data_schema)
-        return WritePlan(uri, fields=_lance_schema_bytes(lschema), schema_metadata={}, storage_version="2.2",
-                         read_version=int(lm.manifest.version), action="ignore", **common)
+        return plan(fields=_lance_schema_bytes(lschema), schema_metadata={}, storage_version="2.2",
+                    read_version=int(lm.manifest.version), action="ignore")
     if lm is None or overwrite:
         lschema = LanceSchema.from_arrow(data_schema)
         default = (lm.manifest.data_format.version or "2.2") if lm is not None else "2.2"
         storage = normalize_storage_version(data_storage_version, default)
         action = ("overwrite" if lm is not None else
                   {"errorifexists": "create", "ignore": "ignore_if_exists"}.get(mode or "", "create_or_append"))
-        return WritePlan(uri, fields=_lance_schema_bytes(lschema),
-                         schema_metadata={k: bytes(v) for k, v in lschema.metadata.items()},
-                         storage_version=storage, read_version=int(lm.manifest.version) if lm else 0,
-                         action=action, **common)
+        return plan(fields=_lance_schema_bytes(lschema),
+                    schema_metadata={k: bytes(v) for k, v in lschema.metadata.items()},
+                    storage_version=storage, read_version=int(lm.manifest.version) if lm else 0, action=action)
     m = lm.manifest
     lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata), path=store.uri(root))
     storage = normalize_storage_version(m.data_format.version or "2.0")
@@ -172,11 +173,10 @@ def plan_write(
         new = tuple(LanceField.from_arrow(data_schema.field(n).with_nullable(True), next_id=counter)
                     for n in extra)
     written = LanceSchema(kept + new, dict(lschema.metadata))
-    return WritePlan(uri, fields=_lance_schema_bytes(written),
-                     schema_metadata={k: bytes(v) for k, v in lschema.metadata.items()},
-                     storage_version=storage, read_version=int(m.version),
-                     action="append", new_fields=_lance_schema_bytes(LanceSchema(new)) if new else (),
-                     **common)
+    return plan(fields=_lance_schema_bytes(written),
+                schema_metadata={k: bytes(v) for k, v in lschema.metadata.items()},
+                storage_version=storage, read_version=int(m.version),
+                action="append", new_fields=_lance_schema_bytes(LanceSchema(new)) if new else ())
 
 
 def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, overload
 
 from lancejit.core.errors import InvalidInputError
 
@@ -70,7 +70,14 @@ def check_names(options: Mapping[str, str], known: tuple[str, ...], what: str,
             f"unknown {what} option {key!r}{hint} (known: {', '.join(known)}, storage_options.<key>)")
 
 
+@overload
+def _int(options: Mapping[str, str], key: str, default: int, minimum: int = ...) -> int: ...
+@overload
+def _int(options: Mapping[str, str], key: str, default: None, minimum: int = ...) -> int | None: ...
+
+
 def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int = 1) -> int | None:
+    """Option ``key`` as an integer >= ``minimum`` (``default`` when absent or blank)."""
     raw = options.get(key.lower())
     if raw is None or str(raw).strip() == "":
         return default
@@ -163,9 +170,9 @@ class ReadOptions:
             version=parse_version(low.get("version")),
             columns=parse_columns(low.get("columns")),
             filter=flt if flt and str(flt).strip() else None,
-            batch_size=_int(low, "batch_size", DEFAULT_SPARK_BATCH_SIZE),  # type: ignore[arg-type]
-            max_partition_bytes=_int(low, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES),  # type: ignore[arg-type]
-            open_cost=_int(low, "openCostInBytes", DEFAULT_OPEN_COST_BYTES, minimum=0),  # type: ignore[arg-type]
+            batch_size=_int(low, "batch_size", DEFAULT_SPARK_BATCH_SIZE),
+            max_partition_bytes=_int(low, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES),
+            open_cost=_int(low, "openCostInBytes", DEFAULT_OPEN_COST_BYTES, minimum=0),
             min_partitions=_int(low, "minPartitionNum", None),
             rows_per_partition=_int(low, "rows_per_partition", None),
             pushdown=pushdown,
@@ -199,8 +206,8 @@ class WriteOptions:
                                         f"got {mode!r}")
         return cls(
             uri=dataset_uri(options),
-            max_rows_per_file=_int(low, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE),  # type: ignore[arg-type]
-            max_bytes_per_file=_int(low, "max_bytes_per_file", DEFAULT_MAX_BYTES_PER_FILE),  # type: ignore[arg-type]
+            max_rows_per_file=_int(low, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE),
+            max_bytes_per_file=_int(low, "max_bytes_per_file", DEFAULT_MAX_BYTES_PER_FILE),
             data_storage_version=str(dsv).strip() if dsv else None,
             max_page_bytes=_int(low, "max_page_bytes", None),
             merge_schema=_bool(low, "mergeSchema", False),

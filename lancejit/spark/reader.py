@@ -150,7 +150,8 @@ class LanceReader(DataSourceReader):
         flt, o = self.effective_filter(), self.opts
         return _cached(key, lambda: ds._spec(columns=self.columns, filter=flt, batch_size=o.batch_size))
 
-    def read(self, partition: LancePartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, LancePartition)  # one of partitions()
         return surfaced_iter(self._read(partition))
 
     def _read(self, partition: LancePartition) -> Iterator[pa.RecordBatch]:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Callable, Iterator, ParamSpec, TypeVar
 
 from lancejit.core.errors import LanceJitError
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 def in_spark_worker() -> bool:
@@ -31,21 +33,21 @@ def _mark(exc: BaseException) -> None:
         os.environ["SPARK_HIDE_TRACEBACK"] = "1"
 
 
-def surfaced(fn: F) -> F:
+def surfaced(fn: Callable[P, R]) -> Callable[P, R]:
     """Wrap a data source entry point (see the module docstring)."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except BaseException as exc:
             _mark(exc)
             raise
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
-def surfaced_iter(it: Iterator[Any]) -> Iterator[Any]:
+def surfaced_iter(it: Iterator[T]) -> Iterator[T]:
     """``it``, with its errors surfaced as :func:`surfaced` does."""
     try:
         yield from it

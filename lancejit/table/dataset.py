@@ -86,8 +86,9 @@ class Dataset(ArrowDatasetFace, DatasetReader):
         self._take_specs = {}
         self._arm_arrow()
 
-    async def _moved_to(self, version: int) -> None:
-        self._adopt(await self.checkout_version_async(version))
+    async def _moved_to(self, new: DatasetReader | int) -> None:
+        """Move to ``new`` (a dataset at the version committed, or that version's number)."""
+        self._adopt(await self.checkout_version_async(new) if isinstance(new, int) else new)
 
     def _same_kind(self, ctx: Any) -> "Dataset":
         out = type(self)(ctx)
@@ -96,12 +97,14 @@ class Dataset(ArrowDatasetFace, DatasetReader):
 
     async def checkout_version_async(self, version: int | str | tuple) -> "Dataset":
         """This dataset at ``version`` (a number, a tag name or ``(branch, number)``), as a new object."""
+        target: int | str
         if isinstance(version, tuple):
-            branch, number = version
+            branch, target = version
             if branch not in (None, "main"):
                 raise NotSupportedError("branches are not supported by lancejit")
-            version = number
-        return self._same_kind((await DatasetReader.checkout_version_async(self, version)).context)
+        else:
+            target = version
+        return self._same_kind((await DatasetReader.checkout_version_async(self, target)).context)
 
     def checkout_latest(self) -> None:
         """Move this object to the latest version."""
@@ -324,7 +327,7 @@ class Dataset(ArrowDatasetFace, DatasetReader):
         return DatasetReader.scanner(self, **bound)
 
     scanner.__doc__ = DatasetReader.scanner.__doc__
-    scanner.__signature__ = _SCANNER_SIGNATURE  # type: ignore[attr-defined]
+    scanner.__signature__ = _SCANNER_SIGNATURE  # type: ignore[attr-defined]  # read by inspect; not in typeshed
 
     def join(self, *args: Any, **kwargs: Any) -> Any:
         raise NotSupportedError("Dataset.join is not supported; scan both and join the tables")
@@ -569,6 +572,7 @@ class Dataset(ArrowDatasetFace, DatasetReader):
             if found is None:
                 raise InvalidInputError(f"dataset {self.uri} has no field {path!r}")
             fields = found.children
+        assert found is not None  # parse_field_path gives at least one name
         return found.id
 
     @property
@@ -751,14 +755,15 @@ def _as_of(ds: Dataset, asof: Any) -> Dataset:
     return ds.checkout_version(max(before))
 
 
-async def write_dataset_async(data: Any, uri: Any, schema: pa.Schema | None = None, mode: str = "create",
+async def write_dataset_async(data: Any, uri: Any, schema: pa.Schema | str | None = None, mode: str = "create",
                               **kwargs: Any) -> Dataset:
     """Write ``data`` to the dataset at ``uri``; returns the new version (see
     :func:`write_dataset`)."""
     from .write.dataset_write import write_data_async
 
     if isinstance(schema, str) and mode == "create" and schema in ("create", "append", "overwrite"):
-        schema, mode = None, schema  # lancejit's earlier positional mode
+        mode = schema  # lancejit's earlier positional mode
+        schema = None
     if isinstance(uri, DatasetReader):
         kwargs.setdefault("read_version", uri.version)
     uri, opts = _uri_of(uri, kwargs.pop("storage_options", None))

@@ -10,7 +10,7 @@ A fragment object holds its dataset (the face's Dataset, duck-typed here) and it
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any, Iterator, List, Literal, Optional, Sequence, overload
 
 import numpy as np
 import pyarrow as pa
@@ -241,6 +241,18 @@ def _storage_version(data_storage_version: str | None, use_legacy_format: bool |
     if use_legacy_format is not None and data_storage_version is None:
         return _STORAGE_ALIASES[bool(use_legacy_format)]
     return data_storage_version
+
+
+# (the other keywords, typed by the implementation, pass through ``**kwargs`` here)
+@overload
+def write_fragments(data: Any, dataset_uri: Any, schema: pa.Schema | None = ..., *,
+                    return_transaction: Literal[False] = ..., **kwargs: Any) -> List[FragmentMetadata]: ...
+@overload
+def write_fragments(data: Any, dataset_uri: Any, schema: pa.Schema | None = ..., *,
+                    return_transaction: Literal[True], **kwargs: Any) -> Transaction: ...
+@overload
+def write_fragments(data: Any, dataset_uri: Any, schema: pa.Schema | None = ..., *,
+                    return_transaction: bool, **kwargs: Any) -> List[FragmentMetadata] | Transaction: ...
 
 
 def write_fragments(

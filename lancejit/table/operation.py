@@ -269,7 +269,9 @@ def to_internal(op: Any, current: LanceSchema | None) -> ops.Operation:
             config_updates=_update_map(op.config_updates),
             table_metadata_updates=_update_map(op.table_metadata_updates),
             schema_metadata_updates=_update_map(op.schema_metadata_updates),
-            field_metadata_updates={int(k): _update_map(v) for k, v in (op.field_metadata_updates or {}).items()},
+            # a field whose changes are None has none (the reference skips it)
+            field_metadata_updates={int(k): m for k, v in (op.field_metadata_updates or {}).items()
+                                    if (m := _update_map(v)) is not None},
         )
     if isinstance(op, (L.DataReplacement, L.CreateIndex)):
         raise NotSupportedError(f"committing {type(op).__name__} operations is not supported by lancejit")

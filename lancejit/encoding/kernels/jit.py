@@ -156,7 +156,7 @@ def _fast_cache_load(cache_cls: Any) -> None:
             return got
         return original(self, sig, target_context)
 
-    load_overload._lancejit = True  # type: ignore[attr-defined]
+    load_overload._lancejit = True  # type: ignore[attr-defined]  # a marker on the function; typeshed allows none
     cache_cls.load_overload = load_overload
 
 

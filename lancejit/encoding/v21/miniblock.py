@@ -451,11 +451,11 @@ class MiniBlockPage(LayoutPage):
         rep = deff = None
         if self.has_rep or self.has_def:
             nl = hdr.num_levels
-            if self.has_rep:
+            if hdr.rep is not None:  # (has_rep)
                 rep = batch_levels(self.layout.rep_compression, data, hdr.rep[0], hdr.rep[1], nl, path=path)
                 if rep is None:
                     rep = self._levels_per_chunk(self.layout.rep_compression, buf, hdr.rep, nl)
-            if self.has_def:
+            if hdr.def_ is not None:  # (has_def)
                 deff = batch_levels(self.layout.def_compression, data, hdr.def_[0], hdr.def_[1], nl, path=path)
                 if deff is None:
                     deff = self._levels_per_chunk(self.layout.def_compression, buf, hdr.def_, nl)
@@ -474,13 +474,12 @@ class MiniBlockPage(LayoutPage):
         if self.has_def and not self.has_rep and not np.array_equal(hdr.num_levels, counts):
             raise CorruptFileError("chunk level counts disagree with the value counts", path=path)
         total = int(counts.sum())
-        picked = None
         if pick is not None and t.dictionary is None:
             picked = picked_values(self.layout.value_compression, data, hdr, counts, pick, path=path)
-        if picked is not None:
-            values = values_to_arrow(picked, self.ctx.value_type, path=path)
-            deff = None if deff is None else deff[pick]
-            return LeafRows(None, deff, values, int(pick.size)), np.asarray(levels_per_chunk, dtype=np.int64)
+            if picked is not None:
+                values = values_to_arrow(picked, self.ctx.value_type, path=path)
+                deff = None if deff is None else deff[pick]
+                return LeafRows(None, deff, values, int(pick.size)), np.asarray(levels_per_chunk, dtype=np.int64)
         dv = fast_values(self.layout.value_compression, data, hdr, counts, path=path)
         if dv is None:
             parts = []

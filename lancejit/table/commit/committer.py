@@ -28,7 +28,7 @@ import contextlib
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, overload
 
 import numpy as np
 
@@ -131,7 +131,7 @@ async def _rebase_deletions(
     op = txn.operation
     assert isinstance(op, (Delete, Update))
     current = {f.id: f for f in latest.fragments}
-    replaced: dict[int, table_pb2.DeletionFile] = {}
+    replaced: dict[int, table_pb2.DeletionFile | None] = {}  # None: no deletion file
     dropped: list[int] = []
     for fid in sorted(frag_ids):
         frag = current.get(fid)
@@ -160,7 +160,11 @@ async def _rebase_deletions(
             if f.id in replaced:
                 c = table_pb2.DataFragment()
                 c.CopyFrom(f)
-                c.deletion_file.CopyFrom(replaced[f.id])
+                deletion = replaced[f.id]
+                if deletion is None:
+                    c.ClearField("deletion_file")
+                else:
+                    c.deletion_file.CopyFrom(deletion)
                 f = c
             out.append(f)
         return tuple(out)
@@ -361,8 +365,15 @@ async def latest_version(store: ObjectStore, root: str) -> int:
     return locs[-1].version if locs else 0
 
 
+@overload
+async def load_manifest(store: ObjectStore, root: str, version: int) -> LoadedManifest: ...
+@overload
+async def load_manifest(store: ObjectStore, root: str, version: None = None) -> LoadedManifest | None: ...
+
+
 async def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> LoadedManifest | None:
-    """The manifest (protobuf + raw sections) of ``version`` (latest when None); None if no dataset."""
+    """The manifest (protobuf + raw sections) of ``version`` (latest when None: None if there is no
+    dataset; a version that does not exist raises :class:`NotFoundError`)."""
     locs = await list_versions(store, root)
     if not locs:
         if version is None:

@@ -27,6 +27,7 @@ from .operations import (
     Delete,
     Merge,
     Operation,
+    OtherOperation,
     Overwrite,
     Project,
     ReserveFragments,
@@ -98,7 +99,7 @@ class ConflictChecker:
         """Raise if ``theirs`` (committed as ``version``) rules "mine" out; record rebase needs."""
         mine = self.mine.operation
         other = theirs.operation if theirs is not None else None
-        if other is None:
+        if theirs is None or other is None:
             raise _incompatible(self.mine, theirs, version)
         okind = other.name
         if okind not in _KNOWN:
@@ -167,6 +168,7 @@ class ConflictChecker:
                 raise _retryable(self.mine, theirs, version)
             return
         if okind == "DataReplacement":
+            assert isinstance(other, OtherOperation)  # carried, not modelled
             for r in getattr(other.message, "replacements", ()):
                 if fields & {int(f) for f in r.new_file.fields}:
                     raise _retryable(self.mine, theirs, version)
@@ -205,6 +207,7 @@ class ConflictChecker:
             if isinstance(other, Delete):
                 updated, removed = other.updated_fragments, other.deleted_fragment_ids
             else:
+                assert isinstance(other, Update)  # okind "Update"
                 updated, removed = other.updated_fragments, other.removed_fragment_ids
             if not ({f.id for f in updated} | set(removed)) & mods:
                 return

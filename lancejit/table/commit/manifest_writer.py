@@ -322,9 +322,9 @@ def build_manifest(
             raise InvalidInputError("restore needs an existing dataset and the version to restore")
         m = table_pb2.Manifest()
         m.CopyFrom(restore_source)
-        mf = [x for x in (max_fragment_id(previous), max_fragment_id(restore_source)) if x is not None]
-        if mf:
-            m.max_fragment_id = max(mf)
+        known = [x for x in (max_fragment_id(previous), max_fragment_id(restore_source)) if x is not None]
+        if known:
+            m.max_fragment_id = max(known)
         m.next_row_id = max(previous.next_row_id, restore_source.next_row_id)
         m.ClearField("index_section")
         _finish(m, txn, transaction_file, new_version, config)

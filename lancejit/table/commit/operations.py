@@ -343,7 +343,7 @@ class Transaction:
             u.new_fragments.extend(op.new_fragments)
             u.fields_modified.extend(op.fields_modified)
             u.fields_for_preserving_frag_bitmap.extend(op.fields_for_preserving_frag_bitmap)
-            u.update_mode = op.update_mode
+            u.update_mode = op.update_mode  # type: ignore[assignment]  # generated stub: the enum takes ints
         elif isinstance(op, Merge):
             m = msg.merge
             m.SetInParent()
@@ -436,10 +436,13 @@ class Transaction:
             op = Rewrite(tuple(groups), tuple(r.rewritten_indices))
         elif kind == "update_config" and not _has_legacy_maps(msg.update_config):
             uc = msg.update_config
+
+            def update_map(name: str) -> UpdateMap | None:
+                return UpdateMap.from_pb(getattr(uc, name)) if uc.HasField(name) else None
+
             op = UpdateConfig(
-                dict(uc.upsert_values), tuple(uc.delete_keys),
-                *(UpdateMap.from_pb(getattr(uc, n)) if uc.HasField(n) else None
-                  for n in ("config_updates", "table_metadata_updates", "schema_metadata_updates")),
+                dict(uc.upsert_values), tuple(uc.delete_keys), update_map("config_updates"),
+                update_map("table_metadata_updates"), update_map("schema_metadata_updates"),
                 {int(k): UpdateMap.from_pb(v) for k, v in uc.field_metadata_updates.items()},
             )
         elif kind is not None:

@@ -37,8 +37,7 @@ from lancejit.core.errors import InvalidInputError
 from lancejit.encoding.arrow_build import array_of
 
 from .evaluate import (
-    BoolNode, ListMatch, balanced as _balanced, check_expression, combine, evaluate_expression, evaluate_tree,
-    negate,
+    BoolNode, ListMatch, check_expression, combine, evaluate_expression, evaluate_tree, negate,
 )
 from .columns import resolve_column as _resolve
 from .fast import FastNode, fast_positions, plan_fast
@@ -260,7 +259,7 @@ class _Compiler:
         lits = [sql_literal(e) for e in arr.expressions]
         if any(lit is None or lit.value is None for lit in lits):
             raise self.fail(node)
-        values = [lit.value for lit in lits]  # type: ignore[union-attr]
+        values = [lit.value for lit in lits if lit is not None]  # (none is: checked above)
         self.columns.add(path[0])
         if not values:  # the reference: every row holds all of no label, none holds any of them
             return pc.scalar(op == "all")

@@ -124,7 +124,7 @@ def _list_type(comp: Any, node: exp.Expression) -> pa.DataType:
 def _needles(comp: Any, node: exp.Expression, value_type: pa.DataType) -> pa.Scalar:
     """A list literal (``[1, 2]``) or one literal value, as a list scalar of ``value_type``."""
     items = node.expressions if isinstance(node, exp.Array) else [node]
-    values = []
+    values: list[Any] = []
     for item in items:
         if isinstance(item, exp.Null):
             values.append(None)

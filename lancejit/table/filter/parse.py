@@ -314,7 +314,10 @@ def parse_filter(text: str) -> ParsedFilter:
     tree = quick_tree(rewritten, PLACEHOLDER)  # simple filters without sqlglot's parser
     try:
         if tree is None:
-            tree = sqlglot.parse_one(rewritten, dialect=DIALECT)
+            parsed = sqlglot.parse_one(rewritten, dialect=DIALECT)
+            # (sqlglot >= 30 types its nodes as ``Expr``; each node class is an ``Expression``)
+            assert isinstance(parsed, exp.Expression)
+            tree = parsed
     except sqlglot.errors.SqlglotError as exc:
         same = same_length_text(text)
         locate = same if _token_count(same) <= MAX_TOKENS else None

@@ -26,7 +26,9 @@ _TOKEN = re.compile(
     r"|(?P<op><=|>=|<>|!=|=|<|>|\(|\)|,|-)"
     r")"
 )
-_CMP = {"=": exp.EQ, "!=": exp.NEQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
+_CMP: dict[str, type[exp.Expression]] = {
+    "=": exp.EQ, "!=": exp.NEQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
+}
 #: Words that are keywords here; any other keyword-like word sends the filter to sqlglot.
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "BETWEEN", "IS", "NULL", "TRUE", "FALSE"}
 _RESERVED = {"LIKE", "ILIKE", "CAST", "CASE", "WHEN", "THEN", "ELSE", "END", "AS", "SELECT", "FROM", "WHERE",
@@ -48,6 +50,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
                 break
             raise _Fallback
         kind = m.lastgroup
+        assert kind is not None  # every alternative of the pattern is a named group
         value = m.group(kind)
         if kind == "word":
             up = value.upper()

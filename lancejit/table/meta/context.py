@@ -256,10 +256,10 @@ def with_context(exc: LanceJitError, where: str) -> LanceJitError:
         new = type(exc)(msg)
     except TypeError:
         new = LanceJitError(msg)
-    new._lancejit_where = where  # type: ignore[attr-defined]
+    new._lancejit_where = where  # type: ignore[attr-defined]  # a marker on this instance only
     if hasattr(exc, "path"):
         try:
-            new.path = exc.path  # type: ignore[attr-defined]
+            new.path = exc.path  # type: ignore[attr-defined]  # (the classes that have one)
         except AttributeError:
             pass
     return new

@@ -73,7 +73,7 @@ class DataFile:
         return self.to_dict()
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(**state)  # type: ignore[misc]
+        type(self).__init__(self, **state)
 
     def to_dict(self) -> dict:
         return {"path": self._path, "fields": list(self.fields), "column_indices": list(self.column_indices),
@@ -175,7 +175,7 @@ class _SequenceMeta:
         return cls.from_dict(json.loads(text))
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.asdict() == other.asdict()  # type: ignore[union-attr]
+        return type(other) is type(self) and self.asdict() == other.asdict()
 
     def __repr__(self) -> str:
         kind = "inline" if self.inline is not None else "external"

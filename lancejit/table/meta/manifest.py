@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from google.protobuf.message import DecodeError
 
@@ -140,7 +140,7 @@ class Manifest:
     version: int
     fields: tuple[Any, ...]
     schema_metadata: Mapping[str, bytes]
-    fragments: tuple[Fragment, ...]
+    fragments: Sequence[Fragment]
     timestamp_ns: int
     tag: str
     reader_feature_flags: int
@@ -334,9 +334,9 @@ def decode_manifest(section: bytes | memoryview, file_size: int, path: str,
             f"manifest length prefix says {recorded} bytes but {actual} bytes precede the footer",
             path=path,
         )
-    body = section[4 : 4 + actual]
-    if not body.readonly:  # fragments decode from these bytes later: they must not change
-        body = body.tobytes()
+    view = section[4 : 4 + actual]
+    # fragments decode from these bytes later: they must not change
+    body: bytes | memoryview = view if view.readonly else view.tobytes()
     # the fragments as arrays from the bytes when the kernels vouch for them (None: protobuf
     # decodes everything, or raises)
     scanned = scan_manifest(body)

@@ -53,12 +53,12 @@ def check_relative(path: object, what: str, where: str | None = None) -> str:
     :class:`CorruptFileError` naming ``what`` (e.g. ``"data file path"``) and ``where`` (the
     manifest or file that holds it)."""
     reason = unsafe_reason(path)
-    if reason is not None:
-        raise CorruptFileError(
-            f"{what} {path!r} {reason}: paths from a dataset's files must stay inside the dataset",
-            path=where,
-        )
-    return path  # type: ignore[return-value]
+    if reason is None and isinstance(path, str):  # (a safe path is a str)
+        return path
+    raise CorruptFileError(
+        f"{what} {path!r} {reason}: paths from a dataset's files must stay inside the dataset",
+        path=where,
+    )
 
 
 def confined_join(root: str, *parts: str, what: str, where: str | None = None) -> str:

@@ -26,8 +26,9 @@ does not filter again what it pushed), evaluated in lancejit's scan.  Scanners a
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancejit.core.errors import NotSupportedError
 
@@ -48,7 +49,7 @@ def _pyarrow_dataset(load: bool) -> Any:
     pds = sys.modules.get("pyarrow.dataset")
     if pds is None and load:
         try:
-            import pyarrow.dataset as pds
+            pds = importlib.import_module("pyarrow.dataset")
         except ImportError:  # pragma: no cover - pyarrow without the dataset module
             return None
     return pds
@@ -128,6 +129,10 @@ class ArrowDatasetFace:
     The class calls :meth:`_arm_arrow` whenever its schema may have changed (opening, moving to
     another version)."""
 
+    if TYPE_CHECKING:  # what the dataset class this is mixed into provides
+        @property
+        def schema(self) -> Any: ...
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         pds = _pyarrow_dataset(False)
         if pds is not None and issubclass(cls, pds.FileSystemDataset):  # a genuine class already
@@ -144,9 +149,9 @@ class ArrowDatasetFace:
         if pds is None or not issubclass(type(self), pds.FileSystemDataset):
             return
         fmt, fs, frag = _placeholder()
-        pds.FileSystemDataset.__init__(self, [frag], self.schema, fmt, fs)  # type: ignore[arg-type]
+        pds.FileSystemDataset.__init__(self, [frag], self.schema, fmt, fs)
 
-    @property  # type: ignore[misc]
+    @property  # type: ignore[misc]  # read-only by design; typeshed's object.__class__ has a setter
     def __class__(self) -> type:  # noqa: D105
         return arrow_view(type(self), "Dataset")
 
@@ -154,7 +159,7 @@ class ArrowDatasetFace:
 class ArrowScannerFace:
     """Mixin: ``__class__`` is the ``pyarrow.dataset.Scanner`` view."""
 
-    @property  # type: ignore[misc]
+    @property  # type: ignore[misc]  # read-only by design; typeshed's object.__class__ has a setter
     def __class__(self) -> type:  # noqa: D105
         return arrow_view(type(self), "Scanner")
 

@@ -56,13 +56,14 @@ _SCHEMAS: dict[tuple, pa.Schema] = {}
 def output_schema(ctx: DatasetContext, spec: ScanSpec) -> pa.Schema:
     cols = output_columns(spec)
     key = (ctx.schema, cols)
+    cached = True
     try:
         got = _SCHEMAS.get(key)
     except TypeError:  # an unhashable column entry: no caching
-        got, key = None, None
+        got, cached = None, False
     if got is None:
         got = pa.schema([_out_field(ctx, c) for c in cols], metadata=ctx.schema.metadata)
-        if key is not None:
+        if cached:
             if len(_SCHEMAS) >= 256:
                 _SCHEMAS.clear()
             _SCHEMAS[key] = got

@@ -8,7 +8,7 @@ from these async methods (:func:`lancejit.io.sync.bridged`).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -68,7 +68,7 @@ class Scanner(ArrowScannerFace):
     def store(self) -> Any:
         return self._ctx.store
 
-    def _batches(self, ramp: bool = True) -> AsyncIterator[pa.RecordBatch]:
+    def _batches(self, ramp: bool = True) -> AsyncGenerator[pa.RecordBatch, None]:
         batches = _scan.scan(self._ctx, self._spec, ramp=ramp)
         if self._post is None:
             return batches
@@ -76,9 +76,10 @@ class Scanner(ArrowScannerFace):
 
         return apply(batches, self._post)
 
-    async def batches_async(self) -> AsyncIterator[pa.RecordBatch]:
-        """The scan's record batches, in scan order."""
-        async for b in self._batches():
+    async def batches_async(self, *, ramp: bool = True) -> AsyncIterator[pa.RecordBatch]:
+        """The scan's record batches, in scan order.  ``ramp``: the first unit is read in growing
+        pieces so that the first batch comes soon (False for consumers of the whole scan)."""
+        async for b in self._batches(ramp):
             yield b
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import weakref
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, LanceJitError, NotFoundError
+from lancejit.io.store import ObjectStore
 
 from ..meta.context import DatasetContext
 from .datafile import DataFileHandle, open_data_file
@@ -63,12 +64,13 @@ DELETION_READ_BYTES = 64 * 1024
 class FragmentReader:
     """Reads one fragment of one dataset version."""
 
-    def __init__(self, ctx: DatasetContext, fragment: Fragment, physical_rows: int | None = None,
+    def __init__(self, ctx: DatasetContext | None, fragment: Fragment, physical_rows: int | None = None,
                  weak: bool = False) -> None:
         #: ``ctx`` itself, or (``weak``: readers cached under the context, by its index) a weak
-        #: reference to it, so that the cache makes no reference cycle.
-        self._ctx: DatasetContext | weakref.ref = weakref.ref(ctx) if weak else ctx
-        self._weak = weak
+        #: reference to it, so that the cache makes no reference cycle; None: a reader of an
+        #: index built without a dataset (its fragment and rows only).
+        self._ctx: DatasetContext | weakref.ref[DatasetContext] | None = (
+            weakref.ref(ctx) if weak and ctx is not None else ctx)
         self.fragment = fragment
         #: Physical rows: the manifest's count, or the count the dataset index resolved for
         #: legacy fragments whose manifest records 0 (see :mod:`.index`).
@@ -77,14 +79,17 @@ class FragmentReader:
         self._layouts: dict[tuple[str, ...], tuple[list[_Group], bool]] = {}
         self._last_layout: tuple[Sequence[TopField], tuple[list[_Group], bool]] | None = None
         #: Opened data files by path: ``(handle, store, path)`` (looked up once per reader).
-        self._handles: dict[str, tuple[DataFileHandle, object, str]] = {}
+        self._handles: dict[str, tuple[DataFileHandle, ObjectStore, str]] = {}
 
     @property
     def ctx(self) -> DatasetContext:
         """The context of the dataset version read."""
-        if not self._weak:
-            return self._ctx
-        ctx = self._ctx()
+        ref = self._ctx
+        if not isinstance(ref, weakref.ref):
+            if ref is None:
+                raise LanceJitError("this fragment reader was built without a dataset")
+            return ref
+        ctx = ref()
         if ctx is None:  # only reachable by holding a reader without its dataset
             raise LanceJitError("the dataset this fragment reader belongs to was closed")
         return ctx
@@ -107,6 +112,7 @@ class FragmentReader:
                     reader = self.ctx.reader(store, path)
                     # deletion files are small: one read of their last 64 KiB (inline on local
                     # stores), a second one for the rest of a bigger file
+                    data: bytes | memoryview
                     size, data = await reader.read_tail(DELETION_READ_BYTES)
                     if size > len(data):
                         (head,) = await reader.read_ranges([(0, size - len(data))])
@@ -127,7 +133,9 @@ class FragmentReader:
             return self.physical_rows
         if d.num_deleted_rows is not None:
             return self.physical_rows - d.num_deleted_rows
-        return self.physical_rows - len(await self.deleted())
+        deleted = await self.deleted()
+        assert deleted is not None  # the fragment has a deletion file
+        return self.physical_rows - len(deleted)
 
     async def row_ids(self) -> np.ndarray | None:
         """Stable row id of every physical row (uint64), or None without stable row ids."""
@@ -188,7 +196,7 @@ class FragmentReader:
         self._last_layout = (tops, layout)
         return layout
 
-    async def _handle(self, df: DataFile) -> tuple[DataFileHandle, object, str]:
+    async def _handle(self, df: DataFile) -> tuple[DataFileHandle, ObjectStore, str]:
         got = self._handles.get(df.path)
         if got is None:
             handle = await open_data_file(self.ctx, df)
@@ -196,7 +204,7 @@ class FragmentReader:
             got = self._handles[df.path] = (handle, store, path)
         return got
 
-    def check_file_rows(self, df: DataFile, num_rows: int) -> tuple[Any, str]:
+    def check_file_rows(self, df: DataFile, num_rows: int) -> tuple[ObjectStore, str]:
         """The data file's ``(store, path)``; :class:`CorruptFileError` when it holds fewer
         rows than the fragment records."""
         store, path = self.ctx.data_file_location(df)
@@ -221,7 +229,7 @@ class FragmentReader:
                 if i not in held or n == 0:
                     out[i] = pa.nulls(n, schema.field(t.name).type) if n else pa.array([], schema.field(t.name).type)
             if n == 0:
-                return out  # type: ignore[return-value]
+                return out
         if layout and (isinstance(rows, tuple) and rows[1] > self.physical_rows or (
             not isinstance(rows, tuple) and len(rows) and int(rows[-1]) >= self.physical_rows
         )):
@@ -245,7 +253,7 @@ class FragmentReader:
             await read_group(layout[0])
         else:
             await asyncio.gather(*(read_group(g) for g in layout))
-        return out  # type: ignore[return-value]
+        return out
 
     async def meta_columns(
         self, rows: tuple[int, int] | np.ndarray, with_row_id: bool, with_row_address: bool

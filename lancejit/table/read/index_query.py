@@ -235,6 +235,7 @@ async def _leaf_rows(ctx: "DatasetContext", q: IndexQuery, leaf: Leaf) -> RowSet
         frags = seg.fragments
         got = await si.search(ctx, leaf.query)
         if leaf.negated:
+            null: np.ndarray | None
             if leaf.query.op == "null":
                 null = rowset.EMPTY  # IS NULL is never NULL
             else:

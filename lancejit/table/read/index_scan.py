@@ -116,7 +116,14 @@ async def _read_some(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIndex",
 
 def _columns(batch: pa.RecordBatch | pa.Table | None, tops: tuple, consts: dict, n: int) -> dict[str, Any]:
     """``tops``' columns by name: from ``batch``, or made from ``consts``."""
-    return {t.name: _constant(consts[t.name], n) if t.name in consts else batch.column(t.name) for t in tops}
+    out: dict[str, Any] = {}
+    for t in tops:
+        if t.name in consts:
+            out[t.name] = _constant(consts[t.name], n)
+        else:
+            assert batch is not None  # the columns that are not constant were read into ``batch``
+            out[t.name] = batch.column(t.name)
+    return out
 
 
 def _constant(value: pa.Scalar, n: int) -> pa.Array | None:
@@ -138,10 +145,14 @@ def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | pa.Ta
               have: dict) -> pa.Table:
     """The output table from a take's ``batch`` (its columns by name) and columns in ``have``."""
     by_top = {}
-    names = batch.schema.names if batch is not None else ()
     for t in spec.tops:
-        by_top[t.name] = have[t.name] if t.name in have else batch.column(t.name)
-    meta = {name: batch.column(name) for name in (ROWID, ROWADDR) if name in names}
+        if t.name in have:
+            by_top[t.name] = have[t.name]
+        else:
+            assert batch is not None  # the columns not in ``have`` were read into ``batch``
+            by_top[t.name] = batch.column(t.name)
+    meta = {} if batch is None else {name: batch.column(name) for name in (ROWID, ROWADDR)
+                                     if name in batch.schema.names}
     return assemble_table(ctx, spec, by_top, meta, n)
 
 
@@ -167,7 +178,7 @@ async def _read_many(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIndex",
         frag = index.reader(p)
         hi = min(hi, frag.physical_rows)
         by_name: dict = {}
-        if ftops:
+        if ftops and compiled is not None:  # (ftops: the filter's columns when rechecking)
             fread = [t for t in ftops if t.name not in consts]
             by_name = dict(zip((t.name for t in fread), await _read_rows(frag, fread, lo, hi, offs) if fread else ()))
             by_name.update((t.name, _constant(consts[t.name], len(offs))) for t in ftops if t.name in consts)

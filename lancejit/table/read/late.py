@@ -13,7 +13,8 @@ A *unit* is a half-open physical row range ``[lo, hi)`` of one fragment (see :mo
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+import enum
+from typing import TYPE_CHECKING, Any, Final, Literal, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -98,7 +99,7 @@ def _chunks(array: Any) -> list:
 
 async def _group_matches(
     ctx: DatasetContext, compiled: "CompiledFilter", members: list[tuple[FragmentReader, int, int]],
-    extra: list[TopField] = (),  # type: ignore[assignment]
+    extra: Sequence[TopField] = (),
 ) -> tuple[list, list[TopField], list, list[np.ndarray]]:
     """The filter's columns (plus ``extra``) read for the live rows of every member unit
     (concurrently), evaluated ONCE over all of them (one Arrow call for many small units),
@@ -261,13 +262,17 @@ async def _finish_unit(
     return by_name, meta, len(offsets)
 
 
+class _NotHandled(enum.Enum):
+    NOT_HANDLED = "not handled"
+
+
 #: What :func:`read_small_group` returns for members it does not take.
-NOT_HANDLED = object()
+NOT_HANDLED: Final = _NotHandled.NOT_HANDLED
 
 
 async def read_small_group(
     ctx: DatasetContext, spec: "ScanSpec", members: list[tuple[FragmentReader, int, int]],
-) -> tuple[dict[str, Any], dict[str, pa.Array], int] | None | object:
+) -> tuple[dict[str, Any], dict[str, pa.Array], int] | None | Literal[_NotHandled.NOT_HANDLED]:
     """A filtered scan's output for a group of small units (at most ``SMALL_UNIT_ROWS`` rows
     each, e.g. many small fragments) as arrays: the filter's columns decoded for every member
     at once (:func:`.scan_multi.read_members`) and evaluated once, the matching rows' other

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +76,7 @@ async def read_group_table(
     if late and len(members) > 1:  # many small units: as arrays (late.py)
         got = await read_small_group(ctx, spec, members)
         if got is not NOT_HANDLED:
-            return None if got is None else assemble_table(ctx, spec, *got)  # type: ignore[misc]
+            return None if got is None else assemble_table(ctx, spec, *got)
     early = [] if late else list(spec.tops)
     lives, read, arrays, matches = await _group_matches(ctx, spec.filter, members, early)
     parts = await asyncio.gather(*(
@@ -247,7 +247,7 @@ async def _pipeline(
     read: Callable[[list[tuple[FragmentReader, int, int]]], Awaitable[Any]], group_rows: int = 0,
     unit_rows: int = SMALL_UNIT_ROWS, read_take: Callable[[int, int], Awaitable[Any]] | None = None,
     solo: int = 0,
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """``read(members)`` of every unit, results in plan order; with ``group_rows``, runs of
     consecutive units of at most ``unit_rows`` rows each are handed over together, up to
     ``group_rows`` rows and ``GROUP_BYTES`` estimated bytes (filtered scans evaluate a group's
@@ -313,7 +313,7 @@ async def _pipeline(
             await asyncio.gather(*(f for f, _ in pending), return_exceptions=True)
 
 
-async def scan(ctx: DatasetContext, spec: ScanSpec, *, ramp: bool = True) -> AsyncIterator[pa.RecordBatch]:
+async def scan(ctx: DatasetContext, spec: ScanSpec, *, ramp: bool = True) -> AsyncGenerator[pa.RecordBatch, None]:
     """Output batches in scan order with offset and limit applied; batches hold exactly
     ``spec.batch_size`` rows but the last and may span fragments.  ``ramp``: the first unit is
     read in growing pieces (the first batch sooner; off for scans consumed whole)."""
@@ -369,15 +369,15 @@ async def scan(ctx: DatasetContext, spec: ScanSpec, *, ramp: bool = True) -> Asy
         await batches.aclose()
 
 
-async def _one(work: Awaitable[Any] | None) -> AsyncIterator[Any]:
+async def _one(work: Awaitable[Any] | None) -> AsyncGenerator[Any, None]:
     """The result of one read as a pipeline (every unit of the plan read at once: no task)."""
     if work is not None:
         yield await work
 
 
 async def _rebatch(
-    results: AsyncIterator[pa.Table | list[pa.Table] | None], size: int
-) -> AsyncIterator[pa.RecordBatch]:
+    results: AsyncGenerator[pa.Table | list[pa.Table] | None, None], size: int
+) -> AsyncGenerator[pa.RecordBatch, None]:
     """Batches of exactly ``size`` rows, the last one excepted, as the reference yields them:
     each unit's rows are cut zero-copy at multiples of ``size`` from where the previous batch
     ended; a batch spanning units (or chunk edges inside a unit) copies its rows once.
@@ -400,7 +400,7 @@ async def _rebatch(
         if pending is not None:
             yield _one_batch(pending)
     finally:
-        await results.aclose()  # type: ignore[attr-defined]
+        await results.aclose()
 
 
 def _join(a: pa.Table, b: pa.Table) -> pa.Table:
@@ -433,7 +433,8 @@ async def count_rows(ctx: DatasetContext, filter: "CompiledFilter | None", reada
     """Rows of the version (after deletions), or rows matching ``filter``."""
     if filter is None:
         return (await dataset_index(ctx)).total_rows
-    spec = ScanSpec(tops=(), filter=filter, **({} if readahead is None else {"readahead": readahead}))
+    spec = (ScanSpec(tops=(), filter=filter) if readahead is None
+            else ScanSpec(tops=(), filter=filter, readahead=readahead))
     index, plan, _ = await _plan(ctx, spec, count=True)
 
     async def read(members: list[tuple[FragmentReader, int, int]]) -> int:

@@ -131,7 +131,8 @@ def _meta_filter(ctx: DatasetContext, filt: Any) -> Any:
 def _computed(ctx: DatasetContext, columns: Mapping[str, Any]) -> tuple[list[str], list[tuple[str, Any]]]:
     """``(columns read, (name, Arrow expression) outputs)`` of ``columns={name: SQL}``."""
     schema = pa.schema(list(ctx.schema) + list(META_FIELDS))
-    outputs, needed = [], []
+    outputs: list[tuple[str, Any]] = []
+    needed: list[str] = []
     for name, sql in columns.items():
         if not isinstance(name, str):
             raise InvalidInputError(f"output column names must be strings, got {name!r}")
@@ -204,6 +205,7 @@ def resolve(ctx: DatasetContext, args: ScanArgs) -> tuple[ScanSpec, ScanPost | N
         out_schema = pa.schema([pa.field(n, t) for (n, _), t in zip(outputs, types)])
         keep = None
     else:
+        assert out_spec is not None  # the columns are names, not a mapping
         out_schema = _schema_of(ctx, out_spec)
         keep = tuple(out_schema.names)
     post = ScanPost(out_schema, meta, (args.offset or 0) if meta is not None else 0,
@@ -219,10 +221,10 @@ def _schema_of(ctx: DatasetContext, spec: ScanSpec) -> pa.Schema:
 
 
 def _expr_type(schema: pa.Schema, expr: Any) -> pa.DataType:
-    from ..filter.evaluate import _project
+    from ..filter.evaluate import project
 
     try:
-        return _project(schema.empty_table(), [expr])[0].type
+        return project(schema.empty_table(), [expr])[0].type
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"output expression {expr} cannot be evaluated: {exc}") from None
 

@@ -23,6 +23,7 @@ from ..meta.context import DatasetContext
 from .datafile import collector_paused
 from ..meta.fields import TopField
 from lancejit.file.multi_decode import file_scan, read_scans
+from lancejit.io.local import LocalStore
 
 from .fragment import FragmentReader, unit_live_offsets as _live
 
@@ -133,7 +134,7 @@ async def _open_scans(ctx: DatasetContext, tops: Sequence[TopField], key: tuple[
     names = [handle._columns(tops) for handle in handles]
     if len(todo) > 1:
         await _take_tables([(h, u) for h, (n, u) in zip(handles, names) if len(n) == len(u)])
-    for (i, per, df, _), handle, (names_i, unique) in zip(todo, handles, names):
+    for (i, per, _, _), handle, (names_i, unique) in zip(todo, handles, names):
         got = None
         if len(unique) == len(names_i):
             try:
@@ -184,17 +185,17 @@ async def read_members(
         return await _read_known(ctx, scans, members, lives)
     # files not opened yet: opened together; on local disk their descriptors (and tails) are
     # kept from the open to the end of the read (each file opened once, not twice)
-    hold = getattr(ctx.store, "hold_files", None)
-    if hold is not None:
-        hold()
+    held = ctx.store if isinstance(ctx.store, LocalStore) else None
+    if held is not None:
+        held.hold_files()
     try:
         got = await _batched_scans(ctx, tops, key, [members[i][0] for i in missing])
         for i, s in zip(missing, got):
             scans[i] = s
         return await _read_known(ctx, scans, members, lives)
     finally:
-        if hold is not None:
-            ctx.store.release_files()
+        if held is not None:
+            held.release_files()
 
 
 class _OpenBatch:

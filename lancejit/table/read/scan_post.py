@@ -13,7 +13,7 @@ arguments the read pipeline does not push down.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Sequence
 
 import pyarrow as pa
 
@@ -51,7 +51,7 @@ class ScanPost:
 
 def _project(batch: pa.RecordBatch, post: ScanPost) -> pa.RecordBatch:
     if post.outputs is not None:
-        from ..filter.evaluate import _project as project
+        from ..filter.evaluate import project
 
         table = pa.Table.from_batches([batch])
         arrays = project(table, [e for _, e in post.outputs]) if batch.num_rows or post.outputs else []
@@ -131,7 +131,7 @@ async def _iterate(batches: list[pa.RecordBatch]) -> AsyncIterator[pa.RecordBatc
         yield b
 
 
-async def apply(batches: AsyncIterator[pa.RecordBatch], post: ScanPost) -> AsyncIterator[pa.RecordBatch]:
+async def apply(batches: AsyncIterator[pa.RecordBatch], post: ScanPost) -> AsyncGenerator[pa.RecordBatch, None]:
     """``batches`` after the work ``post`` describes."""
     out = _filtered(batches, post)
     if post.order_by:

@@ -13,7 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.arrow_compute import take as arrow_take
-from lancejit.core.errors import InvalidInputError, LanceJitError, NegativeIndexError, RowIndexError
+from lancejit.core.errors import (
+    CorruptFileError, InvalidInputError, LanceJitError, NegativeIndexError, RowIndexError,
+)
 
 from ..meta.context import DatasetContext, with_context
 from ..meta.deletion import physical_of_logical
@@ -282,8 +284,11 @@ async def row_id_index(ctx: DatasetContext) -> RowIdIndex:
         index = await dataset_index(ctx)
         frags = [index.reader(p) for p in range(len(index))]
 
-        async def part(frag: FragmentReader):
+        async def part(frag: FragmentReader) -> tuple[int, np.ndarray, np.ndarray]:
             ids = await frag.row_ids()
+            if ids is None:
+                raise CorruptFileError(f"{ctx.describe_where(ctx.manifest_path)}: fragment {frag.id} has no "
+                                       "row ids in a dataset with stable row ids")
             live = await frag.live_offsets()
             return frag.id, ids[live], live
 

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancejit.core.errors import CorruptFileError, LanceJitError
+from lancejit.io.local import LocalStore
 from lancejit.io.multi_read import FileSource, read_files
 
 from ..meta.context import with_context
@@ -79,7 +80,7 @@ class FileTakeState:
         self.ncols = ncols
         self.slot_of_pos = np.full(nfrags, UNKNOWN, dtype=np.int64)
         #: Stores held by :meth:`admit` (``LocalStore.hold_files``) until the next :meth:`take` read.
-        self._holds: list[Any] = []
+        self._holds: list[LocalStore] = []
         self.segs = np.zeros((_SEG_ROWS, 256), dtype=np.int64)
         self.nseg = 0
         self.slots = np.zeros((_SLOT_ROWS, 64), dtype=np.int64)
@@ -178,19 +179,19 @@ class FileTakeState:
                 self.colmerged[cid] = replace(m, nullable=True)
             ids.append(cid)
         self.colsig[s] = ids
-        key = tuple(ids)
-        rid = self._row_ids.get(key)
+        row_key = tuple(ids)
+        rid = self._row_ids.get(row_key)
         if rid is None:
-            rid = self._row_ids[key] = len(self.rowcols)
-            self.rowcols.append(key)
-            self.rowfull.append(all(self.colmerged[c] is not None for c in key))
+            rid = self._row_ids[row_key] = len(self.rowcols)
+            self.rowcols.append(row_key)
+            self.rowfull.append(all(self.colmerged[c] is not None for c in row_key))
         return rid
 
     async def admit(self, ctx: "DatasetContext", index: "DatasetIndex", tops: Sequence[TopField],
                     positions: list[int]) -> None:
         """Look at fragment positions not seen yet: open their data files (all at once), build
         their take tables, and give a slot to every one that qualifies."""
-        cands = []
+        cands: list[tuple[int, int, _Group]] = []
         ids = [t.id for t in tops]
         types = None
         fragments, physical = index.fragments, index.physical_rows
@@ -212,15 +213,16 @@ class FileTakeState:
             frag = index.reader(p)  # the general rule (e.g. columns found by nested ids)
             layout, complete = frag._layout(tops)
             if complete and len(layout) == 1 and frag.physical_rows > 0 and len(layout[0].tops) == len(tops):
-                cands.append((p, frag.physical_rows, layout[0]))
+                g = layout[0]
+                cands.append((p, frag.physical_rows, _Group(g.data_file, g.tops, g.types)))
             else:
                 self.slot_of_pos[p] = NOT_ELIGIBLE
         if not cands:
             return
-        hold = getattr(ctx.store, "hold_files", None)
-        if hold is not None:  # new files' descriptors and tails kept until this take's read ends
-            hold()
-            self._holds.append(ctx.store)
+        store = ctx.store
+        if isinstance(store, LocalStore):  # new files' descriptors and tails kept until this take's read ends
+            store.hold_files()
+            self._holds.append(store)
         with collector_paused(ctx, len(cands)):  # (the open, the tables and the slots)
             try:
                 handles = await open_data_files(ctx, [g.data_file for _, _, g in cands])
@@ -351,7 +353,7 @@ class FileTakeState:
         from .spec import output_columns
 
         names = [t.name for t in spec.tops]
-        sources = []
+        sources: list[int | None] = []
         for c in output_columns(spec):
             if c.top is None:
                 sources.append(-1 if c.name == ROWID else -2 if c.name == ROWADDR else None)
@@ -359,7 +361,8 @@ class FileTakeState:
                 sources.append(None)
             else:
                 sources.append(names.index(c.top))
-        plan = None if None in sources else (output_schema(ctx, spec), tuple(sources))
+        known = tuple(s for s in sources if s is not None)
+        plan = (output_schema(ctx, spec), known) if len(known) == len(sources) else None
         if len(self._outputs) >= 64:
             self._outputs.clear()
         self._outputs[id(spec)] = (spec, plan)
@@ -390,9 +393,9 @@ class _FsstArena:
             enabled[:t0] = self.enabled[:t0]
             self.enabled = enabled
         if seg_capacity > len(self.seg_tab):
-            grown = np.zeros(seg_capacity, dtype=np.int64)
-            grown[:len(self.seg_tab)] = self.seg_tab
-            self.seg_tab = grown
+            segs = np.zeros(seg_capacity, dtype=np.int64)
+            segs[:len(self.seg_tab)] = self.seg_tab
+            self.seg_tab = segs
         self.words[t0:t0 + t] = tabs.words
         self.lens[t0:t0 + t] = tabs.lens
         self.enabled[t0:t0 + t] = tabs.enabled
@@ -400,7 +403,7 @@ class _FsstArena:
         self.count = t0 + t
 
 
-async def _take_tables(ctx: "DatasetContext", cands: list[tuple[int, int, Any]], handles: list[Any]) -> list[Any]:
+async def _take_tables(ctx: "DatasetContext", cands: list[tuple[int, int, _Group]], handles: list[Any]) -> list[Any]:
     """The take table of each candidate ``(position, physical rows, group)``'s data file (opened:
     ``handles``), None when the multi-file take cannot serve it.  Tables not cached yet are
     built from the files' metadata with ONE read of every file's chunk metadata words

@@ -27,6 +27,7 @@ import pyarrow as pa
 from lancejit.core.errors import AlreadyExistsError, InvalidInputError, SchemaMismatchError
 from lancejit.core.schema import LanceSchema
 from lancejit.io import open_store
+from lancejit.io.memory import MemoryStore
 
 from ..commit import Append, Overwrite, commit, load_manifest, new_fragment, schema_fields
 from .data_files import (
@@ -132,7 +133,7 @@ async def stage_write(
     store, root = open_store(uri, storage_options)
     root = root.rstrip("/")
     previous = await load_manifest(store, root, read_version)
-    if previous is not None and mode == "create" and getattr(store, "scheme", None) == "memory":
+    if previous is not None and mode == "create" and isinstance(store, MemoryStore):
         store, previous = store.renewed(), None  # the reference: each call its own memory store
     if previous is not None and mode == "create":
         raise AlreadyExistsError(f"dataset {uri} already exists (version {previous.manifest.version}); "
@@ -146,7 +147,7 @@ async def stage_write(
     if src_schema is None:
         first = await anext(batches, None)
         src_schema = first.schema if first is not None else None
-    if appending:
+    if previous is not None and appending:
         m = previous.manifest
         lschema = LanceSchema.from_pb(m.fields, dict(m.schema_metadata), path=store.uri(root))
         if fixed is not None:

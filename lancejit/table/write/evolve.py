@@ -254,6 +254,7 @@ async def stage_columns_async(
 
     async def computed(frag: table_pb2.DataFragment) -> tuple[pa.Table, np.ndarray | None]:
         """The new columns of the fragment's live rows, and their offsets (None: all rows)."""
+        assert compute is not None  # (the expression and function forms)
         deleted = frag.HasField("deletion_file")
         t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[frag.id],
                                     with_row_address=deleted, batch_size=WRITE_BATCH_ROWS)
@@ -277,6 +278,7 @@ async def stage_columns_async(
 
     async def computed_group(group: list[table_pb2.DataFragment]) -> list[tuple[pa.Table, np.ndarray | None]]:
         """:func:`computed` of several (small) fragments by one scan and one evaluation."""
+        assert compute is not None  # (the expression form)
         t = await ds.to_table_async(columns=list(read_columns or []), fragment_ids=[f.id for f in group],
                                     with_row_address=True, batch_size=WRITE_BATCH_ROWS)
         addrs = t.column(ROWADDR).to_numpy()
@@ -336,6 +338,7 @@ async def stage_columns_async(
             else:
                 fragments += await asyncio.gather(*(one(f) for f in frags))
             if new_schema is None:  # a dataset without fragments: ask the function for its schema
+                assert compute is not None  # (the function form)
                 new_schema = compute(ds_schema.empty_table().select(read_columns or [])).schema
                 start(new_schema)
         merged = LanceSchema(tuple(lschema.fields) + tuple(new_fields), dict(m.schema_metadata))

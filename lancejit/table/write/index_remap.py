@@ -76,16 +76,16 @@ async def plan_index_sets(ctx: "DatasetContext", section_raw: bytes | None, frag
         if not cov.any():
             continue
         ok = False
-        opened = None
+        opened: ScalarIndex | None = None
         seg = usable.get(uid)
         if seg is not None:
             try:
-                opened = await open_segment(ctx, seg.uuid, seg.kind, seg.column_type)
+                got = await open_segment(ctx, seg.uuid, seg.kind, seg.column_type)
                 ok = True
             except Unusable:
                 ok = False
-            if ok and seg.holds_row_ids(stable, opened.kind):
-                opened = None  # row ids do not move
+            else:
+                opened = None if seg.holds_row_ids(stable, got.kind) else got  # (None: row ids do not move)
         if not ok:
             pinned |= cov
             continue
@@ -105,7 +105,9 @@ def _mapping(groups: Sequence["RewriteGroup"], old_addrs: Sequence[np.ndarray]) 
                                                                                         np.ndarray]:
     """``(old addresses sorted, their new addresses, rewritten fragment ids sorted)``: each
     group's live rows, in order, land in its new fragments in order."""
-    olds, news, frags = [], [], []
+    olds: list[np.ndarray] = []
+    news: list[np.ndarray] = []
+    frags: list[int] = []
     for g, old in zip(groups, old_addrs):
         frags.extend(f.id for f in g.old_fragments)
         parts = [(np.uint64(f.id) << np.uint64(32)) | np.arange(f.physical_rows, dtype=np.uint64)

@@ -17,7 +17,7 @@ from .levels import (EMPTYABLE_LIST, NULL_AND_EMPTY_LIST, NULLABLE_ITEM, NULLABL
                      LeafSlots, Levels, concat_slots, resolve, leaf_slots, leaves_of, storage_array,
                      storage_field)
 from .blob import blob_values, descriptor_page
-from .data import block_from_arrow
+from .data import VarBlock, block_from_arrow
 from .page import EncodedPage
 from .strategy import FieldParams, encode_leaf_page
 
@@ -85,6 +85,7 @@ class _LeafColumn:
 
     def _add_blob(self, s: LeafSlots, nulls: np.ndarray | None) -> EncodedPage:
         block = block_from_arrow(s.values)
+        assert isinstance(block, VarBlock)  # blob columns are binary (see __init__)
         external, idx, sizes = blob_values(block, nulls)
         positions = np.zeros(len(sizes), dtype=np.uint64)
         self.blob_positions.append(positions)
@@ -138,7 +139,7 @@ MAX_LEVELS_PER_PAGE = 0xFFFF
 #: no page is cut below this many level slots (:func:`level_limit` of the deepest nesting)
 MIN_LEVEL_LIMIT = 2 * 0xFFFF // 32
 
-_DEF_STEPS = {NULLABLE_ITEM: 1, NULLABLE_LIST: 1, EMPTYABLE_LIST: 1, NULL_AND_EMPTY_LIST: 2}
+_DEF_STEPS: dict[int, int] = {NULLABLE_ITEM: 1, NULLABLE_LIST: 1, EMPTYABLE_LIST: 1, NULL_AND_EMPTY_LIST: 2}
 
 
 def level_limit(levels: Levels) -> int:

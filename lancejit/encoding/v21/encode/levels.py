@@ -198,6 +198,7 @@ def leaf_slots(arr: pa.Array, leaf: Leaf) -> LeafSlots:
             parent = np.repeat(np.arange(len(idx), dtype=np.int64), counts)
             starts = np.cumsum(counts) - counts
             within = np.arange(total, dtype=np.int64) - starts[parent]
+            assert rep is not None  # a list on the path: has_list
             new_rep = np.where(within == 0, rep[parent], list_level - 1).astype(np.uint16)
             new_code = code[parent]
             base = np.where(idx >= 0, offsets[np.maximum(idx, 0)], -1)
@@ -283,8 +284,11 @@ def resolve(slots: LeafSlots) -> Levels:
     depth = len(slots.kinds)
     present = np.zeros(2 * depth + 2, dtype=bool)
     if len(slots.code):
-        seen = np.bincount(slots.code)  # codes are small (< 2 * depth + 2)
-        present[np.flatnonzero(seen)] = True
+        if slots.kinds == ["item"]:  # a flat column: codes 0 (valid) or 1 (null)
+            present[1] = bool(slots.code.any())
+        else:
+            seen = np.bincount(slots.code)  # codes are small (< 2 * depth + 2)
+            present[np.flatnonzero(seen)] = True
     for c in slots.forced:
         present[c] = True
     layers_outer_first: list[int] = []
@@ -309,16 +313,16 @@ def resolve(slots: LeafSlots) -> Levels:
     level = 1
     max_visible = None
     for d in range(depth - 1, -1, -1):
-        kind = layers_outer_first[d]
+        layer = layers_outer_first[d]
         if slots.kinds[d] == "list" and max_visible is None:
             max_visible = level - 1
-        if kind in (NULLABLE_ITEM, NULLABLE_LIST):
+        if layer in (NULLABLE_ITEM, NULLABLE_LIST):
             lut[2 * d + 1] = level
             level += 1
-        elif kind == EMPTYABLE_LIST:
+        elif layer == EMPTYABLE_LIST:
             lut[2 * d + 2] = level
             level += 1
-        elif kind == NULL_AND_EMPTY_LIST:
+        elif layer == NULL_AND_EMPTY_LIST:
             lut[2 * d + 1] = level
             lut[2 * d + 2] = level + 1
             level += 2

@@ -208,6 +208,7 @@ def _sample_distinct_ok(block, nulls: np.ndarray | None, divisor: float) -> bool
     """Distinct non-null values among the first 4096 slots < 4096 / divisor (pylance 14's
     cardinality test, reproduced from its choices; ``lance-encoding:dict-divisor``)."""
     m = min(block.num_values, DICT_SAMPLE)
+    head: FixedBlock | VarBlock
     if isinstance(block, FixedBlock):
         if block.bits_per_value in (8, 16, 32, 64):
             head = FixedBlock(block.data[:m], block.bits_per_value, m)
@@ -270,14 +271,16 @@ def _dictionary_encode(block, nulls: np.ndarray | None = None):
     d = enc.dictionary
     if isinstance(block, FixedBlock):
         raw = block_from_arrow(d)
+        assert isinstance(raw, FixedBlock)  # the dictionary has the values' fixed-width type
         if block.bits_per_value in (8, 16, 32, 64):
             dblock = FixedBlock(raw.data.view(uint_dtype(block.bits_per_value)), block.bits_per_value, len(d))
         else:
             dblock = FixedBlock(raw.data, block.bits_per_value, len(d))
         return FixedBlock(idx, 32, block.num_values), dblock
-    dblock = block_from_arrow(d)
-    offs = dblock.offsets.astype(block.offsets.dtype)
-    return FixedBlock(idx, 32, block.num_values), VarBlock(offs, dblock.data, len(d))
+    var = block_from_arrow(d)
+    assert isinstance(var, VarBlock)  # the dictionary has the values' variable-width type
+    offs = var.offsets.astype(block.offsets.dtype)
+    return FixedBlock(idx, 32, block.num_values), VarBlock(offs, var.data, len(d))
 
 
 # ----------------------------------------------------------------------------------- constant
@@ -308,8 +311,10 @@ def _constant_page(block, levels: Levels, values: pa.Array) -> EncodedPage | Non
         if pa.types.is_fixed_size_binary(values.type):
             return allnull.constant(levels, None, allnull.scalar_buffers([val]))
         return allnull.constant(levels, val, None)
-    lens = block.lengths()
     offs = block.offsets
+    if nulls is None and block.num_values > 64 and not (np.diff(offs[:65]) == offs[1] - offs[0]).all():
+        return None  # cheap early exit, as for fixed widths
+    lens = block.lengths()
     sel = np.flatnonzero(~nulls) if nulls is not None else np.arange(block.num_values)
     if sel.size == 0:
         return None
@@ -352,6 +357,7 @@ def _arrow_dictionary_page(values: pa.DictionaryArray, levels: Levels, params: F
         idx = idx.fill_null(0)
     bits = idx.type.bit_width
     raw = block_from_arrow(idx)
+    assert isinstance(raw, FixedBlock)  # dictionary indices are integers
     indices = FixedBlock(raw.data.view(uint_dtype(bits)), bits, raw.num_values)
     dblock = block_from_arrow(values.dictionary)
     if isinstance(dblock, FslBlock):
@@ -418,7 +424,7 @@ def _page_size(page: EncodedPage) -> int:
     return sum(len(b) for b in page.buffers)
 
 
-def _dict_plausible(block, version: tuple[int, int], nulls: np.ndarray) -> bool:
+def _dict_plausible(block, version: tuple[int, int], nulls: np.ndarray | None) -> bool:
     """Fewer distinct non-null values than half of them (dictionary might pay off)."""
     if isinstance(block, FslBlock) or block.num_values < DICT_TOO_SMALL:
         return False

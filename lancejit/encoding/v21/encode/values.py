@@ -42,6 +42,7 @@ class MiniChunks:
     @property
     def buffers(self) -> list[list[bytes]]:
         if self._buffers is None:
+            assert self.packed is not None  # made in the packed form
             body, sizes = self.packed
             ends = np.cumsum(sizes).tolist()
             starts = [0] + ends[:-1]
@@ -57,6 +58,7 @@ class MiniChunks:
     def total_bytes(self) -> int:
         """Bytes of all the chunks' buffers."""
         if self._buffers is None:
+            assert self.packed is not None  # made in the packed form
             return int(self.packed[1].sum())
         return sum(len(b) for chunk in self._buffers for b in chunk)
 
@@ -105,7 +107,7 @@ def flat_chunks(block: FixedBlock) -> MiniChunks:
 def fsl_chunks(block: FslBlock) -> MiniChunks:
     """Fixed-size lists of fixed-width items: optional item-validity bitmap, then values."""
     dims = []
-    b = block
+    b: FixedBlock | FslBlock = block
     while isinstance(b, FslBlock):
         dims.append((b.dimension, b.validity))
         b = b.child

@@ -68,6 +68,7 @@ class BitmapIndex:
             return np.array([self.null_row] if self.null_row >= 0 else [], dtype=np.int64)
         if q.op in ("any", "all"):
             vs = convert(Query("in", q.values), self.value_type).values
+            assert vs is not None  # an ``in`` search carries its values
             a = np.searchsorted(self.keys, vs, side="left")
             found = (a < len(self.keys)) & (self.keys[np.minimum(a, len(self.keys) - 1)] == vs) if len(self.keys) \
                 else np.zeros(len(vs), dtype=bool)

@@ -104,7 +104,9 @@ class BTreeIndex:
     def _bounds_of(self, c: Converted) -> tuple[Any, Any, int]:
         """``(lows, highs, n)``: the query's intervals' bounds (None: unbounded) and count."""
         if c.op == "in":
-            return c.values, c.values, len(c.values)
+            vs = c.values
+            assert vs is not None  # an ``in`` search carries its values
+            return vs, vs, len(vs)
         if c.op == "range":
             return (None if c.lo is None else [c.lo]), (None if c.hi is None else [c.hi]), 1
         raise Unusable(f"btree cannot answer {c.op}")

@@ -206,6 +206,7 @@ def span(values: np.ndarray, c: Converted) -> tuple[np.ndarray, np.ndarray]:
     (``in`` or ``range``), as int64 arrays: one run per value for ``in``, one for ``range``."""
     if c.op == "in":
         vs = c.values
+        assert vs is not None  # an ``in`` search carries its values
         if len(values) and len(vs) > 8:  # only the values inside the page's bounds
             a = int(np.searchsorted(vs, values[0], side="left"))
             b = int(np.searchsorted(vs, values[-1], side="right"))

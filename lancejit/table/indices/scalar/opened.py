@@ -320,11 +320,11 @@ async def _load(ctx: "DatasetContext", uuid: str, kind: str, value_type: pa.Data
         if data_file.version == "0.1" and lookup.null_counts.any():
             raise Unusable("a btree in 0.1 files lost its NULLs (stored as values)")
         names = data_file.schema.names
-        ids = _bt.IDS if _bt.IDS in names else _bt.LEGACY_IDS
-        if _bt.VALUES not in names or ids not in names:
+        ids_column = _bt.IDS if _bt.IDS in names else _bt.LEGACY_IDS
+        if _bt.VALUES not in names or ids_column not in names:
             raise CorruptFileError("btree page data needs 'values' and 'ids' columns", path=ctx.store.uri(dpath))
         ctx.stats.record_index(parts=1)
-        return ScalarIndex(uuid, kind, directory, vt, lookup, data_file, dpath, (_bt.VALUES, ids),
+        return ScalarIndex(uuid, kind, directory, vt, lookup, data_file, dpath, (_bt.VALUES, ids_column),
                            _slabs.search_dtype(lookup))
     path = join_path(directory, _bm.LOOKUP_FILE)
     reader = await _open_file(ctx, path)
@@ -340,9 +340,9 @@ async def _load(ctx: "DatasetContext", uuid: str, kind: str, value_type: pa.Data
                 raise CorruptFileError(f"{_bm.LIST_NULLS_KEY} is not a number", path=where) from None
             ids, full = rowset.decode_treemap(await _global_buffer(ctx, path, reader, position), where)
             list_nulls = None if len(full) else ids
-    lookup = _bm.BitmapIndex.from_keys(keys.column(_bm.KEYS), list_nulls, where)
+    bitmap = _bm.BitmapIndex.from_keys(keys.column(_bm.KEYS), list_nulls, where)
     ctx.stats.record_index(parts=1)
-    return ScalarIndex(uuid, kind, directory, lookup.value_type, lookup, reader, path, (_bm.BITMAPS,))
+    return ScalarIndex(uuid, kind, directory, bitmap.value_type, bitmap, reader, path, (_bm.BITMAPS,))
 
 
 def _text(v: Any) -> str:

@@ -22,7 +22,7 @@ from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.kernels import readonly
 from lancejit.encoding.kernels.jit import njit
 
-EMPTY = np.zeros(0, dtype=np.uint64)
+EMPTY: np.ndarray = np.zeros(0, dtype=np.uint64)
 EMPTY.setflags(write=False)
 
 _SET3 = ("ro(u8[::1]), ro(u8[::1]), u8[::1]",)
@@ -206,7 +206,8 @@ def fragment_runs(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
     last = int(rows[-1]) >> 32
-    ids, bounds = [], [0]
+    ids: list[int] = []
+    bounds = [0]
     at = 0
     while len(ids) < _GALLOP:
         h = int(rows[at]) >> 32
