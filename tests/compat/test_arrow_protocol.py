@@ -184,9 +184,10 @@ def test_projection_and_filter_pushdown_by_bytes(uri, mode):
                     lambda: pds.field("a") >= pds.scalar(tail)),
     }
     for name, (query, where) in engines.items():
-        everything = _bytes(ds, lambda: query("a, x, i, s, flag, day, ts", None if name != "duckdb" else ""))
-        column = _bytes(ds, lambda: query("x", None if name != "duckdb" else ""))
-        filtered = _bytes(ds, lambda: query("x", where()))
+        empty = None if name != "duckdb" else ""
+        everything = _bytes(ds, lambda q=query, e=empty: q("a, x, i, s, flag, day, ts", e))
+        column = _bytes(ds, lambda q=query, e=empty: q("x", e))
+        filtered = _bytes(ds, lambda q=query, w=where: q("x", w()))
         assert column < everything / 2, (name, column, everything)
         if name == "duckdb" and mode == "off":
             assert filtered >= column, (name, filtered, column)  # DuckDB filters a view's rows itself

@@ -180,7 +180,7 @@ def test_iterator_dropped_after_its_thread_ended(tmp_path):
         for _ in range(2):
             held: list = []
 
-            def pull() -> None:
+            def pull(held: list = held) -> None:
                 it = ds.to_batches(columns=["x"], batch_size=100_000)
                 held.append((it, next(it).num_rows))
 

@@ -134,6 +134,7 @@ def encode_miniblock(
 def _assemble_packed(values: MiniChunks, large: bool) -> tuple[memoryview, bytes]:
     """``(data buffer, metadata words)`` of packed one-buffer chunks without levels, in one
     kernel call (:func:`lancejit.encoding.kernels.enc_chunks.assemble_miniblock`)."""
+    assert values.packed is not None  # the caller checked
     body, sizes = values.packed
     n = len(sizes)
     out = np.empty(len(body) + 16 * n, dtype=np.uint8)
