@@ -99,7 +99,7 @@ def test_booleans(values, batch):
     t = pa.bool_()
     lookup, slab, data = _slab(values, t, batch)
     for b in (True, False):
-        assert _search(lookup, slab, data, Query("eq", (b,)), t) == _brute(values, lambda v: v is b)
+        assert _search(lookup, slab, data, Query("eq", (b,)), t) == _brute(values, lambda v, b=b: v is b)
 
 
 @settings(max_examples=100, deadline=None)

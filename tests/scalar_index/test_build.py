@@ -3,7 +3,6 @@ replacement, errors; describe / list / drop / optimize."""
 
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pyarrow as pa

@@ -161,9 +161,9 @@ def test_empty_result_and_bad_options(spark, rich):
     df = spark.read.format("lancejit").option("filter", "id < 0").load(rich)
     assert df.count() == 0
     with pytest.raises(Exception, match="no column"):
-        spark.read.format("lancejit").option("columns", "id,nope").load(rich).schema
+        _ = spark.read.format("lancejit").option("columns", "id,nope").load(rich).schema
     with pytest.raises(Exception, match="no version 99"):
-        spark.read.format("lancejit").option("version", "99").load(rich).schema
+        _ = spark.read.format("lancejit").option("version", "99").load(rich).schema
     # lancejit's message comes first, not a traceback
     for opt, val, text in [("version", "99", "no version 99"), ("colums", "id", "did you mean 'columns'"),
                            ("filter", "nope > 1", "no column 'nope'"), ("max_rows_per_file", "3", "applies to writes"),

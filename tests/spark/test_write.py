@@ -10,7 +10,6 @@ import lance
 from pyspark import InheritableThread
 
 import lancejit.spark
-from pyspark.sql.pandas.types import to_arrow_schema
 
 ROWS_SQL = [
     "id",

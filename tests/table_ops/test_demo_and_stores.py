@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 import lance
-import numpy as np
 import pyarrow as pa
 import pytest
 from ops_helpers import make_table

@@ -5,7 +5,6 @@ manifests have the same fragments, field ids, row-id sequences and version metad
 from __future__ import annotations
 
 import lance
-import pyarrow as pa
 import pytest
 from ops_helpers import make_table, manifest_meta, manifest_shape
 

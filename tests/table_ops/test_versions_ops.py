@@ -8,7 +8,6 @@ import os
 import time
 
 import lance
-import numpy as np
 import pyarrow as pa
 import pytest
 from ops_helpers import make_table

@@ -34,7 +34,8 @@ def table(start, n):
 
 def main(out):
     base = os.path.join(out, "indices_v" + lance.__version__.replace(".", "_"))
-    shutil.rmtree(base, ignore_errors=True); os.makedirs(base)
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
     path = os.path.join(base, "ds")
     ds = lance.write_dataset(table(0, 600), path, max_rows_per_file=200)
     ds.create_scalar_index("a", "BTREE")
