@@ -86,8 +86,8 @@ print(json.dumps({"rows": rows, "total_s": total, "background_left_s": bg,
 """
 
 FRESH = r"""
-import json, sys, time
-t0 = time.perf_counter()
+import json, os, sys, time
+t0, c0 = time.perf_counter(), time.process_time()
 who, uri, what = sys.argv[1], sys.argv[2], sys.argv[3]
 opts = json.loads(sys.argv[4]) or None
 if who == "lancejit":
@@ -101,9 +101,17 @@ if what == "take":
     n = ds.take(list(range(0, 100 * 997, 997))).num_rows
 elif what == "scan":
     n = ds.to_table().num_rows
+elif what == "filtered":
+    n = ds.to_table(filter="x > 0.5 AND id < 700000").num_rows
 elif what == "filter":
     n = ds.to_table().num_rows + ds.to_table(filter="x > 0.5 AND id < 700000").num_rows + ds.take([1, 2, 3]).num_rows
-print(json.dumps({"s": time.perf_counter() - t0, "n": n}))
+s, cpu = time.perf_counter() - t0, time.process_time() - c0
+kernels = 0
+jit = sys.modules.get("lancejit.encoding.kernels.jit")
+if jit is not None:
+    kernels = sum(len(k._disp.overloads) for k in jit.kernels() if k.materialized)
+print(json.dumps({"s": s, "cpu": cpu, "n": n, "modules": len(sys.modules), "numba": "numba" in sys.modules,
+                  "kernels": kernels, "threads": len(os.listdir("/proc/self/task"))}))
 """
 
 
@@ -165,24 +173,44 @@ def warmup(py: str) -> tuple[float, list[tuple[str, float]]]:
     return took, sorted(kernels, key=lambda kv: -kv[1])
 
 
-def fresh_rows(py: str, local: str, s3_uri: str | None, s3_opts: dict | None, samples: int) -> list[dict]:
+#: The fresh-process works of (d): key -> label.
+WORKS = {"open": "import + open", "take": "+ 100-row take", "scan": "+ full scan",
+         "filtered": "+ filtered scan (no full scan first)", "filter": "+ full scan + filtered scan + take(3)"}
+
+
+def fresh_rows(py: str, targets: list[tuple[str, str, dict | None, object]], works: list[str],
+               samples: int) -> list[dict]:
+    """Fresh processes, alternating the two libraries sample by sample (the first sample of each
+    warms the page cache and the server and is dropped): medians of the wall and CPU seconds
+    measured inside the process (after the interpreter started), and what the last sample of
+    each imported, loaded and started; ``targets``: (store, uri, storage options, request log)."""
     rows = []
-    targets = [("local", local, None)] + ([("s3", s3_uri, s3_opts)] if s3_uri else [])
-    for where, uri, opts in targets:
-        for what, label in (("open", "import + open"), ("take", "+ 100-row take"), ("scan", "+ full scan"),
-                            ("filter", "+ full scan + filtered scan + take(3)")):
-            got = {"lancejit": [], "reference": []}
+    for where, uri, opts, log in targets:
+        for what in works:
+            got: dict = {"lancejit": [], "reference": []}
+            last: dict = {}
             for i in range(samples + 1):
                 for who in ("lancejit", "reference"):
+                    if log is not None:
+                        log.reset()
                     res = subprocess.run([py, "-c", FRESH, who, uri, what, json.dumps(opts)], capture_output=True,
                                          text=True, env=env_for(py), timeout=600)
                     if res.returncode:
                         raise SystemExit(res.stderr[-3000:])
+                    one = json.loads(res.stdout.strip().splitlines()[-1])
+                    if log is not None:
+                        one["requests"] = log.snapshot()["total"]
                     if i:  # the first sample warms the page cache and the server
-                        got[who].append(json.loads(res.stdout.strip().splitlines()[-1])["s"])
-            a, b = statistics.median(got["lancejit"]), statistics.median(got["reference"])
-            rows.append({"where": where, "work": f"fresh process: {label}", "lancejit_ms": a * 1e3,
-                         "reference_ms": b * 1e3, "ratio": a / b})
+                        got[who].append(one)
+                        last[who] = one
+            med = {who: {k: statistics.median(o[k] for o in got[who]) for k in ("s", "cpu")} for who in got}
+            a, b = med["lancejit"], med["reference"]
+            rows.append({"where": where, "work": f"fresh process: {WORKS[what]}", "lancejit_ms": a["s"] * 1e3,
+                         "reference_ms": b["s"] * 1e3, "ratio": a["s"] / b["s"],
+                         "lancejit_cpu_ms": a["cpu"] * 1e3, "reference_cpu_ms": b["cpu"] * 1e3,
+                         "cpu_ratio": a["cpu"] / b["cpu"],
+                         "counts": {who: {k: v for k, v in last[who].items() if k not in ("s", "cpu", "n")}
+                                    for who in last}})
     return rows
 
 
@@ -192,7 +220,10 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the fresh-process dataset")
     ap.add_argument("--skip-first-use", action="store_true", help="only (b) to (e)")
     ap.add_argument("--fresh-only", action="store_true",
-                    help="only (d), with this checkout and its kernel cache as they are (no virtualenv)")
+                    help="only (d), with this checkout (byte-compiled first) and its kernel cache as they are "
+                         "(no virtualenv)")
+    ap.add_argument("--works", default=",".join(WORKS), help=f"works of (d), comma-separated: {', '.join(WORKS)}")
+    ap.add_argument("--stores", default="local,s3", help="stores of (d): local, s3")
     args = ap.parse_args()
     global PYTHONPATH
     import lance
@@ -206,6 +237,10 @@ def main() -> None:
     try:
         if args.fresh_only:
             py, PYTHONPATH = sys.executable, REPO
+            # byte-compiled as lancejit warmup leaves an installation (PYTHONDONTWRITEBYTECODE
+            # would otherwise make every measured process compile changed modules again)
+            subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(REPO, "lancejit")], check=True,
+                           stdout=subprocess.DEVNULL)
         else:
             py = make_venv(root)
             paths = cold_workload.make_datasets(os.path.join(root, "data"))
@@ -224,9 +259,12 @@ def main() -> None:
         from dataset_take import upload_dir
         from s3_counter import CountingS3
 
-        with CountingS3() as s3:
-            uri = upload_dir(s3, local, "one")
-            out["fresh"] = fresh_rows(py, local, uri, s3.lancejit_options, args.samples)
+        works, stores = args.works.split(","), args.stores.split(",")
+        with CountingS3(separate_process=True) as s3:
+            targets: list = [("local", local, None, None)] if "local" in stores else []
+            if "s3" in stores:
+                targets.append(("s3", upload_dir(s3, local, "one"), s3.lancejit_options, s3.log))
+            out["fresh"] = fresh_rows(py, targets, works, args.samples)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
@@ -258,11 +296,21 @@ def report(out: dict) -> None:
         for name, s, cpu in out["kernels"]:
             print(f"| {name} | {s:.2f} | {cpu:.2f} |")
     if out.get("fresh"):
-        print("\n(d) fresh processes (median; lancejit / reference)")
-        print("| store | work | lancejit ms | reference ms | ratio |\n|---|---|---:|---:|---:|")
+        print("\n(d) fresh processes (medians; wall and CPU seconds inside the process; lancejit / reference)")
+        print("| store | work | lancejit ms | reference ms | ratio | lancejit CPU ms | reference CPU ms | CPU ratio |"
+              "\n|---|---|---:|---:|---:|---:|---:|---:|")
         for r in out["fresh"]:
             print(f"| {r['where']} | {r['work']} | {r['lancejit_ms']:.0f} | {r['reference_ms']:.0f} | "
-                  f"{r['ratio']:.2f} |")
+                  f"{r['ratio']:.2f} | {r['lancejit_cpu_ms']:.0f} | {r['reference_cpu_ms']:.0f} | {r['cpu_ratio']:.2f} |")
+        print("\n(d) counts (last sample): modules in sys.modules, Numba imported, kernel specializations "
+              "loaded, threads alive at the end, requests served (S3)")
+        print("| store | work | lancejit modules | reference modules | Numba | kernels | lancejit threads | "
+              "reference threads | lancejit requests | reference requests |\n|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
+        for r in out["fresh"]:
+            a, b = r["counts"]["lancejit"], r["counts"]["reference"]
+            print(f"| {r['where']} | {r['work']} | {a['modules']} | {b['modules']} | {'yes' if a['numba'] else 'no'} | "
+                  f"{a['kernels']} | {a['threads']} | {b['threads']} | {a.get('requests', '-')} | "
+                  f"{b.get('requests', '-')} |")
     if "warmup_s" in out:
         print(f"\n(e) lancejit warmup: {out['warmup_s']:.1f} s")
 

@@ -22,6 +22,7 @@ from typing import Any, AsyncGenerator, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.config import DEFAULT_BATCH_SIZE, FOOTER_PREFETCH_BYTES, SCAN_READ_BYTES, settings
 from lancejit.core.cores import off_loop_if_idle
 from lancejit.core.errors import (
@@ -477,9 +478,9 @@ class AsyncLanceFileReader:
         if inverse is not None:
             order = pa.array(inverse)
             if big:
-                arrays = await off_loop_if_idle(lambda: [a.take(order) for a in arrays])
+                arrays = await off_loop_if_idle(lambda: [arrow_take(a, order) for a in arrays])
             else:
-                arrays = [a.take(order) for a in arrays]
+                arrays = [arrow_take(a, order) for a in arrays]
         by_top = dict(zip(tops, arrays))
         return self._table(resolved, [by_top[t] for t, _, _ in resolved], int(idx.size))
 

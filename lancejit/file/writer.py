@@ -14,7 +14,7 @@ import asyncio
 import functools
 import os
 import struct
-from typing import Any, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 import pyarrow as pa
 from google.protobuf import any_pb2
@@ -27,7 +27,7 @@ from lancejit.pb import file2_pb2, file_pb2
 from lancejit.core.schema import LanceSchema
 
 from lancejit.core.cores import idle_core
-from .writer_schema import apply_field_ids, file_schema_pb
+from .writer_schema import WriterTemplate, writer_template
 from .writer_sink import open_sink
 
 ALIGN = 64
@@ -59,6 +59,7 @@ def _pack_any(msg, type_url: str) -> bytes:
     return a.SerializeToString()
 
 
+@functools.lru_cache(maxsize=None)
 def _column_encoding_bytes() -> bytes:
     from lancejit.pb import encodings_v2_0_pb2 as pb20
 
@@ -86,28 +87,6 @@ def _check_nullability(f: pa.Field, arr: pa.Array) -> None:
             _check_nullability(t.field(i), arr.field(i))
 
 
-_JSON_EXTENSIONS = (b"arrow.json", b"lance.json")
-
-
-def _reject_unsupported(f: pa.Field) -> None:
-    """Types lancejit cannot write faithfully yet (JSON needs pylance's JSONB conversion)."""
-    t = f.type
-    ext = getattr(t, "extension_name", None)
-    name = (f.metadata or {}).get(b"ARROW:extension:name")
-    if (ext and ext.encode() in _JSON_EXTENSIONS) or name in _JSON_EXTENSIONS:
-        raise NotSupportedError(f"field {f.name!r}: JSON columns (JSONB encoding) are not supported")
-    if isinstance(t, pa.BaseExtensionType):
-        t = t.storage_type
-    if pa.types.is_struct(t):
-        for i in range(t.num_fields):
-            _reject_unsupported(t.field(i))
-    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        _reject_unsupported(t.value_field)
-    elif pa.types.is_map(t):
-        _reject_unsupported(t.key_field)
-        _reject_unsupported(t.item_field)
-
-
 async def _run_all(calls: list) -> list:
     """The results of ``calls`` (columns to encode): concurrently in worker threads while a
     core is idle (Numba kernels and NumPy release the GIL), else one after the other in the
@@ -128,14 +107,21 @@ class AsyncLanceFileWriter:
     data files do); when ``schema`` is None it also gives the Arrow schema
     (``lance_schema.to_arrow(dataset=False)``).  Without it fields are numbered from 0 in
     pre-order.  Nothing is visible at ``uri`` until :meth:`close` succeeds.
+
+    ``template``: the :class:`~.writer_schema.WriterTemplate` of ``schema`` and ``lance_schema``
+    when the caller holds it (files of one table write share it); ``opener``: opens the
+    destination (default: the store of ``uri``).
     """
 
     def __init__(self, uri: str, schema: pa.Schema | None = None, version: str | None = "2.2",
                  storage_options: dict[str, Any] | None = None,
                  max_page_bytes: int | None = None,
                  encoding_options: dict[str, str] | None = None,
-                 lance_schema: LanceSchema | None = None) -> None:
+                 lance_schema: LanceSchema | None = None, *, template: WriterTemplate | None = None,
+                 opener: Callable[[], Awaitable[AsyncWriter]] | None = None) -> None:
         self.uri = str(uri)
+        self._template = template
+        self._opener = opener
         if lance_schema is not None and not isinstance(lance_schema, LanceSchema):
             raise InvalidInputError(
                 f"lance_schema must be a LanceSchema, got {type(lance_schema).__name__}")
@@ -187,12 +173,11 @@ class AsyncLanceFileWriter:
 
     # ------------------------------------------------------------------------------ setup
     def _initialize(self, schema: pa.Schema) -> None:
-        for f in schema:
-            _reject_unsupported(f)
+        t = self._template
+        if t is None or t.schema is not schema:
+            t = writer_template(schema, self.lance_schema)
         self.schema = schema
-        self._schema_pb = file_schema_pb(schema)
-        if self.lance_schema is not None:
-            apply_field_ids(self._schema_pb, self.lance_schema)
+        self._schema_pb = t.schema_pb
         first = 0
         encs = []
         for f in schema:
@@ -214,7 +199,10 @@ class AsyncLanceFileWriter:
 
     async def _ensure_sink(self) -> AsyncWriter:
         if self._sink is None:
-            self._sink = await open_sink(self.uri, self.storage_options)
+            if self._opener is not None:
+                self._sink = await self._opener()
+            else:
+                self._sink = await open_sink(self.uri, self.storage_options)
         return self._sink
 
     def _check_open(self) -> None:

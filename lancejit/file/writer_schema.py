@@ -7,8 +7,11 @@ its struct as a child field (named after the Arrow value field, ``item``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 
+from lancejit.core.errors import NotSupportedError
 from lancejit.core.schema import LanceField, LanceSchema
 from lancejit.pb import file_pb2
 
@@ -86,3 +89,46 @@ def apply_field_ids(pb: file_pb2.Schema, lance_schema: LanceSchema) -> bool:
         mine.id = t.id
         mine.parent_id = t.parent_id
     return True
+
+
+_JSON_EXTENSIONS = (b"arrow.json", b"lance.json")
+
+
+def _reject_unsupported(f: pa.Field) -> None:
+    """Types lancejit cannot write faithfully yet (JSON needs pylance's JSONB conversion)."""
+    t = f.type
+    ext = getattr(t, "extension_name", None)
+    name = (f.metadata or {}).get(b"ARROW:extension:name")
+    if (ext and ext.encode() in _JSON_EXTENSIONS) or name in _JSON_EXTENSIONS:
+        raise NotSupportedError(f"field {f.name!r}: JSON columns (JSONB encoding) are not supported")
+    if isinstance(t, pa.BaseExtensionType):
+        t = t.storage_type
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _reject_unsupported(t.field(i))
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        _reject_unsupported(t.value_field)
+    elif pa.types.is_map(t):
+        _reject_unsupported(t.key_field)
+        _reject_unsupported(t.item_field)
+
+
+@dataclass(frozen=True)
+class WriterTemplate:
+    """What a file writer derives from its schemas alone, shared by the files a table write
+    makes with one schema: the Arrow ``schema`` and the file's ``schema_pb`` (field ids applied;
+    read-only)."""
+
+    schema: pa.Schema
+    schema_pb: file_pb2.Schema
+
+
+def writer_template(schema: pa.Schema, lance_schema: LanceSchema | None = None) -> WriterTemplate:
+    """The :class:`WriterTemplate` of ``schema`` (types lancejit cannot write refused), carrying
+    ``lance_schema``'s field ids when given."""
+    for f in schema:
+        _reject_unsupported(f)
+    pb = file_schema_pb(schema)
+    if lance_schema is not None:
+        apply_field_ids(pb, lance_schema)
+    return WriterTemplate(schema, pb)

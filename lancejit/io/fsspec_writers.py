@@ -36,15 +36,21 @@ class _BufferedWriter(AsyncWriter):
             raise InvalidInputError(f"{self.store.uri(self.key)}: writer is {self._state}")
 
     async def write(self, data: Buffer) -> None:
+        """Copy ``data`` into the part being filled; a full part is sent (handed over as it is)
+        once more bytes follow it, so the final part is never empty."""
         self._check_open()
         view = memoryview(data).cast("B")
-        self._buf += view
         self.bytes_written += len(view)
+        size = self.store.part_size
         try:
-            while len(self._buf) > self.store.part_size:  # keep >= 1 byte for the final part
-                part = bytes(self._buf[: self.store.part_size])
-                del self._buf[: self.store.part_size]
-                await self._send_part(part)
+            pos, n = 0, len(view)
+            while pos < n:
+                if len(self._buf) >= size:
+                    part, self._buf = self._buf, bytearray()
+                    await self._send_part(part)
+                take = min(size - len(self._buf), n - pos)
+                self._buf += view[pos:pos + take]
+                pos += take
         except BaseException:
             await self.abort()
             raise
@@ -68,7 +74,7 @@ class _BufferedWriter(AsyncWriter):
         self._buf = bytearray()
         await self._cancel_upload()
 
-    async def _send_part(self, part: bytes) -> None:
+    async def _send_part(self, part: bytearray) -> None:
         raise NotImplementedError
 
     async def _finish(self, last: bytes) -> None:
@@ -98,11 +104,11 @@ class S3Writer(_BufferedWriter):
 
         return await self.store._call(self.key, op)
 
-    async def _upload_part(self, number: int, part: bytes) -> None:
+    async def _upload_part(self, number: int, part: bytes | bytearray) -> None:
         resp = await self._s3("upload_part", len(part), UploadId=self._upload_id, PartNumber=number, Body=part)
         self._parts[number] = resp["ETag"]
 
-    async def _send_part(self, part: bytes) -> None:
+    async def _send_part(self, part: bytes | bytearray) -> None:
         if self._upload_id is None:
             resp = await self._s3("create_multipart_upload")
             self._upload_id = resp["UploadId"]
@@ -178,7 +184,7 @@ class GCSWriter(_BufferedWriter):
             raise StoreError(f"{self.store.uri(self.key)}: resumable upload gave no session URI")
         self._location = location
 
-    async def _put_chunk(self, data: bytes, total: int | None) -> None:
+    async def _put_chunk(self, data: bytes | bytearray, total: int | None) -> None:
         """Send ``data`` at ``self._offset``; ``total`` set on the final chunk."""
         view = memoryview(data)
         while True:
@@ -202,7 +208,7 @@ class GCSWriter(_BufferedWriter):
                 self._offset += len(view)
             return
 
-    async def _send_part(self, part: bytes) -> None:
+    async def _send_part(self, part: bytes | bytearray) -> None:
         if self._location is None:
             await self._start()
         await self._put_chunk(part, None)

@@ -1,5 +1,7 @@
-"""Anonymous GCS reads over aiohttp (JSON API): object bytes (``alt=media``, ranged), object
-metadata and listing pages, without gcsfs (and the Google auth libraries it imports).
+"""Anonymous GCS reads (JSON API): object bytes (``alt=media``, ranged), object metadata and
+listing pages, without gcsfs (and the Google auth libraries it imports), over lancejit's own kept
+connections (:mod:`.http_recv`) or, behind a proxy and for answers those do not read (chunked,
+encoded), aiohttp.
 
 Used by :class:`lancejit.io.gcs_store.GCSStore` for anonymous access (public buckets,
 emulators); signed access goes through gcsfs.  Errors: 404 is ``FileNotFoundError``, 401/403
@@ -12,9 +14,10 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from lancejit.io.fsspec_store import parse_content_range
+from lancejit.io.http_recv import Headers, NotPlain, aiohttp_session, endpoint_host, endpoint_pool
 
 #: The public endpoint.
 DEFAULT_ENDPOINT = "https://storage.googleapis.com"
@@ -45,29 +48,44 @@ def _error(status: int, url: str) -> GcsHttpError:
 
 
 class GcsHttpClient:
-    """Anonymous requests to one bucket of ``endpoint`` (one aiohttp session; make it in the
-    event loop that uses it); ``limit`` connections at most."""
+    """Anonymous requests to one bucket of ``endpoint`` (make it in the event loop that uses it);
+    ``limit`` connections at most."""
 
     def __init__(self, endpoint: str | None, bucket: str, *, limit: int, connect_timeout: float) -> None:
-        import aiohttp
-
         self.base = (endpoint or DEFAULT_ENDPOINT).rstrip("/")
         self.bucket = bucket
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=max(1, limit)),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
-            auto_decompress=False,  # byte ranges address the stored bytes
-            skip_auto_headers=("Accept-Encoding",),
-            trust_env=True,
-        )
+        self._limit = max(1, limit)
+        self._connect_timeout = connect_timeout
+        self._session: Any = None
+        parts = urlsplit(self.base)
+        self._host = endpoint_host(parts)
+        self._pool = endpoint_pool(parts, self._limit, connect_timeout)
+
+    def _aiohttp(self) -> Any:
+        """The aiohttp session (made on first use)."""
+        if self._session is None:
+            self._session = aiohttp_session(self._limit, self._connect_timeout)
+        return self._session
 
     def _object(self, key: str) -> str:
         return f"b/{quote(self.bucket, safe='')}/o/{quote(key, safe='')}"
 
-    async def _fetch(self, url: str, headers: dict[str, str] | None = None) -> tuple[int, Any, bytes]:
+    async def _fetch(self, url: str, headers: dict[str, str] | None = None) -> tuple[int, Any, Any]:
+        if self._pool is not None:
+            target = url[len(self.base):] or "/"
+            extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+            try:
+                status, answer, body = await self._pool.request(
+                    f"GET {target} HTTP/1.1\r\nHost: {self._host}\r\n{extra}\r\n".encode("latin-1"))
+            except NotPlain:
+                pass  # a chunked or encoded answer: asked again below
+            else:
+                if status >= 300:
+                    raise _error(status, url)
+                return status, Headers(answer), body
         from yarl import URL
 
-        async with self._session.get(URL(url, encoded=True), headers=headers or {}, allow_redirects=False) as resp:
+        async with self._aiohttp().get(URL(url, encoded=True), headers=headers or {}, allow_redirects=False) as resp:
             body = await resp.read()
             if resp.status >= 300:
                 raise _error(resp.status, url)
@@ -89,7 +107,7 @@ class GcsHttpClient:
     async def meta(self, key: str) -> dict[str, Any]:
         """The object's JSON metadata (``size``, ``updated``, ``generation``...)."""
         _, _, body = await self._fetch(f"{self.base}/storage/v1/{self._object(key)}")
-        return json.loads(body)
+        return json.loads(bytes(body))
 
     async def list_page(self, prefix: str, delimiter: str | None, max_results: int, token: str | None
                         ) -> dict[str, Any]:
@@ -103,10 +121,13 @@ class GcsHttpClient:
             params["pageToken"] = token
         url = f"{self.base}/storage/v1/b/{quote(self.bucket, safe='')}/o?{urlencode(params, quote_via=quote)}"
         _, _, body = await self._fetch(url)
-        return json.loads(body)
+        return json.loads(bytes(body))
 
     async def close(self) -> None:
-        await self._session.close()
+        if self._pool is not None:
+            self._pool.close()
+        if self._session is not None:
+            await self._session.close()
 
 
 __all__ = ["DEFAULT_ENDPOINT", "GcsHttpClient", "GcsHttpError", "GcsNotFound", "GcsRefused"]

@@ -566,29 +566,38 @@ class LocalWriter(AsyncWriter):
     async def _flush(self) -> None:
         if not self._buf:
             return
-        data, self._buf = bytes(self._buf), bytearray()
+        data, self._buf = self._buf, bytearray()  # handed over whole: never changed again
+        await self._write_out(data)
+
+    async def _write_out(self, data: Buffer) -> None:
+        """Write ``data`` at the file's end (inline, or in a worker while a core is idle)."""
         fd = self._fd
         assert fd is not None  # open: flushed before close lets it go
         stats = self.store.stats
 
         def work(cancel: threading.Event | None) -> None:
             t0 = time.perf_counter()
-            _write_all(fd, memoryview(data))
-            stats.record_write(len(data), time.perf_counter() - t0)
+            view = memoryview(data).cast("B")
+            _write_all(fd, view)
+            stats.record_write(len(view), time.perf_counter() - t0)
 
         await self.store._run_write(self.path, work, data)
 
     async def write(self, data: Buffer) -> None:
         self._check_open()
         view = memoryview(data).cast("B")
-        self._buf += view
         self.bytes_written += len(view)
-        if len(self._buf) >= WRITE_BUFFER_BYTES:
-            try:
+        try:
+            if len(view) >= WRITE_BUFFER_BYTES:  # big buffers (pages) go out as they are
                 await self._flush()
-            except BaseException:
-                await self.abort()
-                raise
+                await self._write_out(view)
+                return
+            self._buf += view
+            if len(self._buf) >= WRITE_BUFFER_BYTES:
+                await self._flush()
+        except BaseException:
+            await self.abort()
+            raise
 
     async def close(self) -> None:
         if self._state == "closed":

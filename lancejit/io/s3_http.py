@@ -1,13 +1,18 @@
-"""S3 reads (GET, HEAD, ListObjectsV2) straight over one aiohttp session, signed with :mod:`.sigv4`.
+"""S3 reads (GET, HEAD, ListObjectsV2) and single PUTs signed with :mod:`.sigv4`; reads sent
+over lancejit's own kept connections (:mod:`.http_recv`) or aiohttp, PUTs over aiohttp.
 
 botocore's request pipeline (model serialization, event hooks, response parsing, chunked body
-reads) costs milliseconds of Python per GET, more the bigger the body; a plain aiohttp request
-signed here costs several times less, whatever the size.  Requests are path-style
+reads) costs milliseconds of Python per GET, more the bigger the body; a plain request signed
+here costs several times less, whatever the size.  Requests are path-style
 (``{endpoint}/{bucket}/{key}``), as the reference's object store sends them by default.
-:class:`S3Store` uses this client for every read and listing and keeps botocore for writes and
-deletes.  GETs from ``http://`` endpoints go through :mod:`.http_recv` (the socket writes the
-body into its final buffer; see :data:`RAW_RECEIVE`); chunked or encoded answers are then asked
-again through aiohttp.
+
+:class:`S3Store` uses this client for every read, listing and single-request write (deletion
+files, transactions, manifests, small data files) and keeps botocore for multipart uploads and
+deletes.  A conditional PUT (``If-None-Match: *``) answered 412 raises ``FileExistsError``.
+Reads from ``http://`` and ``https://`` endpoints without a proxy go through :mod:`.http_recv`
+(the socket writes each body into its final buffer; see :data:`DIRECT`), so reading imports no
+HTTP library; chunked or encoded answers, endpoints behind a proxy and PUTs go through aiohttp
+(imported then).
 
 Answers map to the exceptions :mod:`.fsspec_store` already classifies: 404 ->
 ``FileNotFoundError``, 403 -> ``PermissionError``, 416 -> :class:`RangeNotSatisfiable`, other
@@ -18,12 +23,14 @@ transient for 408/429/5xx).  A redirect or a 400 (wrong region, unusual endpoint
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 from urllib.parse import urlsplit
 
 from lancejit.io.fsspec_store import parse_content_range
-from lancejit.io.sigv4 import Credentials, Signer, canonical_query, quote_key
+from lancejit.io.http_recv import Headers, aiohttp_session, endpoint_host, endpoint_pool
+from lancejit.io.sigv4 import EMPTY_SHA256, Credentials, Signer, canonical_query, quote_key
 
 #: Answers that make the store fall back to botocore (which follows region redirects).
 _UNSUPPORTED_STATUS = frozenset({301, 302, 307, 308, 400})
@@ -67,28 +74,15 @@ def _error(status: int, body: bytes, url: str) -> Exception:
     return S3HttpError(status, code, url)
 
 
-#: Bodies of at least this many bytes are received chunk by chunk into one preallocated
-#: buffer, copied by NumPy (which releases the GIL: the emulator's or the decoders' threads
-#: run meanwhile) instead of ``bytes.join`` under the GIL.
+#: Bodies of at least this many bytes (through aiohttp) are received chunk by chunk into one
+#: preallocated buffer, copied by NumPy (which releases the GIL: the emulator's or the decoders'
+#: threads run meanwhile) instead of ``bytes.join`` under the GIL.
 RECV_INTO_BYTES = 1 << 20
 #: aiohttp's per-connection read buffer: fewer pause/resume cycles on multi-MB bodies.
 READ_BUFSIZE = 1 << 20
-#: GETs from ``http://`` endpoints (no proxy) are received by :mod:`.http_recv` (the socket
-#: writes into the result buffer): ranged ones of at least ``RECV_INTO_BYTES``, and all once the
-#: server is seen closing its connections after each answer; False: aiohttp only.
-RAW_RECEIVE = True
-
-
-def _raw_address(parts: Any) -> tuple[str, int] | None:
-    """``(host, port)`` to connect to for :mod:`.http_recv`, or None (https, or a proxy
-    applies: aiohttp handles those)."""
-    if parts.scheme != "http" or not parts.hostname:
-        return None
-    from urllib.request import getproxies, proxy_bypass
-
-    if "http" in getproxies() and not proxy_bypass(parts.hostname):
-        return None
-    return parts.hostname, parts.port or 80
+#: Requests to ``http://`` and ``https://`` endpoints without a proxy go through
+#: :mod:`.http_recv` (kept connections, bodies received into their buffers); False: aiohttp only.
+DIRECT = True
 
 
 async def _receive_into(resp: Any, length: int, url: str, progress: Any = None) -> memoryview:
@@ -137,99 +131,69 @@ def parse_list_page(body: bytes) -> tuple[list[tuple[str, int, float | None, str
 
 
 class S3HttpClient:
-    """GET and HEAD of objects in one bucket over one aiohttp session (bound to the event loop
-    that created it).
+    """GET and HEAD of objects in one bucket (bound to the event loop that created it): over
+    :class:`~lancejit.io.http_recv.HttpPool` where it applies (see :data:`DIRECT`), else, and
+    for answers it does not read, over one aiohttp session made on first need.
 
     ``endpoint``: base URL (``https://s3.us-east-1.amazonaws.com``, ``http://127.0.0.1:9000``);
     ``credentials``: an async callable returning :class:`Credentials` (or None: unsigned);
-    ``limit``: connections kept open at most.
+    ``limit``: connections kept open at most (per client).
     """
 
     def __init__(self, endpoint: str, bucket: str, region: str, credentials: Any, *, limit: int,
                  connect_timeout: float) -> None:
-        import aiohttp
-
         parts = urlsplit(endpoint.rstrip("/"))
         self.base = f"{parts.scheme}://{parts.netloc}"
         self.prefix = parts.path.rstrip("/")
-        default_port = {"http": 80, "https": 443}.get(parts.scheme)
-        self.host = parts.netloc if parts.port not in (None, default_port) else (parts.hostname or "")
+        self.host = endpoint_host(parts)
         self.bucket = bucket
         self.signer = Signer(region)
         self._credentials = credentials
-        self._raw = _raw_address(parts)
+        self._limit = max(1, limit)
         self._connect_timeout = connect_timeout
-        #: True once an answer said ``Connection: close`` (see :meth:`_learn`).
-        self.server_closes = False
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=max(1, limit)),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
-            auto_decompress=False,  # byte ranges address the stored bytes
-            read_bufsize=READ_BUFSIZE,
-            skip_auto_headers=("Accept-Encoding",),
-            trust_env=True,
-        )
+        self._session: Any = None
+        self._pool = endpoint_pool(parts, self._limit, connect_timeout)
 
-    async def _signed(self, method: str, key: str, range_header: str | None, query: str = ""
-                      ) -> tuple[str, dict[str, str]]:
+    def _aiohttp(self) -> Any:
+        """The aiohttp session (made on first use)."""
+        if self._session is None:
+            self._session = aiohttp_session(self._limit, self._connect_timeout, read_bufsize=READ_BUFSIZE)
+        return self._session
+
+    async def _signed(self, method: str, key: str, range_header: str | None, query: str = "",
+                      payload_sha256: str = EMPTY_SHA256) -> tuple[str, dict[str, str]]:
         """The escaped request path and the headers of one request (signed if credentials)."""
         path = quote_key(f"{self.prefix}/{self.bucket}/{key}" if key else f"{self.prefix}/{self.bucket}")
         creds: Credentials | None = await self._credentials()
-        headers = self.signer.headers(method, self.host, path, creds, query=query) if creds is not None else {}
+        headers = (self.signer.headers(method, self.host, path, creds, query=query, payload_sha256=payload_sha256)
+                   if creds is not None else {})
         if range_header:
             headers["Range"] = range_header
         return path, headers
 
-    async def _raw_request(self, key: str, range_header: str | None, progress: Any, query: str = ""
-                           ) -> tuple[int, Any, Any]:
-        """A GET received straight into its buffer (:mod:`.http_recv`): like :meth:`_request`."""
-        from multidict import CIMultiDict
-
-        from lancejit.io.http_recv import get_into
-
-        assert self._raw is not None
-        path, headers = await self._signed("GET", key, range_header, query)
-        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        target = f"{path}?{query}" if query else path
-        request = f"GET {target} HTTP/1.1\r\nHost: {self.host}\r\n{head}\r\n"
-        status, answer, body = await get_into(self._raw[0], self._raw[1], request.encode("latin-1"),
-                                              progress, self._connect_timeout)
-        self._learn(answer.get("connection"))
-        if status >= 300:
-            raise _error(status, bytes(body), self.base + path)
-        return status, CIMultiDict(answer), body
-
-    def _learn(self, connection: str | None) -> None:
-        """Note whether the server closes its connections after each answer (then small GETs
-        go through :mod:`.http_recv` too: aiohttp's pool would keep nothing)."""
-        self.server_closes = (connection or "").strip().lower() == "close"
-
-    def _goes_raw(self, method: str, query: str, range_header: str | None) -> bool:
-        if method != "GET" or self._raw is None or not RAW_RECEIVE:
-            return False
-        if self.server_closes:
-            return True
-        if query or not range_header or not range_header.startswith("bytes="):
-            return False
-        a, _, b = range_header[6:].partition("-")
-        return a.isdigit() and b.isdigit() and int(b) - int(a) + 1 >= RECV_INTO_BYTES
-
     async def _request(self, method: str, key: str, range_header: str | None,
                        progress: Any = None, query: str = "") -> tuple[int, Any, Any]:
-        from yarl import URL
-
-        if self._goes_raw(method, query, range_header):
+        path, headers = await self._signed(method, key, range_header, query)
+        if self._pool is not None and DIRECT:
             from lancejit.io.http_recv import NotPlain
 
+            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            target = f"{path}?{query}" if query else path
+            request = f"{method} {target} HTTP/1.1\r\nHost: {self.host}\r\n{head}\r\n"
             try:
-                return await self._raw_request(key, range_header, progress, query)
+                status, answer, body = await self._pool.request(request.encode("latin-1"),
+                                                                no_body=method == "HEAD", progress=progress)
             except NotPlain:
                 pass  # a chunked or encoded answer: asked again below
-        path, headers = await self._signed(method, key, range_header, query)
+            else:
+                if status >= 300:
+                    raise _error(status, bytes(body), self.base + path)
+                return status, Headers(answer), body
+        from yarl import URL
+
         url = self.base + path + (f"?{query}" if query else "")
-        async with self._session.request(method, URL(url, encoded=True), headers=headers,
-                                         allow_redirects=False) as resp:
-            self._learn(resp.headers.get("Connection"))
+        async with self._aiohttp().request(method, URL(url, encoded=True), headers=headers,
+                                           allow_redirects=False) as resp:
             length = resp.content_length
             if resp.status >= 300 or method == "HEAD" or length is None or length < RECV_INTO_BYTES:
                 body = await resp.read()
@@ -254,6 +218,23 @@ class S3HttpClient:
             return body[max(0, total - int(b)):], total
         return body[int(a):int(b) + 1], total
 
+    async def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+        """One PUT of ``data`` (its SHA-256 signed).  ``if_absent``: ``If-None-Match: *``, a 412
+        answer (the object exists) raising ``FileExistsError``."""
+        from yarl import URL
+
+        path, headers = await self._signed("PUT", key, None, payload_sha256=hashlib.sha256(data).hexdigest())
+        if if_absent:
+            headers["If-None-Match"] = "*"
+        url = self.base + path
+        async with self._aiohttp().put(URL(url, encoded=True), data=data, headers=headers,
+                                       allow_redirects=False) as resp:
+            body = await resp.read()
+            if resp.status == 412 and if_absent:
+                raise FileExistsError(url)
+            if resp.status >= 300:
+                raise _error(resp.status, body, url)
+
     async def head(self, key: str) -> int:
         """The object's size in bytes (one HEAD)."""
         _, headers, _ = await self._request("HEAD", key, None)
@@ -272,7 +253,10 @@ class S3HttpClient:
         return parse_list_page(bytes(body))
 
     async def close(self) -> None:
-        await self._session.close()
+        if self._pool is not None:
+            self._pool.close()
+        if self._session is not None:
+            await self._session.close()
 
 
 __all__ = ["RangeNotSatisfiable", "S3HttpClient", "S3HttpError", "Unsupported"]

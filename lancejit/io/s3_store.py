@@ -1,6 +1,6 @@
-"""S3 store: one bucket; reads (GET, HEAD, listings) straight over aiohttp, signed by lancejit
-(:mod:`lancejit.io.s3_http`), writes and deletes through s3fs/aiobotocore (see
-:mod:`lancejit.io.fsspec_store`).
+"""S3 store: one bucket; reads (GET, HEAD, listings) and single-request writes signed and sent
+by lancejit (:mod:`lancejit.io.s3_http`), multipart uploads and deletes through s3fs/aiobotocore
+(see :mod:`lancejit.io.fsspec_store`).
 
 When the endpoint (or the region) and the credentials are known without botocore (storage
 options, ``AWS_*`` environment variables, or anonymous access), reads never import s3fs,
@@ -76,7 +76,7 @@ class S3Store(FsspecStore):
         self.region = region
         self._creds = (key, secret, token)
         self.anonymous = anonymous
-        #: Reads go over aiohttp (:mod:`.s3_http`) until an answer it does not follow
+        #: Reads go through :mod:`.s3_http` until an answer it does not follow
         #: (redirect, 400) sends this store back to botocore for good.
         self.direct_reads = True
         self._session: Any = None
@@ -281,11 +281,20 @@ class S3Store(FsspecStore):
         extra = {"IfNoneMatch": "*"} if if_absent else {}
 
         async def op(fs: Any) -> None:
+            if self.direct_reads:  # the direct client (as the reads) until it is refused
+                try:
+                    await self._timed_write(len(payload), self._http(fs).put(key, payload, if_absent=if_absent))
+                    return
+                except Unsupported:
+                    self.direct_reads = False
+                except PermissionError:  # as in _get: botocore decides, and is used from now on
+                    self.direct_reads = False
+                fs = fs or await self.filesystem()
             await self._timed_write(
                 len(payload), fs._call_s3("put_object", Bucket=self.bucket, Key=key, Body=payload, **extra)
             )
 
-        await self._call(path, op)
+        await self._call(path, op, need_fs=self._reads_need_fs())
 
     async def _delete_request(self, fs: Any, key: str) -> None:
         await fs._call_s3("delete_object", Bucket=self.bucket, Key=key)

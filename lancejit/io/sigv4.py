@@ -1,10 +1,10 @@
-"""AWS Signature Version 4 for S3 requests without a body (GET, HEAD), in plain Python.
+"""AWS Signature Version 4 for S3 requests (GET, HEAD, single PUTs), in plain Python.
 
 What :class:`~lancejit.io.s3_http.S3HttpClient` signs its reads with, instead of going through
 botocore's request pipeline (milliseconds of Python per request; this costs tens of
 microseconds).  Only the headers ``host``, ``x-amz-content-sha256``, ``x-amz-date`` (and
 ``x-amz-security-token`` with temporary credentials) are signed; other headers (``Range``) ride
-unsigned, as S3 allows.  The payload hash is that of the empty body.
+unsigned, as S3 allows.  The payload hash is that of the empty body, or the one given (a PUT's).
 
 Tested against botocore's ``S3SigV4Auth`` (the same signature for the same request and time).
 """
@@ -71,29 +71,29 @@ class Signer:
         return self._key
 
     def headers(self, method: str, host: str, quoted_path: str, creds: Credentials,
-                now: float | None = None, query: str = "") -> dict[str, str]:
+                now: float | None = None, query: str = "", payload_sha256: str = EMPTY_SHA256) -> dict[str, str]:
         """The headers that authenticate ``method`` of ``quoted_path`` (already escaped with
         :func:`quote_key`) with the canonical query string ``query`` (see :func:`canonical_query`;
         sent as is) on ``host`` (``name[:port]`` as sent in ``Host``) at time ``now`` (seconds
-        since the epoch; default: the clock)."""
+        since the epoch; default: the clock); ``payload_sha256``: the body's SHA-256 (hex)."""
         t = time.gmtime(time.time() if now is None else now)
         amz_date = time.strftime("%Y%m%dT%H%M%SZ", t)
         day = amz_date[:8]
         if creds.token:
-            canonical_headers = (f"host:{host}\nx-amz-content-sha256:{EMPTY_SHA256}\n"
+            canonical_headers = (f"host:{host}\nx-amz-content-sha256:{payload_sha256}\n"
                                  f"x-amz-date:{amz_date}\nx-amz-security-token:{creds.token}\n")
             signed = "host;x-amz-content-sha256;x-amz-date;x-amz-security-token"
         else:
-            canonical_headers = f"host:{host}\nx-amz-content-sha256:{EMPTY_SHA256}\nx-amz-date:{amz_date}\n"
+            canonical_headers = f"host:{host}\nx-amz-content-sha256:{payload_sha256}\nx-amz-date:{amz_date}\n"
             signed = "host;x-amz-content-sha256;x-amz-date"
-        canonical = f"{method}\n{quoted_path}\n{query}\n{canonical_headers}\n{signed}\n{EMPTY_SHA256}"
+        canonical = f"{method}\n{quoted_path}\n{query}\n{canonical_headers}\n{signed}\n{payload_sha256}"
         scope = f"{day}/{self.region}/{self.service}/aws4_request"
         to_sign = f"{_ALGORITHM}\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
         signature = hmac.new(self._signing_key(creds.secret_key, day), to_sign.encode("utf-8"),
                              hashlib.sha256).hexdigest()
         out = {
             "x-amz-date": amz_date,
-            "x-amz-content-sha256": EMPTY_SHA256,
+            "x-amz-content-sha256": payload_sha256,
             "Authorization": f"{_ALGORITHM} Credential={creds.access_key}/{scope}, "
                              f"SignedHeaders={signed}, Signature={signature}",
         }

@@ -86,8 +86,9 @@ class Dataset(ArrowDatasetFace, DatasetReader):
         self._take_specs = {}
         self._arm_arrow()
 
-    async def _moved_to(self, version: int) -> None:
-        self._adopt(await self.checkout_version_async(version))
+    async def _moved_to(self, new: DatasetReader | int) -> None:
+        """Move to ``new`` (a dataset at the version committed, or that version's number)."""
+        self._adopt(await self.checkout_version_async(new) if isinstance(new, int) else new)
 
     def _same_kind(self, ctx: Any) -> "Dataset":
         out = type(self)(ctx)

@@ -76,3 +76,50 @@ def test_open_loads_no_kernel_and_warm_take_compiles_nothing(tmp_path):
     assert got["ids"] == [1, 2, 3] and got["rows"] == 7000
     assert got["misses"], "the take used no kernel"
     assert {k: v for k, v in got["misses"].items() if v} == {}, "kernels compiled in a warm process"
+
+
+FIRST_USE = """
+import sys, json, lancejit
+from lancejit.encoding.kernels import jit
+watch = json.loads(sys.argv[2])
+def state():
+    return {"kernels": sum(len(k._disp.overloads) for k in jit.kernels() if k.materialized),
+            "modules": sorted(w for w in watch if any(m == w or m.startswith(w + ".") for m in sys.modules))}
+ds = lancejit.dataset(sys.argv[1])
+out = {}
+out["rows"] = ds.to_table().num_rows
+out["scan"] = state()
+out["filtered"] = ds.to_table(columns=["id"], filter="x > 0.5 AND id < 15000")["id"].to_pylist()
+out["after_filter"] = state()
+out["take"] = ds.take([1, 2, 3])["id"].to_pylist()
+out["after_take"] = state()
+print(json.dumps(out))
+"""
+
+#: What a fresh process's first scan, first filtered scan and a small take after them need not import.
+NOT_FOR_SCANS = ("sqlglot", "pyarrow.compute", "pandas", "numpy.ma", "aiohttp", "yarl", "urllib.request",
+                 "lancejit.table.indices", "lancejit.table.filter", "lancejit.table.read.index_plan")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_first_scan_filter_and_take_import_only_what_they_use(tmp_path, version):
+    """A fresh process's first full scan imports no filter parser, pyarrow.compute, pandas,
+    numpy.ma, HTTP client nor index module; its first filtered scan (kernel-evaluated) adds the
+    parser, the filter modules and the filter's kernels only; a three-row take after them loads
+    no kernel."""
+    rng = np.random.default_rng(3)
+    n = 20000
+    t = pa.table({"id": np.arange(n, dtype=np.int64), "x": rng.standard_normal(n),
+                  "s": pa.array([f"user-{i % 700:05d}" for i in range(n)])})
+    path = str(tmp_path / "ds")
+    lance.write_dataset(t, path, data_storage_version=version, max_rows_per_file=8000)
+    got = _run(FIRST_USE, path, json.dumps(NOT_FOR_SCANS))
+    ref = lance.dataset(path)
+    assert got["rows"] == n
+    assert got["filtered"] == ref.to_table(columns=["id"], filter="x > 0.5 AND id < 15000")["id"].to_pylist()
+    assert got["take"] == [1, 2, 3]
+    assert got["scan"]["modules"] == []
+    assert got["after_filter"]["modules"] == ["lancejit.table.filter", "sqlglot"]
+    assert got["after_take"] == got["after_filter"]  # the take loaded no kernel, imported nothing watched
+    # the filter's kernels (an int range, a float range, the positions of a mask) and nothing else
+    assert got["scan"]["kernels"] > 0 and got["after_filter"]["kernels"] - got["scan"]["kernels"] <= 3

@@ -98,7 +98,8 @@ FILTERED = """
 import sys, json, lancejit
 ds = lancejit.dataset(sys.argv[1])
 got = {f: ds.to_table(columns=["id"], filter=f)["id"].to_pylist() for f in json.loads(sys.argv[2])}
-print(json.dumps({"got": got, "pandas": "pandas" in sys.modules}))
+print(json.dumps({"got": got, "pandas": "pandas" in sys.modules, "compute": "pyarrow.compute" in sys.modules,
+                  "indices": sorted(m for m in sys.modules if m.startswith("lancejit.table.indices"))}))
 """
 
 
@@ -106,7 +107,9 @@ def test_first_filters_import_no_pandas(tmp_path):
     """A fresh process's first filtered scans (comparisons, AND/OR, BETWEEN, string equality and
     IN, integer and float IN, LIKE, IS NULL, an empty result) build their literals and sets
     without pyarrow's Python-object conversion and ``to_numpy``, which import pandas (issue 29;
-    filters evaluated by Acero, e.g. arithmetic, still do)."""
+    filters evaluated by Acero, e.g. arithmetic, still do), and, evaluated by lancejit's
+    kernels, without ``pyarrow.compute`` (its import wraps every Arrow function); on a dataset
+    without indices no index module is imported."""
     path = str(tmp_path / "ds")
     lance.write_dataset(_table(5, 3000, distinct=40), path, data_storage_version="2.2", max_rows_per_file=1000)
     filters = ["x > 0.5 AND id < 2000", "x BETWEEN -1 AND 1", "s = 'w00007-yyyyyyy'",
@@ -119,4 +122,4 @@ def test_first_filters_import_no_pandas(tmp_path):
     ref = lance.dataset(path)
     for f in filters:
         assert got["got"][f] == ref.to_table(columns=["id"], filter=f)["id"].to_pylist(), f
-    assert got["pandas"] is False
+    assert got["pandas"] is False and got["compute"] is False and got["indices"] == []

@@ -1,8 +1,10 @@
 """Cold processes on object stores (issue 25): a fresh process reading a dataset on the S3
 emulator (open, count, take, scan, filtered scan) imports neither s3fs, aiobotocore nor botocore
 (lancejit signs its own GET, HEAD and listing requests), nor gcsfs on the GCS emulator (anonymous
-reads through lancejit's own requests), and reads what pylance reads; the first write imports
-the client.  Subprocesses; counts of modules, no timings."""
+reads through lancejit's own requests), nor any HTTP client library (aiohttp, yarl, multidict,
+urllib.request: lancejit's own kept connections), and reads what pylance reads; a small take
+imports neither Numba nor the filter parser; on GCS the first write imports the client (on S3
+only multipart uploads and deletes do).  Subprocesses; counts of modules, no timings."""
 
 from __future__ import annotations
 
@@ -18,16 +20,18 @@ import pytest
 
 lance = pytest.importorskip("lance")
 
-CLIENTS = ("s3fs", "aiobotocore", "botocore", "gcsfs", "boto3", "google.auth")
+CLIENTS = ("s3fs", "aiobotocore", "botocore", "gcsfs", "boto3", "google.auth", "aiohttp", "yarl", "multidict",
+           "urllib.request", "http.client")
 
 READ = """
 import json, sys
 import lancejit
 opts = json.loads(sys.argv[2])
 ds = lancejit.dataset(sys.argv[1], storage_options=opts)
-out = {"count": ds.count_rows(), "take": ds.take([3, 0, 1999]).to_pylist(),
-       "scan": ds.to_table(columns=["id"])["id"].to_pylist(),
-       "filtered": ds.to_table(columns=["id"], filter="x > 0.5")["id"].to_pylist()}
+out = {"count": ds.count_rows(), "take": ds.take([3, 0, 1999]).to_pylist()}
+out["after_take"] = [m for m in ("numba", "sqlglot", "pyarrow.compute", "pandas") if m in sys.modules]
+out.update({"scan": ds.to_table(columns=["id"])["id"].to_pylist(),
+            "filtered": ds.to_table(columns=["id"], filter="x > 0.5")["id"].to_pylist()})
 out["loaded"] = [m for m in json.loads(sys.argv[3]) if m in sys.modules]
 if sys.argv[4] == "write":
     lancejit.write_dataset(ds.to_table(limit=10), sys.argv[1] + "-copy", storage_options=opts)
@@ -70,4 +74,8 @@ def test_object_store_reads_import_no_client_library(request, kind, version):
         ref = lance.dataset(uri, storage_options=endpoint.storage_options)
         assert got["take"] == ref.take([3, 0, 1999]).to_pylist()
     assert got["loaded"] == []
-    assert ("s3fs" if kind == "s3" else "gcsfs") in got["after_write"]  # writes go through the client
+    assert got["after_take"] == []  # a small take: no Numba, filter parser, pyarrow.compute nor pandas
+    if kind == "s3":  # a small dataset's writes are single PUTs, signed by lancejit too
+        assert "s3fs" not in got["after_write"]
+    else:  # writes go through the client
+        assert "gcsfs" in got["after_write"]

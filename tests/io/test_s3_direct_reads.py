@@ -34,6 +34,27 @@ def test_signature_equals_botocore(token, key, method):
             assert ours["x-amz-security-token"] == token
 
 
+@pytest.mark.parametrize("token", [None, "FwoGZXIvYXdzE/+token=="])
+@pytest.mark.parametrize("body", [b"", b"x", bytes(range(256)) * 40])
+def test_put_signature_equals_botocore(token, body):
+    """A PUT signs its payload's SHA-256 as botocore does over http."""
+    import hashlib
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials as BotoCredentials
+
+    host, region = "127.0.0.1:9000", "us-west-2"
+    path = quote_key("/bkt/x/_deletions/3-1-77.arrow")
+    req = AWSRequest(method="PUT", url=f"http://{host}{path}", data=body)
+    S3SigV4Auth(BotoCredentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG", token), "s3", region).add_auth(req)
+    now = calendar.timegm(time.strptime(req.headers["X-Amz-Date"], "%Y%m%dT%H%M%SZ"))
+    ours = Signer(region).headers("PUT", host, path, Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG", token), now,
+                                  payload_sha256=hashlib.sha256(body).hexdigest())
+    assert ours["x-amz-content-sha256"] == req.headers["X-Amz-Content-SHA256"]
+    assert ours["Authorization"] == req.headers["Authorization"]
+
+
 def test_signing_key_cached_per_day():
     s = Signer("us-east-1")
     c = Credentials("a", "b")
@@ -71,6 +92,34 @@ async def test_direct_reads_against_moto(s3_endpoint):
             await store.read_ranges(path, [(len(data) - 5, len(data) + 5)])
         with pytest.raises(CorruptFileError):
             await store.read_ranges(path, [(len(data) + 10, len(data) + 20)])
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.s3
+async def test_direct_puts_against_moto(s3_endpoint):
+    """Single PUTs go over the direct client; a conditional PUT of an existing object is
+    AlreadyExistsError unless the object holds the same bytes (a retried own write)."""
+    from lancejit.core.errors import AlreadyExistsError
+    from lancejit.io import open_store
+
+    root = s3_endpoint.new_root()
+    store, path = open_store(root.join("_versions/1.manifest"), root.storage_options)
+    try:
+        await store.put_if_absent(path, b"first")
+        assert bytes(await store.read_all(path)) == b"first"
+        await store.put_if_absent(path, b"first")  # same bytes: this writer's own object
+        with pytest.raises(AlreadyExistsError):
+            await store.put_if_absent(path, b"second")
+        assert bytes(await store.read_all(path)) == b"first"
+        await store.put(path, b"replaced")
+        assert bytes(await store.read_all(path)) == b"replaced"
+        small = bytes(range(256)) * 4096  # under a part: one PUT at close
+        async with await store.open_writer(path + ".data") as w:
+            await w.write(small)
+        assert bytes(await store.read_all(path + ".data")) == small
+        assert store.direct_reads
+        assert (await store._handle(need_fs=False)).fs is None, "no botocore filesystem was needed"
     finally:
         await store.aclose()
 

@@ -82,14 +82,25 @@ def _record(monkeypatch, names) -> list:
 
 
 def _copy(args):
+    """Copies of the arrays of ``args``; arrays viewing one buffer (a kernel's word and byte
+    scratch) stay views of one copy."""
+    roots: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     out = []
     for a in args:
-        if isinstance(a, np.ndarray):
-            c = a.copy()
-            c.flags.writeable = a.flags.writeable
-            out.append(c)
-        else:
+        if not isinstance(a, np.ndarray):
             out.append(a)
+            continue
+        root = a
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if id(root) not in roots:
+            roots[id(root)] = (root, root.copy())
+        src, dup = roots[id(root)]
+        offset = a.__array_interface__["data"][0] - src.__array_interface__["data"][0]
+        c = np.ndarray(a.shape, a.dtype, buffer=dup.data if dup.flags.c_contiguous else dup, offset=offset,
+                       strides=a.strides) if root is not a else dup
+        c.flags.writeable = a.flags.writeable
+        out.append(c)
     return tuple(out)
 
 
@@ -213,6 +224,39 @@ def test_budget_exhausted_loads_numba(tmp_path):
     got = _run(BUDGET, path)
     assert got["ids"] == [i * 37 % 20000 for i in range(400)]
     assert got["numba"] is True and got["spent"] <= tier0.BUDGET_US
+
+
+AFTER_SCAN = """
+import sys, json, lancejit
+from lancejit.encoding.kernels import jit, tier0
+ds = lancejit.dataset(sys.argv[1])
+n = ds.to_table(columns=["id", "s"]).num_rows  # loads Numba and the scan's kernels
+def take_kernels():
+    return sorted(f"{k.__module__}.{k.__qualname__}" for k in jit.kernels()
+                  if k.materialized and f"{k.__module__}.{k.__qualname__}" in tier0.COSTS)
+before = tier0.stats["calls"]
+rows = [ds.take(r, columns=["id", "x", "s", "ns"]).to_pylist() for r in json.loads(sys.argv[2])]
+first = {"loaded": take_kernels(), "calls": tier0.stats["calls"] - before}
+for i in range(300):  # many small takes: each kernel's budget runs out, the kernels load
+    ds.take([i * 61 % 20000], columns=["id", "x", "s", "ns"])
+print(json.dumps({"n": n, "rows": rows, "numba": "numba" in sys.modules, "first": first,
+                  "later": take_kernels(), "fallbacks": tier0.stats["fallbacks"]}))
+"""
+
+
+def test_small_takes_after_a_scan_load_no_take_kernel_until_their_budget(tmp_path):
+    """Numba loaded by a scan: a few tiny takes run the take kernels interpreted (no kernel
+    loaded for them), with pylance's rows; hundreds of them load the kernels."""
+    t = _table(20000, 8)
+    path = str(tmp_path / "ds")
+    lance.write_dataset(t, path, data_storage_version="2.2", max_rows_per_file=15000)
+    ref = lance.dataset(path)
+    takes = [[1, 2, 3], [19_999, 0], [15_000, 14_999, 7]]
+    got = _run(AFTER_SCAN, path, json.dumps(takes))
+    assert got["n"] == 20000 and got["numba"] is True and got["fallbacks"] == 0
+    assert got["rows"] == [ref.take(r, columns=["id", "x", "s", "ns"]).to_pylist() for r in takes]
+    assert got["first"]["loaded"] == [] and got["first"]["calls"] > 0
+    assert len(got["later"]) >= 3
 
 
 def test_page_segments_numpy_matches_kernel():

@@ -253,3 +253,36 @@ def test_compress_fixed_many_matches_per_piece(lens, width, seed, one_long):
     bounds = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
     comp = BlockCompressor("ool", 16, width=width)
     assert comp.compress_fixed_many(words, bounds) == [comp.compress_fixed(words[a:b]) for a, b in bounds]
+
+
+# --------------------------------------------------------------------------- distinct counts
+
+from lancejit.encoding.kernels.enc_hll import distinct_bytes  # noqa: E402
+from lancejit.encoding.v21.encode.data import FixedBlock, VarBlock  # noqa: E402
+from lancejit.encoding.v21.encode.stats import exact_cardinality  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=12).map(lambda b: bytes(x % 3 for x in b)), min_size=0, max_size=300),
+       st.integers(0, 5))
+def test_distinct_bytes_matches_python(values, skip):
+    data = np.frombuffer(b"\x07" * skip + b"".join(values), dtype=np.uint8)
+    offsets = skip + np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
+    slots = np.full(1 << max(1, (2 * len(values)).bit_length()), -1, dtype=np.int64)
+    assert distinct_bytes(data, offsets, slots) == len(set(values))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([8, 16, 32, 64, 128, 24]), st.lists(st.integers(0, 6), min_size=0, max_size=500))
+def test_exact_cardinality_matches_numpy(bits, picks):
+    k = bits // 8
+    rng = np.random.default_rng(len(picks))
+    items = rng.integers(0, 256, size=(7, k), dtype=np.uint8)
+    rows = items[np.array(picks, dtype=np.int64)] if picks else np.zeros((0, k), np.uint8)
+    raw = np.ascontiguousarray(rows).reshape(-1)
+    data = raw.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[k]) if k in (1, 2, 4, 8) else raw
+    expected = len(np.unique(rows, axis=0)) if picks else 0
+    assert exact_cardinality(FixedBlock(data, bits, len(picks))) == expected
+    strings = [bytes(r) for r in rows]
+    offs = np.concatenate([[0], np.cumsum([len(s) for s in strings])]).astype(np.int32)
+    assert exact_cardinality(VarBlock(offs, raw, len(picks))) == expected

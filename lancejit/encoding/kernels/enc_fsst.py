@@ -161,12 +161,16 @@ def load_word(words, pos):  # pragma: no cover - compiled
 
 
 #: Slots of the exact-match table of the symbols of 3..8 bytes (at least 4x the 255 symbols).
-LONG_SLOTS = 1024
+LONG_BITS = 10
+LONG_SLOTS = 1 << LONG_BITS
 
 
 @njit(cache=True, nogil=True)
 def _long_slot(v, ln):  # pragma: no cover - compiled
-    return np.int64(fmix64(v ^ (np.uint64(ln) << np.uint64(59))) & np.uint64(LONG_SLOTS - 1))
+    """Slot of the symbol (value ``v``, ``ln`` bytes): the top bits of one multiplication (a
+    symbol's bytes and length are all distinct, so any spread is enough for open addressing)."""
+    return np.int64(((v ^ (np.uint64(ln) << np.uint64(59))) * np.uint64(0x9E3779B97F4A7C15))
+                    >> np.uint64(64 - LONG_BITS))
 
 
 @njit(cache=True, nogil=True, specs=("u8[::1], i8[::1], i8, u1[::1], u8[::1], i8[::1], i8[::1]",))

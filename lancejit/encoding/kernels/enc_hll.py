@@ -77,6 +77,40 @@ def hll_bytes(data, offsets, p, regs):  # pragma: no cover - compiled
         _update(regs, hash_bytes(data, offsets[i], offsets[i + 1]), p)
 
 
+@njit(cache=True, nogil=True, specs=("u1[::1], i8[::1], i8[::1]",))
+def distinct_bytes(data, offsets, slots):  # pragma: no cover - compiled
+    """Exact number of distinct byte strings ``data[offsets[i]:offsets[i+1]]`` (half-open):
+    open addressing on :func:`hash_bytes` over ``slots`` (a power of two at least twice the
+    values, -1 filled; a slot holds the index of the first value seen with its bytes), the
+    bytes compared on equal hashes."""
+    mask = slots.shape[0] - 1
+    hashes = np.empty(offsets.shape[0] - 1, dtype=np.uint64)
+    count = 0
+    for i in range(offsets.shape[0] - 1):
+        a = offsets[i]
+        b = offsets[i + 1]
+        h = hash_bytes(data, a, b)
+        hashes[i] = h
+        k = np.int64(h & np.uint64(mask))
+        while True:
+            j = slots[k]
+            if j < 0:
+                slots[k] = i
+                count += 1
+                break
+            if hashes[j] == h and offsets[j + 1] - offsets[j] == b - a:
+                c = offsets[j]
+                same = True
+                for t in range(b - a):
+                    if data[c + t] != data[a + t]:
+                        same = False
+                        break
+                if same:
+                    break
+            k = (k + 1) & mask
+    return count
+
+
 def estimate(regs: np.ndarray) -> float:
     """The HyperLogLog estimate (with linear counting for small cardinalities)."""
     m = regs.shape[0]

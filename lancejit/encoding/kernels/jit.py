@@ -16,11 +16,14 @@ goes through Numba's compiler, which refreshes the target itself.  The fast load
 kernel's callees unresolved until a cache miss needs them (a load creates one dispatcher, not
 one per callee), skips Numba's extension entry-point scan unless it compiles, and rebuilds the
 environments of Numba library code inlined in a kernel without importing their modules
-(``numba.np.arrayobj`` & co., costly imports a cached load does not need).
-``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this off.
+(``numba.np.arrayobj`` & co., costly imports a cached load does not need), loads the Numba
+runtime's own functions from a cache file instead of compiling them and types arrays without
+importing ``numpy.ma`` (:mod:`.numba_startup`).  ``LANCEJIT_NUMBA_FAST_LOAD=0`` turns all this
+off.
 
 The fast loader replaces private Numba functions (``Cache.load_overload``,
-``environment._rebuild_env``): it is installed only for the Numba versions it was verified with
+``environment._rebuild_env``, and through :mod:`.numba_startup` ``nrtdynmod.compile_nrt_functions``
+and Numba's ``typeof`` of ndarrays): it is installed only for the Numba versions it was verified with
 (:data:`FAST_LOAD_VERIFIED`, a half-open range); other versions get Numba's own behaviour.
 
 Specializations: a kernel declares the argument types it is called with next to its definition
@@ -33,7 +36,8 @@ literal constants (:func:`_unliteral_calls`): a helper called with ``0`` on one 
 
 Tier 0 (:mod:`lancejit.encoding.kernels.tier0`): while Numba is not loaded, small calls of the
 take kernels run their Python source instead (a fresh process serving a small take never imports
-Numba); ``LANCEJIT_TIER0=0`` turns it off.
+Numba), and once it is, a take kernel not loaded yet serves its first tiny calls so too (a
+three-row take after a scan loads no kernel); ``LANCEJIT_TIER0=0`` turns it off.
 
 :func:`kernels` lists every kernel defined so far (for ``lancejit.warmup`` and the tests that
 check a warm process compiles nothing: :func:`cache_misses`).
@@ -46,7 +50,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from lancejit.encoding.kernels import background, tier0
+from lancejit.encoding.kernels import background, numba_startup, tier0
 from lancejit.encoding.kernels.tier0 import _names  # global names a code object refers to
 
 _LOCK = threading.RLock()
@@ -225,6 +229,7 @@ def numba() -> Any:
 
                         if hasattr(Cache, "_load_overload") and hasattr(Cache, "_guard_against_spurious_io_errors"):
                             _fast_cache_load(Cache)
+                            numba_startup.install()
                             _FAST = True
                     except ImportError:  # pragma: no cover - other Numba layouts: keep Numba's loader
                         pass
@@ -253,6 +258,8 @@ class LazyKernel:
         self._py: Callable[..., Any] | None = None
         cost = tier0.COSTS.get(f"{fn.__module__}.{fn.__qualname__}") if tier0.ENABLED else None
         self._cost: Callable[..., float] | None = cost
+        #: Estimated microseconds of interpreted calls since Numba was loaded (:meth:`_admitted`).
+        self._tier0_spent = 0.0
         self._resolved = False
         #: Whether the interpreted version may serve calls while the kernel is being compiled in
         #: the background (``interpret=False``: kernels whose Python semantics differ).
@@ -265,7 +272,7 @@ class LazyKernel:
     def __call__(self, *args: Any) -> Any:
         disp = self._disp
         if disp is None:
-            if self._cost is not None and (_NUMBA is None or tier0.ALWAYS) and tier0.admit(self._cost, args):
+            if self._cost is not None and self._admitted(args):
                 ok, out = tier0.run(self.interpreted(), args)
                 if ok:
                     return out
@@ -275,6 +282,18 @@ class LazyKernel:
         if self._swapped:
             return disp(*args)
         return self._cold_call(disp, args)
+
+    def _admitted(self, args: tuple) -> bool:
+        """Whether this call (the kernel not loaded) runs interpreted (:mod:`.tier0`): against
+        the process's budget before Numba is loaded, then against the kernel's own."""
+        assert self._cost is not None
+        if _NUMBA is None or tier0.ALWAYS:
+            return tier0.admit(self._cost, args)
+        cost = tier0.admit_unloaded(self._cost, args, self._tier0_spent)
+        if cost is None:
+            return False
+        self._tier0_spent += cost
+        return True
 
     def _cold_call(self, disp: Any, args: tuple) -> Any:
         """A call before the kernel is swapped in (:mod:`.background`): served by the compiled

@@ -17,12 +17,7 @@ import numpy as np
 from lancejit.encoding.kernels.bitpack import unpack_blocks
 from lancejit.encoding.kernels.fsst import _decode_value
 from lancejit.encoding.kernels.jit import njit
-
-#: Error codes of the decode kernels.
-TAKE_OK = 0
-TAKE_BAD_CHUNK = 1
-TAKE_BAD_OFFSETS = 2
-TAKE_BAD_WIDTH = 3
+from lancejit.encoding.kernels.layouts import TAKE_BAD_CHUNK, TAKE_BAD_OFFSETS, TAKE_BAD_WIDTH, TAKE_OK
 
 
 @njit(cache=True, nogil=True, inline="always")

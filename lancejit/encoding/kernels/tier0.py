@@ -9,7 +9,10 @@ itself, its kernel callees and Numba cast names resolved to interpreted twins / 
 kernels in :data:`NUMPY` run a vectorized NumPy version instead) -- until the process has spent
 :data:`BUDGET_US` of estimated interpreted time; then, and for every larger call, the kernel
 goes to Numba as before (which imports Numba once).  A long-running process thus pays Numba's
-load once it does real work, and a process serving a few small takes never pays it.
+load once it does real work, and a process serving a few small takes never pays it.  Once Numba
+is loaded (a scan loaded it), a kernel not loaded yet still serves its first tiny calls
+interpreted (:data:`KERNEL_BUDGET_US` per kernel), so a few-row take after a scan loads no take
+kernel.
 
 Semantics: the listed kernels use only int64/uint64 scalar arithmetic, indexing and slicing of
 preallocated arrays, ``np.argsort`` and ``np.int64``/``np.uint64`` casts, which NumPy scalars
@@ -40,7 +43,7 @@ COSTS: dict[str, Callable[..., float]] = {
     "lancejit.encoding.kernels.take.plan_take_files": lambda *a: 40 * a[9] * a[8].shape[0] + 50,
     "lancejit.encoding.kernels.take.plan_take": lambda *a: 40 * a[4].shape[0] * a[5].shape[0] + 50,
     "lancejit.encoding.kernels.take.take_fixed": lambda *a: (10 + 2 * a[7]) * a[1].shape[0],
-    "lancejit.encoding.kernels.take.take_bitpacked": lambda *a: 250 * a[1].shape[0],
+    "lancejit.encoding.kernels.take.take_bitpacked": lambda *a: 8 * a[1].shape[0] + 150,
     "lancejit.encoding.kernels.take.take_valid": lambda *a: 250 * a[1].shape[0],
     "lancejit.encoding.kernels.take.take_spans": lambda *a: 20 * a[1].shape[0],
     "lancejit.encoding.kernels.take.copy_spans": lambda *a: 10 * a[1].shape[0] + a[4].shape[0] // 64,
@@ -104,6 +107,13 @@ CALL_LIMIT_US = 60_000
 #: after a handful of takes while a fresh process serving a 100-row take never loads it.
 BUDGET_US = 150_000
 
+#: Once Numba is loaded, a kernel not loaded yet still runs interpreted for calls estimated at
+#: most :data:`LOADED_CALL_LIMIT_US`, until it has spent :data:`KERNEL_BUDGET_US` so: about what
+#: loading one cached kernel costs (its machine code, its first argument types), which a
+#: process's few small calls of it (a three-row take after a scan) would otherwise pay.
+LOADED_CALL_LIMIT_US = 1_000
+KERNEL_BUDGET_US = 5_000
+
 _MODE = settings().tier0
 ENABLED = _MODE not in ("0", "off", "false", "no")
 ALWAYS = _MODE == "always"
@@ -135,14 +145,28 @@ def admit(cost_fn: Callable[..., float], args: tuple) -> bool:
     return True
 
 
+def admit_unloaded(cost_fn: Callable[..., float], args: tuple, spent: float) -> float | None:
+    """Once Numba is loaded: the estimated cost of an interpreted call with ``args`` of a kernel
+    not loaded yet that has spent ``spent`` microseconds interpreted so far, or None when the
+    kernel should be loaded instead (see :data:`KERNEL_BUDGET_US`)."""
+    try:
+        cost = float(cost_fn(*args))
+    except (AttributeError, IndexError, TypeError):
+        return None
+    if cost > LOADED_CALL_LIMIT_US or spent + cost > KERNEL_BUDGET_US:
+        return None
+    return cost
+
+
 def _cast(dtype: type) -> Callable[[Any], Any]:
     """``numba.<int type>(x)`` as NumPy: C-style wrap-around for Python ints out of range."""
     info = np.iinfo(dtype)
     span = 1 << info.bits
+    low, high = int(info.min), int(info.max)
 
     def cast(x: Any) -> Any:
-        if type(x) is int and not info.min <= x <= info.max:
-            x = (x - info.min) % span + info.min
+        if type(x) is int and not low <= x <= high:
+            x = (x - low) % span + low
         return dtype(x)
 
     return cast

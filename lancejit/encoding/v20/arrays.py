@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.bounds import claim_items
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding.v20 import blocks as B
@@ -286,7 +287,7 @@ class DictionaryDecoder(ArrayDecoder):
         if validity is not None:
             null |= ~validity
         take = np.where(null, 0, raw - 1)
-        out = items.take(pa.array(take, mask=null)) if len(items) else pa.nulls(len(take), self.value_type)
+        out = arrow_take(items, pa.array(take, mask=null)) if len(items) else pa.nulls(len(take), self.value_type)
         return B.ArrowBlock(out)
 
 

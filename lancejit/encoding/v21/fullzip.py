@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.encoding.pages import PageInfo
 from lancejit.encoding.v21 import compression as cmp
@@ -258,7 +259,7 @@ class FullZipPage(LayoutPage):
                 valid_vals = values_to_arrow(dv, self.ctx.value_type, path=path)
                 pos = np.cumsum(has_payload) - 1
                 idx = pa.array(np.where(has_payload, pos, 0), mask=~has_payload)
-                values = valid_vals.take(idx)
+                values = arrow_take(valid_vals, idx)
                 if deff is not None and not deff.any():
                     deff = None
                 return LeafRows(rep, deff, values, nl)

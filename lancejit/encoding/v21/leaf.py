@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.errors import CorruptFileError, NotSupportedError
 from lancejit.encoding import arrow_build as ab
 from lancejit.encoding.v21.values import (
@@ -130,7 +131,7 @@ def repeat_scalar(one: pa.Array, n: int) -> pa.Array:
     """An array of ``n`` copies of the single value in ``one``."""
     if n == 0:
         return one.slice(0, 0)
-    return one.take(ab.index_array(np.zeros(n, dtype=np.int32)))
+    return arrow_take(one, ab.index_array(np.zeros(n, dtype=np.int32)))
 
 
 def take_dictionary(items: pa.Array, indices: DecodedValues, *, path: str) -> pa.Array:
@@ -140,7 +141,7 @@ def take_dictionary(items: pa.Array, indices: DecodedValues, *, path: str) -> pa
     idx = indices.view(np.dtype(f"<u{indices.bits_per_value // 8}")).astype(np.int64)
     if idx.size and int(idx.max()) >= len(items):
         raise CorruptFileError(f"dictionary index {int(idx.max())} >= {len(items)} items", path=path)
-    return items.take(ab.index_array(idx))
+    return arrow_take(items, ab.index_array(idx))
 
 
 def dictionary_array(items: pa.Array, indices: DecodedValues, t: pa.DictionaryType, *, path: str) -> pa.Array:

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.arrow_build import index_array
 from lancejit.encoding.v21.repdef import CanonicalLevels, max_visible_canonical
@@ -204,7 +205,7 @@ def extract_runs(
         )
     lidx = ranges_to_index(p0, p1)
     vidx = lidx if v0 is p0 else ranges_to_index(v0, v1)
-    values = decoded.values.take(index_array(vidx)) if vidx.size != len(decoded.values) or not _is_identity(vidx) else decoded.values
+    values = arrow_take(decoded.values, index_array(vidx)) if vidx.size != len(decoded.values) or not _is_identity(vidx) else decoded.values
     return LeafRows(
         None if decoded.rep is None else decoded.rep[lidx],
         None if decoded.deff is None else decoded.deff[lidx],

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.cores import off_loop_if_idle
 from lancejit.core.errors import CorruptFileError, LanceJitError
 from lancejit.encoding.arrow_build import index_array
@@ -501,7 +502,7 @@ class MiniBlockPage(LayoutPage):
         if pick is not None:
             if len(values) != num_levels:
                 raise CorruptFileError(f"{len(values)} values for {num_levels} rows", path=path)
-            values = values.take(index_array(pick))
+            values = arrow_take(values, index_array(pick))
             deff = None if deff is None else deff[pick]
             return LeafRows(None, deff, values, int(pick.size)), np.asarray(levels_per_chunk, dtype=np.int64)
         return LeafRows(rep, deff, values, num_levels), np.asarray(levels_per_chunk, dtype=np.int64)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.errors import CorruptFileError
 from lancejit.encoding.arrow_build import index_array
 from lancejit.encoding.kernels import take as kt
@@ -403,7 +404,7 @@ def _take_dictionary(index: ColumnTakeIndex, data: np.ndarray, item_pos: np.ndar
     dictionary = index.dictionary
     if k and int(_MAX(idx)) >= len(dictionary):
         raise CorruptFileError(f"column {index.column}: dictionary index out of range", path=index.path)
-    taken = dictionary.take(index_array(idx))
+    taken = arrow_take(dictionary, index_array(idx))
     if validity is None:
         return taken
     return pa.Array.from_buffers(index.arrow_type, k, [validity, *taken.buffers()[1:]])

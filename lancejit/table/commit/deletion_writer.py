@@ -32,6 +32,9 @@ ARROW_ARRAY = table_pb2.DeletionFile.ARROW_ARRAY
 BITMAP = table_pb2.DeletionFile.BITMAP
 
 _SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+#: One small buffer each: compressed on the calling thread (Arrow's pool would take the hand-off
+#: of every file through a busy scheduler).
+_WRITE_OPTIONS = ipc.IpcWriteOptions(compression="zstd", use_threads=False)
 
 
 def deletion_file_path(root: str, fragment_id: int, deletion: table_pb2.DeletionFile) -> str:
@@ -45,7 +48,7 @@ def encode_arrow_deletions(offsets: np.ndarray) -> bytes:
     arr = pa.array(np.asarray(offsets, dtype=np.uint32), pa.uint32())
     batch = pa.record_batch([arr], schema=_SCHEMA)
     sink = pa.BufferOutputStream()
-    with ipc.new_file(sink, _SCHEMA, options=ipc.IpcWriteOptions(compression="zstd")) as writer:
+    with ipc.new_file(sink, _SCHEMA, options=_WRITE_OPTIONS) as writer:
         writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
 

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import expressions as exp
 
+from lancejit.core import arrow_compute as pc
 from lancejit.core.errors import InvalidInputError
 from lancejit.encoding.arrow_build import array_of
 
@@ -62,6 +62,9 @@ _COMPARE = {
 }
 _LIST_FUNCS = {"array_has_any": "any", "array_has_all": "all", "array_contains_all": "all",
                "array_contains_any": "any"}
+#: Arithmetic nodes -> Arrow functions (SQL %: the sign follows the dividend, truncated division).
+_ARITHMETIC: dict[type, str] = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply", exp.Div: "divide",
+                                exp.Mod: "remainder"}
 _COMPARE_NODES: dict[type, str] = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 
 
@@ -155,14 +158,14 @@ class _Compiler:
         if pa.types.is_dictionary(target):
             target = target.value_type
         if pa.types.is_floating(target) and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
-            return arr.cast(pa.float64(), safe=False)
+            return pc.cast(arr, pa.float64(), safe=False)
         try:
-            return arr.cast(target, safe=True)
+            return pc.cast(arr, target, safe=True)
         except pa.ArrowInvalid:
             keep = []
             for i in range(len(arr)):
                 try:
-                    keep.append(arr.slice(i, 1).cast(target, safe=True))
+                    keep.append(pc.cast(arr.slice(i, 1), target, safe=True))
                 except pa.ArrowInvalid:
                     continue  # not representable: equal to no value of the operand
             return pa.concat_arrays(keep) if keep else pa.nulls(0, target)
@@ -206,7 +209,7 @@ class _Compiler:
             if len(members) < GROUP_EQUALITIES:
                 continue
             col = members[0][1]
-            arr = pa.concat_arrays([m[2] for m in members]).drop_null()
+            arr = pc.drop_null(pa.concat_arrays([m[2] for m in members]))
             out.append(self.set_lookup(self.expr(col), arr, False, self.column_type(col)))
             grouped.update(m[0] for m in members)
         out.extend(self.visit(t) for i, t in enumerate(terms) if i not in grouped)
@@ -369,12 +372,10 @@ class _Compiler:
         op = _COMPARE_NODES.get(type(node))
         if op is not None:
             return self.compare(op, node.this, node.expression)
-        binary = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide,
-                  exp.Mod: pc.remainder}  # SQL %: the sign follows the dividend (truncated division)
-        for cls, fn in binary.items():
-            if type(node) is cls:
-                a, b = self.side(node.this, v(node.this)), self.side(node.expression, v(node.expression))
-                return fn(*arithmetic_sides(a, b))
+        arithmetic = _ARITHMETIC.get(type(node))
+        if arithmetic is not None:
+            a, b = self.side(node.this, v(node.this)), self.side(node.expression, v(node.expression))
+            return getattr(pc, arithmetic)(*arithmetic_sides(a, b))
         if isinstance(node, exp.Between):
             return self.compare("ge", node.this, node.args["low"]) & self.compare("le", node.this, node.args["high"])
         if isinstance(node, exp.In):

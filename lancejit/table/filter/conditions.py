@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import expressions as exp
 
+from lancejit.core import arrow_compute as pc
 from lancejit.core.errors import InvalidInputError
 
 from .literals import UTF8, sql_literal
@@ -112,11 +113,11 @@ def _term(comp: Any, node: exp.Expression) -> Condition | None:
             return None
         if len(items) == 1 and isinstance(items[0], exp.Column) and items[0].name.startswith(PLACEHOLDER):
             got = comp.resolved.lists.get(items[0].name)
-            return Condition(col[0], "in", got.drop_null()) if got is not None else None
+            return Condition(col[0], "in", pc.drop_null(got)) if got is not None else None
         values = [_value(comp, item, col[1]) for item in items]
         if any(v is None for v in values):
             return None
-        return Condition(col[0], "in", pa.concat_arrays(values).drop_null())
+        return Condition(col[0], "in", pc.drop_null(pa.concat_arrays(values)))
     return None
 
 

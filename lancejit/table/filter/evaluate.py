@@ -17,8 +17,8 @@ from typing import Union
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lancejit.core import arrow_compute as pc
 from lancejit.core.errors import InvalidInputError
 
 #: Most terms of one AND/OR chain handed to Arrow as one expression.

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import expressions as exp
 
+from lancejit.core import arrow_compute as pc
 from lancejit.core.errors import InvalidInputError
 from lancejit.encoding.arrow_build import numbers_of
 
@@ -231,7 +232,7 @@ class _Planner:
             return self.leaf(Leaf(name, "sorted", negate, members=np.unique(keys), f64=True))
         if t.id not in _INT_TYPES or values.kind == "str":
             raise _Unsupported
-        arr = self.comp.value_set(values, t, node).drop_null()
+        arr = pc.drop_null(self.comp.value_set(values, t, node))
         members = np.unique(numbers_of(arr).astype(np.int64))
         if len(members) and int(members[-1]) - int(members[0]) < BITMAP_SPAN:
             base = int(members[0])

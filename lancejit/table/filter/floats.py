@@ -24,8 +24,8 @@ import threading
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lancejit.core import arrow_compute as pc
 from lancejit.encoding.arrow_build import numbers_of, scalar_of
 
 _KEY_FN = "lancejit_float_total_key"
@@ -90,6 +90,6 @@ def literal_key(value: float) -> pc.Expression:
 
 def key_set(values: pa.Array) -> pa.Array:
     """Keys of a float ``IN`` list (``-0.0`` folded; nulls dropped: they never match)."""
-    vals = numbers_of(values.drop_null().cast(pa.float64()))
+    vals = numbers_of(pc.cast(pc.drop_null(values), pa.float64()))
     keys = np.ascontiguousarray(total_keys(vals, True), dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(keys), [None, pa.py_buffer(keys)])

@@ -20,8 +20,9 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import expressions as exp
+
+from lancejit.core import arrow_compute as pc
 
 _NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import expressions as exp
 
+from lancejit.core import arrow_compute as pc
 from lancejit.encoding.arrow_build import array_of
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -195,8 +196,8 @@ def _convert(kind: str, values: Sequence[Any] | np.ndarray, t: pa.DataType) -> p
             else:
                 src = array_of(np.asarray(ints, dtype=np.int64))
             if pa.types.is_time32(target):
-                return src.cast(pa.int32(), safe=True).view(target)
-            return src.cast(target, safe=True)
+                return pc.cast(src, pa.int32(), safe=True).view(target)
+            return pc.cast(src, target, safe=True)
         if how == "float":
             if kind == FLOAT64:
                 src = array_of(np.asarray(values, dtype=np.float64))
@@ -204,7 +205,7 @@ def _convert(kind: str, values: Sequence[Any] | np.ndarray, t: pa.DataType) -> p
                 src = array_of(np.array([f32_of_int(int(v)) for v in values], dtype=np.float64))
             else:
                 src = array_of(np.array([float(v) for v in values], dtype=np.float64))
-            return src.cast(target, safe=False)
+            return pc.cast(src, target, safe=False)
         if how == "half":
             h = _half(np.array([float(v) for v in values], dtype=np.float64))
             if h is None:
@@ -214,11 +215,11 @@ def _convert(kind: str, values: Sequence[Any] | np.ndarray, t: pa.DataType) -> p
             return _decimals([int(v) for v in values], target)
         if how == "same":
             base = pa.string() if kind == UTF8 else pa.binary() if kind == BINARY else pa.bool_()
-            return array_of(list(values), base).cast(target)
+            return pc.cast(array_of(list(values), base), target)
         if how == "width":
             if any(len(v) != target.byte_width for v in values):
                 return None
-            return array_of(list(values), pa.binary()).cast(target)
+            return pc.cast(array_of(list(values), pa.binary()), target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError, ValueError):
         return None
     return None  # pragma: no cover - every rule returns above

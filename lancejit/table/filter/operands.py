@@ -39,8 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lancejit.core import arrow_compute as pc
 from lancejit.core.errors import InvalidInputError
 
 _UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}

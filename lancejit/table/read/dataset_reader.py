@@ -76,9 +76,10 @@ class Scanner(ArrowScannerFace):
 
         return apply(batches, self._post)
 
-    async def batches_async(self) -> AsyncIterator[pa.RecordBatch]:
-        """The scan's record batches, in scan order."""
-        async for b in self._batches():
+    async def batches_async(self, *, ramp: bool = True) -> AsyncIterator[pa.RecordBatch]:
+        """The scan's record batches, in scan order.  ``ramp``: the first unit is read in growing
+        pieces so that the first batch comes soon (False for consumers of the whole scan)."""
+        async for b in self._batches(ramp):
             yield b
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.config import settings
 
 from ..indices.scalar import rowset
@@ -96,7 +97,7 @@ async def read_candidates(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIn
             return None
         if len(keep) < len(upos):
             idx = numpy_array(keep, pa.int64())
-            have = {k: v.take(idx) for k, v in have.items()}
+            have = {k: arrow_take(v, idx) for k, v in have.items()}
             upos, uoff = upos[keep], uoff[keep]
     have.update((k, _constant(v, len(upos))) for k, v in consts.items() if k not in have)
     rest = tuple(t for t in spec.tops if t.name not in have)
@@ -187,7 +188,7 @@ async def _read_many(ctx: DatasetContext, spec: ScanSpec, index: "DatasetIndex",
                 return None
             if len(keep) < len(offs):
                 idx = numpy_array(keep, pa.int64())
-                by_name = {k: a.take(idx) for k, a in by_name.items()}
+                by_name = {k: arrow_take(a, idx) for k, a in by_name.items()}
                 offs = offs[keep]
         by_name.update((k, _constant(v, len(offs))) for k, v in consts.items() if k not in by_name)
         rest = [t for t in spec.tops if t.name not in by_name]

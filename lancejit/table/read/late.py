@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core import arrow_compute as pc
 from lancejit.core.config import settings
 from lancejit.core.cores import off_loop_if_idle
 
@@ -49,7 +50,7 @@ def _select(arrays: list, positions: np.ndarray, n: int) -> list:
     if len(positions) == n:
         return list(arrays)
     idx = pa.Array.from_buffers(pa.int64(), len(positions), [None, pa.py_buffer(np.ascontiguousarray(positions))])
-    return [a.take(idx) for a in arrays]
+    return [pc.take(a, idx) for a in arrays]
 
 
 async def _read_rows(

@@ -38,18 +38,17 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lancejit.core import arrow_compute as pc
 from lancejit.core.errors import InvalidInputError
 from lancejit.core.config import settings
-
 from .datafile import open_data_file
 from ..filter.conditions import Condition
-from ..indices.zonemap import ZoneMaps, zone_maps
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..meta.context import DatasetContext
     from ..filter.compile import CompiledFilter
+    from ..indices.zonemap import ZoneMaps
     from .fragment import FragmentReader
 
 #: Operators no NaN satisfies under IEEE nor under the total order (NaN above +inf, -NaN below
@@ -271,6 +270,8 @@ async def may_match_ranges(ctx: "DatasetContext", frag: "FragmentReader", lo: in
     """Sub-ranges of the fragment's physical rows ``[lo, hi)`` that may match ``filt``:
     a ``(k, 2)`` int64 array of sorted, disjoint, half-open row ranges (the whole range when
     nothing can be pruned).  Skipped batches and rows are counted in ``ctx.stats``."""
+    from ..indices.zonemap import zone_maps  # (zone maps: with the first filter that may use them)
+
     conds = filt.conditions
     masks = await _masks(ctx, frag, conds, await zone_maps(ctx)) if conds and hi > lo else []
     out, pages, rows = _cut(masks, lo, hi)
@@ -325,6 +326,7 @@ async def prepare(ctx: "DatasetContext", filt: "CompiledFilter | None") -> Prune
     if got is not None:
         _PREPARED.move_to_end(key)
         return got
+    from ..indices.zonemap import zone_maps
     from .fragment import FragmentReader
 
     conds = filt.conditions

@@ -214,7 +214,7 @@ async def _plan(ctx: DatasetContext, spec: ScanSpec, count: bool = False) -> tup
     scanned = positions
     pruner = None
     if spec.filter is not None:
-        if bounds is None:  # (row ranges of fragments are scanned)
+        if bounds is None and ctx.manifest.index_section is not None:  # (row ranges are scanned)
             from .index_plan import plan_indexed  # scalar indices: candidates taken instead of scanned
 
             indexed = await plan_indexed(ctx, index, spec.filter, positions)

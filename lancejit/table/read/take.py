@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lancejit.core.arrow_compute import take as arrow_take
 from lancejit.core.errors import (
     CorruptFileError, InvalidInputError, LanceJitError, NegativeIndexError, RowIndexError,
 )
@@ -101,7 +102,7 @@ def _assemble(ctx: DatasetContext, spec: ScanSpec, batch: pa.RecordBatch | pa.Ta
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
     if len(positions) == batch.num_rows and (len(positions) < 2 or bool((positions[1:] > positions[:-1]).all())):
         return table  # sorted unique request: the batch is the answer
-    return table.take(numpy_array(positions, pa.int64()))
+    return arrow_take(table, numpy_array(positions, pa.int64()))
 
 
 _I64 = np.dtype(np.int64)
@@ -187,7 +188,7 @@ async def _read(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, upos: 
     order = np.empty(len(upos), dtype=np.int64)
     order[fast] = np.arange(len(part_fast))
     order[~fast] = len(part_fast) + np.arange(len(part_slow))
-    return both.take(numpy_array(order, pa.int64()))
+    return arrow_take(both, numpy_array(order, pa.int64()))
 
 
 async def _fast_batch(ctx: DatasetContext, spec: ScanSpec, index: DatasetIndex, state: Any, slots: np.ndarray,

@@ -47,7 +47,8 @@ from lancejit.core.schema import LanceSchema
 from lancejit.io.store import join_path
 from lancejit.pb import table_pb2
 
-from ..commit import ReserveFragments, Transaction, commit_transaction, parse_manifest_file, read_deleted_offsets
+from ..commit import (CommitResult, ReserveFragments, Transaction, commit_transaction, parse_manifest_file,
+                      read_deleted_offsets)
 from ..commit.operations import Rewrite, RewriteGroup
 from ..commit.rowid_writer import decode_version_runs, encode_row_id_sequence, encode_version_runs
 from ..read.dataset_reader import Scanner
@@ -55,7 +56,7 @@ from ..read.fragment import ROWADDR, ROWID
 from .data_files import DATA_DIR, DEFAULT_MAX_BYTES_PER_FILE, FragmentFileWriter, normalize_storage_version
 from .index_remap import Remappable, plan_index_sets, remap_indices
 from .index_remap import delete_rewritten as delete_remapped
-from .on_version import loaded_manifest
+from .on_version import loaded_manifest, open_committed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..read.dataset_reader import DatasetReader
@@ -305,7 +306,7 @@ async def execute_compaction_task_async(ds: "DatasetReader", task: CompactionTas
         # whole fragments: each one's columns read together (one request per fragment on object
         # stores, as the reference), the scan's byte bound still cutting very big fragments
         scanner = Scanner(c, replace(scanner.spec, unit_rows=REWRITE_UNIT_ROWS))
-        async for batch in scanner.batches_async():
+        async for batch in scanner.batches_async(ramp=False):
             if batch.num_rows == 0:
                 continue
             if stable:
@@ -375,7 +376,8 @@ async def commit_compaction_async(ds: "DatasetReader", results: Sequence[Rewrite
 
 
 async def commit_results(ds: "DatasetReader", results: Sequence[RewriteResult],
-                         carry: dict[str, Remappable] | None = None) -> tuple[CompactionMetrics, int | None]:
+                         carry: dict[str, Remappable] | None = None
+                         ) -> tuple[CompactionMetrics, CommitResult | None]:
     """Commit the tasks' ``results`` as one ``Rewrite`` of ``ds``'s version (the plan's read
     version), fragment ids reserved first by a ``ReserveFragments`` commit; the scalar indices
     covering rewritten fragments (``carry``: found again on ``ds`` when None) are remapped to
@@ -405,7 +407,7 @@ async def commit_results(ds: "DatasetReader", results: Sequence[RewriteResult],
         raise
     for r in results:
         total = total + r.metrics
-    return total, done.version
+    return total, done
 
 
 async def delete_rewritten(ds: "DatasetReader", results: Sequence[RewriteResult]) -> None:
@@ -418,7 +420,8 @@ async def delete_rewritten(ds: "DatasetReader", results: Sequence[RewriteResult]
         pass
 
 
-async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tuple[CompactionMetrics, int | None]:
+async def _compact_once(ds: "DatasetReader", options: CompactionOptions
+                        ) -> tuple[CompactionMetrics, CommitResult | None]:
     plan = await plan_compaction_async(ds, options)
     if not plan.tasks:
         return CompactionMetrics(), None
@@ -442,19 +445,21 @@ async def _compact_once(ds: "DatasetReader", options: CompactionOptions) -> tupl
 
 async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
                               max_retries: int | None = None,
-                              on_commit: Callable[[int], Awaitable[None]] | None = None) -> CompactionMetrics:
+                              on_commit: Callable[["DatasetReader"], Awaitable[None]] | None = None
+                              ) -> CompactionMetrics:
     """Compact ``ds`` (re-planned on the latest version when a concurrent commit touched the
     same fragments); returns the metrics (all zero and no commit when nothing needed it).
-    ``on_commit`` is given the version committed."""
+    ``on_commit`` is given the dataset at the version committed (opened from the manifest
+    written: no read)."""
     options = options.validated()
     current = ds.snapshot()
     if max_retries is None:
         max_retries = settings().conflict_retries
     for attempt in range(max_retries + 1):
         try:
-            metrics, version = await _compact_once(current, options)
-            if version is not None and on_commit is not None:
-                await on_commit(version)
+            metrics, done = await _compact_once(current, options)
+            if done is not None and on_commit is not None:
+                await on_commit(open_committed(current, done))
             return metrics
         except RetryableCommitError:
             if attempt >= max_retries:
@@ -466,7 +471,8 @@ async def compact_files_async(ds: "DatasetReader", options: CompactionOptions,
 class DatasetOptimizer:
     """``ds.optimize``: table maintenance with the reference's API shape."""
 
-    def __init__(self, ds: "DatasetReader", on_commit: Callable[[int], Awaitable[None]] | None = None) -> None:
+    def __init__(self, ds: "DatasetReader",
+                 on_commit: Callable[["DatasetReader"], Awaitable[None]] | None = None) -> None:
         self._ds = ds
         self._on_commit = on_commit
 
@@ -520,7 +526,7 @@ class DatasetOptimizer:
 
         new = await optimize_indices_async(self._ds, index_names, **kwargs)
         if self._on_commit is not None and new.version != self._ds.version:
-            await self._on_commit(new.version)
+            await self._on_commit(new)
 
     def optimize_indices(self, *, index_names: Sequence[str] | None = None, **kwargs: Any) -> None:
         """Synchronous :meth:`optimize_indices_async`."""

@@ -12,9 +12,10 @@ blobs and empty structs as one unit), ``column_indices`` = 0..n-1, the file vers
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -23,12 +24,15 @@ from lancejit.core.schema import LanceField, LanceSchema
 from lancejit.io.store import ObjectStore, join_path
 from lancejit.pb import table_pb2
 
+if TYPE_CHECKING:  # pragma: no cover
+    from lancejit.file.writer_schema import WriterTemplate
+
 DATA_DIR = "data"
 #: The reference's default ``max_bytes_per_file`` (90 GiB).
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 #: Small batches are gathered until they hold this many rows ...
-COALESCE_ROWS = 64 * 1024
+COALESCE_ROWS = 256 * 1024
 #: ... or this many bytes before they reach the file writer.
 COALESCE_BYTES = 8 * 1024 * 1024
 
@@ -107,6 +111,30 @@ def conform_batch(batch: pa.RecordBatch, target: pa.Schema, where: str) -> pa.Re
     return pa.RecordBatch.from_arrays(cols, schema=target)
 
 
+@dataclass(frozen=True)
+class FileLayout:
+    """What the data files of one schema share: the Lance schema, the files' Arrow schema, the
+    dataset field ids owning their columns, and the file writer's template."""
+
+    lance_schema: LanceSchema
+    file_schema: pa.Schema
+    field_ids: tuple[int, ...]
+    template: "WriterTemplate"
+
+
+@functools.lru_cache(maxsize=32)
+def file_layout(fields: tuple[LanceField, ...], metadata: tuple[tuple[str, bytes], ...],
+                storage_version: str) -> FileLayout:
+    """The :class:`FileLayout` of top-level ``fields`` with schema ``metadata`` (items), built
+    once per schema (an operation writing many files asks for it per file)."""
+    from lancejit.file.writer_schema import writer_template
+
+    lschema = LanceSchema(fields, dict(metadata))
+    file_schema = lschema.to_arrow(dataset=False)
+    return FileLayout(lschema, file_schema, tuple(column_field_ids(fields, storage_version)),
+                      writer_template(file_schema, lschema))
+
+
 @dataclass(slots=True)
 class WrittenFile:
     """A finished data file: ``name`` under ``data/``, ``rows``, ``size`` in bytes."""
@@ -152,10 +180,10 @@ class FragmentFileWriter:
     def __post_init__(self) -> None:
         if self.max_rows_per_file <= 0 or self.max_bytes_per_file <= 0:
             raise InvalidInputError("max_rows_per_file and max_bytes_per_file must be positive")
-        lschema = LanceSchema(self.fields, dict(self.schema_metadata))
-        self.file_schema = lschema.to_arrow(dataset=False)
-        self._lschema = lschema
-        self.field_ids = column_field_ids(self.fields, self.storage_version)
+        self.layout = file_layout(tuple(self.fields), tuple(sorted(self.schema_metadata.items())),
+                                  self.storage_version)
+        self.file_schema = self.layout.file_schema
+        self.field_ids = list(self.layout.field_ids)
 
     def path_of(self, name: str) -> str:
         return join_path(self.root, DATA_DIR, name)
@@ -164,10 +192,12 @@ class FragmentFileWriter:
         from lancejit.file.writer import AsyncLanceFileWriter
 
         self._name = self.name_prefix + random_file_name() + ".lance"
+        path = self.path_of(self._name)
         w = AsyncLanceFileWriter(
-            self.store.uri(self.path_of(self._name)), self.file_schema, version=self.storage_version,
+            self.store.uri(path), self.file_schema, version=self.storage_version,
             storage_options=self.storage_options, max_page_bytes=self.max_page_bytes,
-            lance_schema=self._lschema,  # data files carry the dataset's field ids
+            lance_schema=self.layout.lance_schema,  # data files carry the dataset's field ids
+            template=self.layout.template, opener=functools.partial(self.store.open_writer, path),
         )
         self._writer = w
         self._rows = 0
@@ -272,10 +302,12 @@ __all__ = [
     "DATA_DIR",
     "DEFAULT_MAX_BYTES_PER_FILE",
     "DEFAULT_MAX_ROWS_PER_FILE",
+    "FileLayout",
     "FragmentFileWriter",
     "WrittenFile",
     "column_field_ids",
     "conform_batch",
+    "file_layout",
     "normalize_storage_version",
     "random_file_name",
 ]

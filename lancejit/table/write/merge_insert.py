@@ -40,13 +40,13 @@ from lancejit.core.errors import ExecutionError, InvalidInputError, NotSupported
 from lancejit.core.schema import LanceSchema
 from lancejit.encoding.kernels import hash_join
 
-from ..commit import REWRITE_ROWS, Update, new_fragment
+from ..commit import REWRITE_ROWS, CommitResult, Update, new_fragment
 from ..commit.rowid_writer import encode_row_id_sequence
 from ..filter.compile import compile_filter, evaluate_filter
 from ..read.fragment import ROWADDR, ROWID
 from .mutate import _delete_offsets, _group_addresses
 from .data_files import DEFAULT_MAX_ROWS_PER_FILE, FragmentFileWriter, conform_batch, normalize_storage_version
-from .on_version import commit_result, loaded_manifest, open_data_files_of
+from .on_version import commit_result, loaded_manifest, open_committed, open_data_files_of
 from .sources import source_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -197,6 +197,12 @@ def ambiguous_error(src: pa.Table, row: int, keys: Sequence[str]) -> MergeInsert
 
 async def commit_upsert_async(ds: "DatasetReader", manifest: Any, new_fragments: Sequence[Any],
                               removed_addrs: np.ndarray, *, loaded: LoadedManifest | None = None) -> int:
+    """:func:`commit_upsert`'s version."""
+    return (await commit_upsert(ds, manifest, new_fragments, removed_addrs, loaded=loaded)).version
+
+
+async def commit_upsert(ds: "DatasetReader", manifest: Any, new_fragments: Sequence[Any],
+                        removed_addrs: np.ndarray, *, loaded: LoadedManifest | None = None) -> CommitResult:
     """Commit a merge insert of ``ds`` (its version's ``manifest``): rows at ``removed_addrs``
     (updated or deleted; uint64 row addresses) deleted (deletion files written here), the
     ``new_fragments`` (updated rows, then inserted ones) added -- ONE ``Update`` (``REWRITE_ROWS``),
@@ -210,14 +216,14 @@ async def commit_upsert_async(ds: "DatasetReader", manifest: Any, new_fragments:
         fields_modified=(), update_mode=REWRITE_ROWS,
         fields_for_preserving_frag_bitmap=tuple(f.id for f in lschema.fields),
     )
-    return (await commit_result(ds, op, loaded=loaded, affected_rows=groups)).version
+    return await commit_result(ds, op, loaded=loaded, affected_rows=groups)
 
 
 class MergeInsertBuilder:
     """Configure then :meth:`execute` a merge insert (see :mod:`lancejit.table.write.merge_insert`)."""
 
     def __init__(self, dataset: "DatasetReader", on: str | Sequence[str],
-                 on_commit: Callable[[int], Awaitable[None]] | None = None) -> None:
+                 on_commit: Callable[["DatasetReader"], Awaitable[None]] | None = None) -> None:
         ds = dataset
         keys = [on] if isinstance(on, str) else list(on)
         if not keys or not all(isinstance(k, str) for k in keys):
@@ -290,14 +296,14 @@ class MergeInsertBuilder:
         current = self._ds
         for attempt in range(self._retries + 1):
             try:
-                stats, version = await self._execute_once(current, src)
+                stats, new = await self._execute_once(current, src)
             except RetryableCommitError:
                 if attempt >= self._retries:
                     raise
                 current = await current.latest_async()
                 continue
-            if self._on_commit is not None and version is not None:
-                await self._on_commit(version)
+            if self._on_commit is not None:
+                await self._on_commit(new)
             return stats
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -339,7 +345,9 @@ class MergeInsertBuilder:
             addrs = np.intersect1d(addrs, hit.column(ROWADDR).to_numpy())
         return addrs.astype(np.uint64, copy=False)
 
-    async def _execute_once(self, ds: "DatasetReader", src: pa.Table) -> tuple[dict[str, int], int]:
+    async def _execute_once(self, ds: "DatasetReader", src: pa.Table) -> tuple[dict[str, int], "DatasetReader"]:
+        """One attempt: the counts and the dataset at the version committed (opened from the
+        manifest written)."""
         c = ds.context
         lm = await loaded_manifest(ds)
         m = lm.manifest
@@ -393,13 +401,13 @@ class MergeInsertBuilder:
                 row_ids = encode_row_id_sequence(ids) if ids is not None and len(ids) else None
                 new_frags.append(new_fragment([writer.data_file(wf)], wf.rows, row_ids=row_ids))
                 start += wf.rows
-            version = await commit_upsert_async(ds, m, new_frags, removed_addrs, loaded=lm)
+            done = await commit_upsert(ds, m, new_frags, removed_addrs, loaded=lm)
         except BaseException:
             await writer.cleanup()
             raise
         return {"num_inserted_rows": int(len(ins)), "num_updated_rows": int(len(upd_s)),
-                "num_deleted_rows": int(len(dels))}, version
+                "num_deleted_rows": int(len(dels))}, open_committed(ds, done)
 
 
-__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "ambiguous_error", "commit_upsert_async",
+__all__ = ["MergeInsertAmbiguousError", "MergeInsertBuilder", "ambiguous_error", "commit_upsert", "commit_upsert_async",
            "full_rows"]

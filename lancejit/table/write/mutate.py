@@ -197,7 +197,7 @@ async def _update_once(ds: "DatasetReader", values: Mapping[str, Any], where: An
     try:
         scanner = ds.scanner(columns=file_schema.names, filter=where, with_row_id=stable, with_row_address=True,
                              batch_size=WRITE_BATCH_ROWS)
-        async for batch in scanner.batches_async():
+        async for batch in scanner.batches_async(ramp=False):
             if batch.num_rows == 0:
                 continue
             addr_parts.append(batch.column(ROWADDR).to_numpy())

@@ -51,7 +51,11 @@ class VarBlock:
         return np.diff(self.offsets)
 
     def max_length(self) -> int:
-        return int(self.lengths().max()) if self.num_values else 0
+        """The longest value's bytes (computed once: a page's encoding choice asks several times)."""
+        got = self.__dict__.get("_max_length")
+        if got is None:
+            got = self.__dict__["_max_length"] = int(self.lengths().max()) if self.num_values else 0
+        return got
 
 
 @dataclass

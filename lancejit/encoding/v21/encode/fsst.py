@@ -173,5 +173,5 @@ def fsst_compress(block: VarBlock) -> tuple[VarBlock, bytes]:
     out = np.empty(2 * data.size + 8, dtype=np.uint8)
     out_offs = np.empty(offs.shape[0], dtype=np.int64)
     nbytes = compress_bulk(padded_words(data), offs, *st.bulk_lookups(), out, out_offs)
-    res = VarBlock(out_offs.astype(block.offsets.dtype), out[:nbytes].copy(), block.num_values)
+    res = VarBlock(out_offs.astype(block.offsets.dtype), out[:nbytes], block.num_values)
     return res, st.export()

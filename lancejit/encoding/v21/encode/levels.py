@@ -284,8 +284,11 @@ def resolve(slots: LeafSlots) -> Levels:
     depth = len(slots.kinds)
     present = np.zeros(2 * depth + 2, dtype=bool)
     if len(slots.code):
-        seen = np.bincount(slots.code)  # codes are small (< 2 * depth + 2)
-        present[np.flatnonzero(seen)] = True
+        if slots.kinds == ["item"]:  # a flat column: codes 0 (valid) or 1 (null)
+            present[1] = bool(slots.code.any())
+        else:
+            seen = np.bincount(slots.code)  # codes are small (< 2 * depth + 2)
+            present[np.flatnonzero(seen)] = True
     for c in slots.forced:
         present[c] = True
     layers_outer_first: list[int] = []

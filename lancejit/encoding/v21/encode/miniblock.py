@@ -77,8 +77,8 @@ def encode_miniblock(
     large = version >= (2, 2)
     counts = values.counts
     if values.packed is not None and levels.rep is None and levels.deff is None:
-        body, meta_buf = _assemble_packed(values.packed, counts, large)
-        return _page(values, levels, dictionary, body, meta_buf, None, None, None, large)
+        packed, meta_buf = _assemble_packed(values, large)
+        return _page(values, levels, dictionary, packed, meta_buf, None, None, None, large)
     bounds = _level_bounds(levels, counts)
     rep_comp = def_comp = None
     rep_chunks: list[bytes] | None = None
@@ -131,25 +131,24 @@ def encode_miniblock(
     return _page(values, levels, dictionary, bytes(data), meta_buf, rep_comp, def_comp, rep_index, large)
 
 
-def _assemble_packed(packed: tuple[np.ndarray, np.ndarray], counts: list[int], large: bool) -> tuple[bytes, bytes]:
-    """``(data buffer, metadata words)`` of packed one-buffer chunks (``packed``: see
-    :class:`MiniChunks`, ``counts`` values each) without levels, in one kernel call
-    (:func:`lancejit.encoding.kernels.enc_chunks.assemble_miniblock`)."""
-    body, sizes = packed
+def _assemble_packed(values: MiniChunks, large: bool) -> tuple[memoryview, bytes]:
+    """``(data buffer, metadata words)`` of packed one-buffer chunks without levels, in one
+    kernel call (:func:`lancejit.encoding.kernels.enc_chunks.assemble_miniblock`)."""
+    body, sizes = values.packed
     n = len(sizes)
     out = np.empty(len(body) + 16 * n, dtype=np.uint8)
     meta = np.empty(n, dtype=np.int64)
     got = enc_chunks.assemble_miniblock(readonly(body, np.uint8), readonly(sizes, np.int64),
-                                        readonly(np.asarray(counts, dtype=np.int64)), large, out, meta)
+                                        readonly(np.asarray(values.counts, dtype=np.int64)), large, out, meta)
     if got == enc_chunks.TOO_BIG_BUFFER:
         raise InvalidInputError("a mini-block chunk buffer exceeds the 16-bit size field")
     if got == enc_chunks.TOO_BIG_CHUNK:
         raise InvalidInputError("mini-block chunk larger than 32 KiB in a 2.1 file")
-    return out[:got].tobytes(), meta.astype(np.uint32 if large else np.uint16).tobytes()
+    return out[:got].data, meta.astype(np.uint32 if large else np.uint16).tobytes()
 
 
 def _page(values: MiniChunks, levels: Levels, dictionary: tuple[bytes, pb21.CompressiveEncoding, int] | None,
-          data: bytes, meta_buf: bytes, rep_comp, def_comp, rep_index: np.ndarray | None,
+          data: bytes | memoryview, meta_buf: bytes, rep_comp, def_comp, rep_index: np.ndarray | None,
           large: bool) -> EncodedPage:
     counts = values.counts
     layout = pb21.PageLayout()

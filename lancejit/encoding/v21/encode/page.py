@@ -17,7 +17,7 @@ class EncodedPage:
     the buffers were all there was to write, their page comes later).
     """
 
-    buffers: list[bytes]
+    buffers: list[bytes | memoryview]
     layout: Any
     num_rows: int
     external: list[bytes] | None = None

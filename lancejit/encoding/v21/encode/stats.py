@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lancejit.encoding.kernels.enc_hll import estimate, hll_bytes, hll_fixed
+from lancejit.encoding.kernels.enc_hll import distinct_bytes, estimate, hll_bytes, hll_fixed
 from lancejit.encoding.kernels.enc_rle import count_runs
 
 from .data import FixedBlock, FslBlock, VarBlock
@@ -22,6 +22,8 @@ def bit_widths(words: np.ndarray) -> np.ndarray:
     n = words.shape[0]
     if n == 0:
         return np.zeros(1, dtype=np.int64)
+    if n <= CHUNK:  # one chunk (a small page): no vector steps
+        return np.array([int(np.bitwise_or.reduce(words).astype(np.uint64)).bit_length()], dtype=np.int64)
     ors = np.bitwise_or.reduceat(words, np.arange(0, n, CHUNK))
     out = np.zeros(ors.shape[0], dtype=np.int64)
     v = ors.astype(np.uint64)
@@ -69,13 +71,39 @@ HLL_PRECISION = 14
 EXACT_BELOW = 4096
 
 
+def exact_cardinality(block) -> int:
+    """Number of distinct values, exactly: fixed widths of 1, 2, 4 or 8 bytes by sorting, others
+    by :func:`~lancejit.encoding.kernels.enc_hll.distinct_bytes` (by Arrow while that kernel is
+    not compiled yet)."""
+    n = block.num_values
+    if n == 0:
+        return 0
+    if isinstance(block, FixedBlock) and block.bits_per_value in (8, 16, 32, 64):
+        v = np.sort(block.data[:n])
+        return 1 + int(np.count_nonzero(v[1:] != v[:-1]))
+    from lancejit.encoding.kernels import jit
+
+    jit.numba()  # (the writer's kernels need it anyway)
+    if not jit.ready(distinct_bytes):
+        import pyarrow.compute as pc
+
+        return int(pc.count_distinct(as_arrow(block)).as_py())
+    if isinstance(block, FixedBlock):
+        k = block.bits_per_value // 8
+        data = np.ascontiguousarray(block.data.view(np.uint8)[: n * k])
+        offsets = np.arange(0, (n + 1) * k, k, dtype=np.int64)
+    else:
+        data = np.ascontiguousarray(block.data, dtype=np.uint8)
+        offsets = np.ascontiguousarray(block.offsets[: n + 1], dtype=np.int64)
+    slots = np.full(1 << (2 * n - 1).bit_length(), -1, dtype=np.int64)
+    return int(distinct_bytes(data, offsets, slots))
+
+
 def cardinality(block) -> int:
     """Number of distinct values: exact for small blocks, else a HyperLogLog estimate (as the
     reference; p = 14, about 1% error)."""
-    import pyarrow.compute as pc
-
     if block.num_values <= EXACT_BELOW:
-        return int(pc.count_distinct(as_arrow(block)).as_py())
+        return exact_cardinality(block)
     regs = np.zeros(1 << HLL_PRECISION, dtype=np.uint8)
     if isinstance(block, FixedBlock) and block.bits_per_value in (8, 16, 32, 64):
         hll_fixed(np.ascontiguousarray(block.data[: block.num_values]), HLL_PRECISION, regs)

@@ -311,8 +311,10 @@ def _constant_page(block, levels: Levels, values: pa.Array) -> EncodedPage | Non
         if pa.types.is_fixed_size_binary(values.type):
             return allnull.constant(levels, None, allnull.scalar_buffers([val]))
         return allnull.constant(levels, val, None)
-    lens = block.lengths()
     offs = block.offsets
+    if nulls is None and block.num_values > 64 and not (np.diff(offs[:65]) == offs[1] - offs[0]).all():
+        return None  # cheap early exit, as for fixed widths
+    lens = block.lengths()
     sel = np.flatnonzero(~nulls) if nulls is not None else np.arange(block.num_values)
     if sel.size == 0:
         return None
