@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 
 @dataclass
@@ -17,7 +17,7 @@ class EncodedPage:
     the buffers were all there was to write, their page comes later).
     """
 
-    buffers: list[bytes | memoryview]
+    buffers: Sequence[bytes | memoryview]
     layout: Any
     num_rows: int
     external: list[bytes] | None = None
