@@ -177,14 +177,13 @@ def test_iterator_dropped_after_its_thread_ended(tmp_path):
     caught: list = []
     hook, sys.unraisablehook = sys.unraisablehook, caught.append
     try:
+        def pull(held: list) -> None:
+            it = ds.to_batches(columns=["x"], batch_size=100_000)
+            held.append((it, next(it).num_rows))
+
         for _ in range(2):
             held: list = []
-
-            def pull(held: list = held) -> None:
-                it = ds.to_batches(columns=["x"], batch_size=100_000)
-                held.append((it, next(it).num_rows))
-
-            worker = threading.Thread(target=pull)
+            worker = threading.Thread(target=pull, args=(held,))
             worker.start()
             worker.join()
             assert held[0][1] == 100_000

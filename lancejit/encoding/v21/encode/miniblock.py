@@ -77,7 +77,7 @@ def encode_miniblock(
     large = version >= (2, 2)
     counts = values.counts
     if values.packed is not None and levels.rep is None and levels.deff is None:
-        packed, meta_buf = _assemble_packed(values, large)
+        packed, meta_buf = _assemble_packed(values.packed, counts, large)
         return _page(values, levels, dictionary, packed, meta_buf, None, None, None, large)
     bounds = _level_bounds(levels, counts)
     rep_comp = def_comp = None
@@ -131,16 +131,17 @@ def encode_miniblock(
     return _page(values, levels, dictionary, bytes(data), meta_buf, rep_comp, def_comp, rep_index, large)
 
 
-def _assemble_packed(values: MiniChunks, large: bool) -> tuple[memoryview, bytes]:
-    """``(data buffer, metadata words)`` of packed one-buffer chunks without levels, in one
-    kernel call (:func:`lancejit.encoding.kernels.enc_chunks.assemble_miniblock`)."""
-    assert values.packed is not None  # the caller checked
-    body, sizes = values.packed
+def _assemble_packed(packed: tuple[np.ndarray, np.ndarray], counts: list[int],
+                     large: bool) -> tuple[memoryview, bytes]:
+    """``(data buffer, metadata words)`` of packed one-buffer chunks (``packed``: see
+    :class:`MiniChunks`, ``counts`` values each) without levels, in one kernel call
+    (:func:`lancejit.encoding.kernels.enc_chunks.assemble_miniblock`)."""
+    body, sizes = packed
     n = len(sizes)
     out = np.empty(len(body) + 16 * n, dtype=np.uint8)
     meta = np.empty(n, dtype=np.int64)
     got = enc_chunks.assemble_miniblock(readonly(body, np.uint8), readonly(sizes, np.int64),
-                                        readonly(np.asarray(values.counts, dtype=np.int64)), large, out, meta)
+                                        readonly(np.asarray(counts, dtype=np.int64)), large, out, meta)
     if got == enc_chunks.TOO_BIG_BUFFER:
         raise InvalidInputError("a mini-block chunk buffer exceeds the 16-bit size field")
     if got == enc_chunks.TOO_BIG_CHUNK:
